@@ -1,0 +1,57 @@
+// What the pipeline learns about a request, attached to it once and read by every later stage.
+import type { Request } from 'express';
+import type { OrgRole, Permission } from '../lib/permissions.ts';
+
+export type CredentialKind = 'session' | 'api_key' | 'oidc';
+
+export interface Principal {
+  kind: CredentialKind;
+  userId: string;
+  email?: string;
+  sessionId?: string;
+  /** session realm: platform, or end_user:<spaceId> */
+  realm?: string;
+  apiKeyId?: string;
+  /** an API key is bound to one organization and pinned to one space */
+  boundOrgId?: string;
+  boundSpaceId?: string;
+  keyScopes?: readonly string[];
+  /** a refreshed session cookie to send back */
+  refreshedCookie?: string;
+}
+
+export interface OrgContext {
+  id: string;
+  role: OrgRole;
+  apiVersion: string | null;
+}
+
+export interface SpaceContext {
+  id: string;
+  kind: 'team' | 'personal';
+}
+
+export interface RequestContext {
+  requestId: string;
+  ip: string;
+  userAgent: string | undefined;
+  principal?: Principal;
+  org?: OrgContext;
+  space?: SpaceContext;
+  permissions: ReadonlySet<Permission>;
+  /** set when an API key acts on behalf of an end-user (Service-User) */
+  endUserId?: string;
+  apiVersion?: string;
+  viewAs?: string;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    ctx: RequestContext;
+    rawBody?: Buffer;
+  }
+}
+
+export function contextOf(req: Request): RequestContext {
+  return req.ctx;
+}

@@ -1,0 +1,23 @@
+// What the API needs from the process that hosts it, built once at start-up.
+import type { CacheStore } from '../lib/cache/store.ts';
+import type { Config } from '../lib/config.ts';
+import type { SecretBox } from '../lib/crypto.ts';
+import type { Database } from '../db/client.ts';
+import type { Logger } from '../lib/log.ts';
+import type { RunWorkflowClient } from '../workflows/run-client.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import type { AuthCache } from './services/auth-cache.ts';
+
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  database: Database;
+  cache: CacheStore;
+  secrets: SecretBox;
+  lifecycle: Lifecycle;
+  authCache: AuthCache;
+  /** the token that redeems the first-run bootstrap */
+  bootstrapToken: string;
+  /** the run workflow through the engine's ingress; set once the engine is reachable */
+  runs?: RunWorkflowClient;
+}

@@ -1,0 +1,30 @@
+// Service-Version: request header, then the organization's pin, then the current version.
+import type { Request, Response } from 'express';
+import { problem } from '../../lib/problem.ts';
+
+export const CURRENT_API_VERSION = '2026-03-21';
+export const SUPPORTED_API_VERSIONS = new Set([CURRENT_API_VERSION]);
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+function isCalendarDate(s: string): boolean {
+  const m = DATE.exec(s);
+  if (!m) return false;
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
+}
+
+export function resolveApiVersion(req: Request, res: Response): void {
+  const header = req.headers['service-version'];
+  let version: string;
+  if (typeof header === 'string' && header !== '') {
+    if (!isCalendarDate(header)) throw problem('invalid_api_version', { param: 'Service-Version', detail: 'Service-Version must be a date in the form YYYY-MM-DD.' });
+    version = header;
+  } else {
+    version = req.ctx.org?.apiVersion ?? CURRENT_API_VERSION;
+  }
+  if (!SUPPORTED_API_VERSIONS.has(version)) {
+    throw problem('unsupported_api_version', { param: 'Service-Version', detail: `API version ${version} is not served; served: ${[...SUPPORTED_API_VERSIONS].join(', ')}.` });
+  }
+  req.ctx.apiVersion = version;
+  res.setHeader('Service-Version', version);
+}

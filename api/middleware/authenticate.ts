@@ -1,0 +1,153 @@
+// Authentication and tenant context, in the spec's order: OIDC bearer, API key, session cookie;
+// then the organization (X-Org-Id or the key's binding), permissions and the space (X-Space-Id
+// or the key's pin). One database round trip at most, none when the credential is cached.
+import type { Request, Response } from 'express';
+import { sha256Hex } from '../../lib/crypto.ts';
+import { isWellFormedApiKey } from '../../lib/api-key-format.ts';
+import { problem } from '../../lib/problem.ts';
+import type { Permission } from '../../lib/permissions.ts';
+import type { Principal } from '../context.ts';
+import type { AppDeps } from '../deps.ts';
+import type { RouteDef } from '../route.ts';
+import { computePermissions, loadApiKeyFacts, loadSessionFacts, type ApiKeyFacts, type SessionFacts } from '../services/access.ts';
+import { parseViewAs } from './view-as.ts';
+import { sessionCookieName, extendSessionIfDue } from '../services/session-cookie.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A verifier the oidc module installs for JWT bearer tokens. */
+export type OidcVerifier = (token: string, req: Request) => Promise<Principal | null>;
+
+function unauthorized(detail = 'A valid credential is required.') {
+  return problem('unauthorized', { detail });
+}
+
+function headerValue(req: Request, name: string): string | undefined {
+  const v = req.headers[name];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+export function readCookie(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return undefined;
+}
+
+export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier }) {
+  const { authCache, database } = deps;
+  const cookieName = sessionCookieName(deps.config);
+
+  async function apiKeyFacts(key: string): Promise<ApiKeyFacts | null> {
+    const hash = sha256Hex(key);
+    const cacheKey = `k:${hash}`;
+    const cached = authCache.get<ApiKeyFacts | null>(cacheKey);
+    if (cached !== undefined) return cached;
+    const facts = await loadApiKeyFacts(database.pool, hash);
+    authCache.set(cacheKey, facts);
+    return facts;
+  }
+
+  async function sessionFacts(token: string, orgId: string | null, spaceId: string | null): Promise<SessionFacts | null> {
+    const hash = sha256Hex(token);
+    const cacheKey = `s:${hash}:${orgId ?? ''}:${spaceId ?? ''}`;
+    const cached = authCache.get<SessionFacts | null>(cacheKey);
+    if (cached !== undefined) return cached;
+    const facts = await loadSessionFacts(database.pool, hash, orgId, spaceId);
+    authCache.set(cacheKey, facts);
+    return facts;
+  }
+
+  function grant(req: Request, def: RouteDef<any, any, any>, permissions: Set<Permission>) {
+    req.ctx.permissions = permissions;
+    if (def.permission && !permissions.has(def.permission)) {
+      throw problem('forbidden', { detail: `This operation needs the ${def.permission} permission.` });
+    }
+  }
+
+  async function withApiKey(req: Request, def: RouteDef<any, any, any>, key: string, sseToken: boolean): Promise<void> {
+    if (!isWellFormedApiKey(key)) throw unauthorized('The API key is malformed.');
+    const facts = await apiKeyFacts(key);
+    const now = Date.now();
+    if (!facts || facts.revokedAt || (facts.expiresAt && facts.expiresAt.getTime() <= now) || !facts.orgRole || facts.orgDeleting) {
+      throw unauthorized('The API key is invalid, revoked or expired.');
+    }
+    if (def.sessionOnly) throw problem('forbidden', { detail: 'API keys cannot call this operation.' });
+    req.ctx.principal = {
+      kind: 'api_key',
+      userId: facts.createdBy,
+      apiKeyId: facts.keyId,
+      boundOrgId: facts.orgId!,
+      boundSpaceId: facts.spaceId!,
+      keyScopes: facts.scopes,
+    };
+    if (headerValue(req, 'x-view-as')) throw problem('view_as_unsupported', { param: 'X-View-As', detail: 'Role preview is not available with an API key.' });
+    const spaceHeader = headerValue(req, 'x-space-id');
+    if (spaceHeader && spaceHeader !== facts.spaceId) {
+      throw problem('forbidden', { param: 'X-Space-Id', detail: 'This API key is pinned to another space.' });
+    }
+    req.ctx.org = { id: facts.orgId!, role: facts.orgRole, apiVersion: facts.orgApiVersion };
+    req.ctx.space = { id: facts.spaceId!, kind: facts.spaceKind ?? 'team' };
+    const held = computePermissions(facts, facts.createdBy).permissions;
+    const scopes = new Set(facts.scopes);
+    const effective = new Set<Permission>();
+    for (const p of held) if (scopes.has(p)) effective.add(p);
+    void sseToken;
+    grant(req, def, effective);
+  }
+
+  async function withSession(req: Request, res: Response, def: RouteDef<any, any, any>, token: string): Promise<void> {
+    if (headerValue(req, 'service-user')) throw problem('header_not_allowed', { param: 'Service-User', detail: 'Only API keys can act on behalf of an end-user.' });
+    const tenant = def.tenant ?? 'org';
+    const orgHeader = headerValue(req, 'x-org-id');
+    if (orgHeader !== undefined && !UUID.test(orgHeader)) throw problem('invalid_request', { param: 'X-Org-Id', detail: 'X-Org-Id must be an organization UUID.' });
+    const spaceHeader = tenant === 'space' ? headerValue(req, 'x-space-id') : undefined;
+    const facts = await sessionFacts(token, orgHeader ?? null, spaceHeader ?? null);
+    if (!facts || facts.expiresAt.getTime() <= Date.now()) throw unauthorized('The session is missing or expired.');
+    if (facts.realm !== 'platform') throw problem('forbidden', { detail: 'End-user sessions cannot call platform routes.' });
+    req.ctx.principal = { kind: 'session', userId: facts.userId, email: facts.email, sessionId: facts.sessionId, realm: facts.realm };
+    await extendSessionIfDue(deps, res, facts, token, cookieName);
+    if (tenant === 'none') {
+      grant(req, def, new Set());
+      return;
+    }
+    if (!orgHeader) throw problem('invalid_request', { param: 'X-Org-Id', detail: 'This route needs the X-Org-Id header.' });
+    if (!facts.orgRole || !facts.orgId) throw problem('forbidden', { param: 'X-Org-Id', detail: 'You are not a member of this organization.' });
+    const viewAs = parseViewAs(req, facts.orgRole);
+    req.ctx.org = { id: facts.orgId, role: viewAs?.orgRole ?? facts.orgRole, apiVersion: facts.orgApiVersion };
+    if (facts.orgDeleting && req.method !== 'GET') throw problem('org_deleting');
+    const { permissions, spaceMember } = computePermissions(facts, facts.userId, viewAs);
+    if (tenant === 'space') {
+      if (!spaceHeader) throw problem('invalid_request', { param: 'X-Space-Id', detail: 'This route needs the X-Space-Id header.' });
+      if (!spaceMember) throw problem('not_a_space_member', { param: 'X-Space-Id', detail: 'You hold no role in this space.' });
+      req.ctx.space = { id: facts.spaceId!, kind: facts.spaceKind ?? 'team' };
+    }
+    grant(req, def, permissions);
+  }
+
+  return async function authenticate(req: Request, res: Response, def: RouteDef<any, any, any>, opts: { sse?: boolean } = {}): Promise<void> {
+    const authz = req.headers.authorization;
+    if (authz !== undefined) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
+      if (!m) throw unauthorized('Authorization must use the Bearer scheme.');
+      const bearer = m[1];
+      if (bearer.startsWith('apst_')) return withApiKey(req, def, bearer, false);
+      if (oidc.verify && bearer.split('.').length === 3) {
+        const principal = await oidc.verify(bearer, req);
+        if (principal) {
+          req.ctx.principal = principal;
+          return;
+        }
+      }
+      throw unauthorized('The bearer token is not recognized.');
+    }
+    if (opts.sse && typeof req.query.token === 'string') return withApiKey(req, def, req.query.token, true);
+    const cookie = readCookie(req, cookieName);
+    if (cookie) return withSession(req, res, def, cookie);
+    throw unauthorized();
+  };
+}

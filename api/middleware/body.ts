@@ -1,0 +1,58 @@
+// Request bodies: a declared length over the limit is refused before reading; the raw bytes are
+// kept (idempotency fingerprints and signature checks need them) and JSON is parsed from them.
+import type { NextFunction, Request, Response } from 'express';
+import { problem } from '../../lib/problem.ts';
+
+export function bodyLimit(limitBytes: number) {
+  return function bodyLimitMiddleware(req: Request, _res: Response, next: NextFunction): void {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limitBytes) {
+      // The connection closes after the answer: the unread body is not worth draining.
+      req.headers.connection = 'close';
+      return next(problem('payload_too_large', { detail: `The request body exceeds ${limitBytes} bytes.` }));
+    }
+    next();
+  };
+}
+
+export function readRawBody(req: Request, limitBytes: number): Promise<Buffer> {
+  if (req.rawBody) return Promise.resolve(req.rawBody);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > limitBytes) {
+        failed = true;
+        reject(problem('payload_too_large', { detail: `The request body exceeds ${limitBytes} bytes.` }));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (failed) return;
+      req.rawBody = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      resolve(req.rawBody);
+    });
+    req.on('error', (err) => {
+      if (!failed) reject(err);
+    });
+  });
+}
+
+/** Parses a JSON body; an empty body is undefined; malformed JSON is 400. */
+export async function readJsonBody(req: Request, limitBytes: number): Promise<unknown> {
+  const raw = await readRawBody(req, limitBytes);
+  if (raw.length === 0) return undefined;
+  const type = req.headers['content-type'] ?? '';
+  if (!/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
+    throw problem('invalid_request', { param: 'Content-Type', detail: 'The request body must be application/json.' });
+  }
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw problem('invalid_request', { detail: 'The request body is not valid JSON.' });
+  }
+}

@@ -1,0 +1,118 @@
+// Idempotency-Key, per the spec's twelve rules. The key is held by an expiring lease while the
+// first request runs, so a crashed owner cannot block it for 24 hours.
+import { randomUUID, createHash } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type { CacheStore } from '../../lib/cache/store.ts';
+import { problem } from '../../lib/problem.ts';
+import type { Reply } from '../route.ts';
+
+const TTL_MS = 24 * 60 * 60 * 1000;
+const LEASE_MS = 30_000;
+const MAX_STORED_CHARS = 1_048_576;
+const MAX_KEY_CHARS = 255;
+const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'link'];
+
+interface InProgress {
+  state: 'in_progress';
+  fp: string;
+  lease: string;
+}
+interface Done {
+  state: 'done';
+  fp: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+type Record_ = InProgress | Done;
+
+export function idempotencyKeyOf(req: Request): string | undefined {
+  const v = req.headers['idempotency-key'];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** Rule 11: writes carrying the header to an operation that does not declare it. */
+export function refuseUnsupportedIdempotencyKey(req: Request): void {
+  if (idempotencyKeyOf(req) === undefined) return;
+  if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return;
+  throw problem('idempotency_not_supported', { param: 'Idempotency-Key', detail: 'This operation does not honor Idempotency-Key.' });
+}
+
+function fingerprint(req: Request, rawBody: Buffer): string {
+  const q = req.originalUrl.indexOf('?');
+  const query = q >= 0 ? req.originalUrl.slice(q + 1) : '';
+  return createHash('sha256').update(`${req.method}\n${req.path}\n${query}\n`).update(rawBody).digest('hex');
+}
+
+export interface IdempotencyOutcome {
+  /** a stored response to send as it is */
+  replay?: Reply;
+  /** call with the finished reply (or the thrown error) to store or release the key */
+  settle?: (reply: Reply | null) => Promise<void>;
+}
+
+export function createIdempotency(store: CacheStore) {
+  return async function begin(req: Request, res: Response, rawBody: Buffer): Promise<IdempotencyOutcome> {
+    const key = idempotencyKeyOf(req);
+    if (key === undefined) return {};
+    if (key.length === 0 || key.length > MAX_KEY_CHARS) {
+      throw problem('invalid_idempotency_key', { param: 'Idempotency-Key', detail: `Idempotency-Key must be 1 to ${MAX_KEY_CHARS} characters.` });
+    }
+    const ctx = req.ctx;
+    const storeKey = `idem:${ctx.org?.id ?? '-'}:${ctx.space?.id ?? '-'}:${createHash('sha256').update(key).digest('hex')}`;
+    const fp = fingerprint(req, rawBody);
+    const lease = randomUUID();
+    const mine: InProgress = { state: 'in_progress', fp, lease };
+    const mineText = JSON.stringify(mine);
+
+    if (!(await store.setIfAbsent(storeKey, mineText, LEASE_MS))) {
+      const existingText = await store.get(storeKey);
+      if (existingText === null) {
+        // expired between the two calls: try once more
+        if (!(await store.setIfAbsent(storeKey, mineText, LEASE_MS))) throw problem('idempotency_in_progress');
+      } else {
+        const existing = JSON.parse(existingText) as Record_;
+        if (existing.fp !== fp) {
+          throw problem('idempotency_conflict', { detail: 'This Idempotency-Key was used with a different request.' });
+        }
+        if (existing.state === 'in_progress') {
+          throw problem('idempotency_in_progress', { detail: 'A request with this Idempotency-Key is still being processed.' });
+        }
+        return {
+          replay: {
+            status: existing.status,
+            body: existing.body === '' ? undefined : JSON.parse(existing.body),
+            headers: { ...existing.headers, 'Idempotent-Replayed': 'true' },
+          },
+        };
+      }
+    }
+
+    // Keep the lease alive while the handler runs.
+    const renew = setInterval(() => {
+      void store.get(storeKey).then((cur) => (cur === mineText ? store.set(storeKey, mineText, LEASE_MS) : undefined)).catch(() => {});
+    }, LEASE_MS / 3);
+    renew.unref();
+
+    return {
+      settle: async (reply) => {
+        clearInterval(renew);
+        const current = await store.get(storeKey);
+        if (current !== mineText) return;
+        const ok = reply && reply.status < 500 && !reply.handled;
+        const body = ok && reply.body !== undefined ? JSON.stringify(reply.body) : '';
+        if (!ok || body.length > MAX_STORED_CHARS) {
+          await store.deleteIfEquals(storeKey, mineText);
+          return;
+        }
+        const headers: Record<string, string> = {};
+        for (const h of REPLAYED_HEADERS) {
+          const v = reply.headers?.[h] ?? reply.headers?.[h.replace(/(^|-)\w/g, (m) => m.toUpperCase())] ?? res.getHeader(h);
+          if (typeof v === 'string') headers[h] = v;
+        }
+        const done: Done = { state: 'done', fp, status: reply.status, headers, body };
+        await store.set(storeKey, JSON.stringify(done), TTL_MS);
+      },
+    };
+  };
+}

@@ -1,0 +1,18 @@
+// Optional modules, loaded from the MODULES setting.
+import type { ApiModule } from '../app.ts';
+import type { AppDeps } from '../deps.ts';
+import type { ModuleName } from '../../lib/config.ts';
+
+type ModuleLoader = (deps: AppDeps) => Promise<ApiModule>;
+
+/** Modules this build ships; a configured name without a loader here loads nothing. */
+const LOADERS: Partial<Record<ModuleName, ModuleLoader>> = {};
+
+export async function loadModules(names: readonly ModuleName[], deps: AppDeps): Promise<ApiModule[]> {
+  const out: ApiModule[] = [];
+  for (const name of names) {
+    const load = LOADERS[name];
+    if (load) out.push(await load(deps));
+  }
+  return out;
+}

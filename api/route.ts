@@ -1,0 +1,98 @@
+// An operation is declared once: its schemas (which validate and feed the OpenAPI document), its
+// permission, rate-limit row and whether it honours Idempotency-Key. Handlers translate HTTP to a
+// service call and return a Reply.
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { Config } from '../lib/config.ts';
+import type { Permission } from '../lib/permissions.ts';
+import type { RequestContext } from './context.ts';
+import type { AppDeps } from './deps.ts';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** Which credential-free stage the route lives in; see the pipeline in app.ts. */
+export type RouteStage = 'public' | 'auth' | 'protected';
+
+/** Which tenant context the route needs: none, an organization, or a space within it. */
+export type TenantContext = 'none' | 'org' | 'space';
+
+export interface RateLimitRow {
+  /** requests per minute, or a function of the config for configurable rows */
+  perMinute: number | ((config: Config) => number);
+  /** what the bucket is keyed by besides method and route: the caller (default), the client IP, or the run */
+  by?: 'caller' | 'ip' | 'run';
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+  contentType?: string;
+}
+
+export interface HandlerInput<B, Q, P> {
+  ctx: RequestContext;
+  body: B;
+  query: Q;
+  params: P;
+  req: Request;
+  res: Response;
+  deps: AppDeps;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** the handler wrote the response itself (streams, downloads) */
+  handled?: true;
+}
+
+export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
+  method: HttpMethod;
+  /** OpenAPI-style path: /api/end-users/{id} */
+  path: string;
+  summary: string;
+  tag: string;
+  stage?: RouteStage;
+  /** default: 'space' for the spec's space-scoped prefixes, else 'org' */
+  tenant?: TenantContext;
+  /** null: any authenticated caller */
+  permission?: Permission | null;
+  rateLimit?: RateLimitRow;
+  idempotent?: boolean;
+  /** API keys cannot call this route (key creation) */
+  sessionOnly?: boolean;
+  body?: z.ZodType<B>;
+  query?: z.ZodType<Q>;
+  params?: z.ZodType<P>;
+  /** the handler reads the body itself (multipart uploads, signed event bodies) */
+  rawBody?: boolean;
+  /** documented request headers */
+  headers?: Array<{ name: string; required?: boolean; description: string }>;
+  responses: Record<number, ResponseSpec>;
+  handler(input: HandlerInput<B, Q, P>): Promise<Reply>;
+}
+
+export function route<B = unknown, Q = unknown, P = unknown>(def: RouteDef<B, Q, P>): RouteDef<B, Q, P> {
+  return def;
+}
+
+export const ok = (body: unknown, headers?: Record<string, string>): Reply => ({ status: 200, body, headers });
+export const created = (body: unknown, headers?: Record<string, string>): Reply => ({ status: 201, body, headers });
+export const noContent = (headers?: Record<string, string>): Reply => ({ status: 204, headers });
+export const handled = (): Reply => ({ status: 0, handled: true });
+
+/** Prefixes whose routes are space-scoped (spec, Context headers). */
+export const SPACE_SCOPED_PREFIXES = [
+  '/api/agents', '/api/runs', '/api/schedules', '/api/end-users', '/api/api-keys', '/api/notifications',
+  '/api/packages', '/api/integrations', '/api/uploads', '/api/files',
+];
+
+export function defaultTenant(path: string): TenantContext {
+  return SPACE_SCOPED_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`)) ? 'space' : 'org';
+}
+
+/** /api/end-users/{id} -> /api/end-users/:id */
+export function expressPath(path: string): string {
+  return path.replace(/\{([a-zA-Z_][a-zA-Z0-9_]*)\}/g, ':$1');
+}

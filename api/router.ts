@@ -1,0 +1,98 @@
+// Mounts declared routes. For protected routes the per-route chain follows the spec's pipeline:
+// authentication, impersonation and role-preview guards, organization, permissions, space,
+// API version, the Idempotency-Key guard, then the route's own rate limit, idempotency,
+// validation and handler.
+import express, { type Request, type Response, type Router } from 'express';
+import { isProblem, problem, problemBody } from '../lib/problem.ts';
+import type { AppDeps } from './deps.ts';
+import { readJsonBody } from './middleware/body.ts';
+import { resolveApiVersion } from './middleware/api-version.ts';
+import { createAuthenticate, type OidcVerifier } from './middleware/authenticate.ts';
+import { applyImpersonation } from './middleware/impersonation.ts';
+import { createIdempotency, refuseUnsupportedIdempotencyKey, type IdempotencyOutcome } from './middleware/idempotency.ts';
+import { createRateLimiter } from './middleware/rate-limit.ts';
+import { defaultTenant, expressPath, type Reply, type RouteDef } from './route.ts';
+import { parseBody, parseParams } from './validation.ts';
+
+export function sendReply(res: Response, reply: Reply): void {
+  if (reply.handled) return;
+  if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
+  res.status(reply.status);
+  if (reply.body === undefined || reply.status === 204 || reply.status === 304) {
+    res.end();
+    return;
+  }
+  if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) {
+    res.end(reply.body);
+    return;
+  }
+  if (!res.getHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(reply.body));
+}
+
+export interface MountOptions {
+  oidc: { verify?: OidcVerifier };
+}
+
+export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
+  const authenticate = createAuthenticate(deps, opts.oidc);
+  const rateLimit = createRateLimiter(deps.cache, deps.config);
+  const beginIdempotency = createIdempotency(deps.cache);
+  const bodyLimit = deps.config.API_BODY_LIMIT_BYTES;
+  const typeBase = deps.config.ERROR_TYPE_BASE;
+
+  return function mount(router: Router, def: RouteDef<any, any, any>): void {
+    const stage = def.stage ?? 'protected';
+    const tenant = def.tenant ?? (stage === 'protected' ? defaultTenant(def.path) : 'none');
+    const resolved: RouteDef<any, any, any> = { ...def, tenant };
+    const pattern = def.path;
+    const method = def.method.toUpperCase();
+
+    const handler = async (req: Request, res: Response) => {
+      if (stage === 'protected') {
+        await authenticate(req, res, resolved);
+        await applyImpersonation(req, deps);
+        resolveApiVersion(req, res);
+      }
+      if (!def.idempotent && stage !== 'auth') refuseUnsupportedIdempotencyKey(req);
+      if (def.rateLimit) await rateLimit(req, res, def.rateLimit, method, pattern);
+
+      const params = def.params ? parseParams(def.params, req.params) : req.params;
+      const query = def.query ? parseParams(def.query, req.query) : req.query;
+      let body: unknown;
+      let idem: IdempotencyOutcome = {};
+      let reply: Reply | null = null;
+      try {
+        if (!def.rawBody && (def.body || def.idempotent)) {
+          const json = await readJsonBody(req, bodyLimit);
+          if (def.idempotent) idem = await beginIdempotency(req, res, req.rawBody ?? Buffer.alloc(0));
+          if (idem.replay) return sendReply(res, idem.replay);
+          if (def.body) body = parseBody(def.body, json === undefined ? {} : json);
+        }
+        reply = await def.handler({ ctx: req.ctx, body, query, params, req, res, deps });
+        if (idem.settle) await idem.settle(reply);
+      } catch (err) {
+        // 4xx answers are stored and replayed like successes; 5xx and crashes release the key.
+        if (idem.settle) {
+          const stored = isProblem(err) && err.status < 500
+            ? { status: err.status, body: problemBody(err, req.ctx.requestId, typeBase), headers: { 'content-type': 'application/problem+json; charset=utf-8' } }
+            : null;
+          await idem.settle(stored).catch(() => {});
+        }
+        throw err;
+      }
+      sendReply(res, reply);
+    };
+
+    router[def.method](expressPath(def.path), (req: Request, res: Response, next) => {
+      handler(req, res).catch(next);
+    });
+  };
+}
+
+/** Every unmatched /api path answers a 404 problem. */
+export function notFoundRouter(): Router {
+  const r = express.Router();
+  r.use((_req, _res, next) => next(problem('not_found', { detail: 'No such route.' })));
+  return r;
+}

@@ -1,0 +1,94 @@
+// Credential-free routes: health, the OpenAPI document, the interactive reference, /llms.txt.
+import { z } from 'zod';
+import { ok, route, type Reply, type RouteDef } from '../route.ts';
+import type { OpenApiDocument } from '../openapi.ts';
+
+export interface PublicDocs {
+  openapi?: OpenApiDocument;
+  llms?: string;
+}
+
+const Health = z.object({ status: z.enum(['ok', 'starting', 'draining']) });
+
+const DOCS_HTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Agent Platform API reference</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/api/docs/assets/swagger-ui.css"></head>
+<body><div id="reference"></div>
+<script src="/api/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/api/docs/reference.js"></script>
+</body></html>`;
+const DOCS_JS = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#reference', deepLinking: true });`;
+
+export function publicRoutes(docs: PublicDocs): RouteDef<any, any, any>[] {
+  return [
+    route({
+      method: 'get', path: '/health/live', summary: 'Liveness: the process answers', tag: 'Health', stage: 'public',
+      responses: { 200: { description: 'Alive', schema: Health } },
+      handler: async () => ok({ status: 'ok' }),
+    }),
+    route({
+      method: 'get', path: '/health/ready', summary: 'Readiness: boot completed and not draining', tag: 'Health', stage: 'public',
+      responses: { 200: { description: 'Ready', schema: Health }, 503: { description: 'Starting or draining', schema: Health } },
+      handler: async ({ deps }): Promise<Reply> => {
+        const lc = deps.lifecycle;
+        if (!lc.ready) return { status: 503, body: { status: 'starting' }, headers: { 'Retry-After': '1' } };
+        if (lc.draining) return { status: 503, body: { status: 'draining' } };
+        return ok({ status: 'ok' });
+      },
+    }),
+    route({
+      method: 'get', path: '/api/openapi.json', summary: 'The OpenAPI 3.1 document of this instance', tag: 'Meta', stage: 'public',
+      responses: { 200: { description: 'OpenAPI document' }, 304: { description: 'Not modified' } },
+      handler: async ({ req }): Promise<Reply> => {
+        const doc = docs.openapi!;
+        const inm = req.headers['if-none-match'];
+        if (inm && inm.split(',').some((t) => t.trim() === doc.etag || t.trim() === '*')) {
+          return { status: 304, headers: { ETag: doc.etag } };
+        }
+        return { status: 200, body: doc.json, headers: { ETag: doc.etag, 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-cache' } };
+      },
+    }),
+    route({
+      method: 'get', path: '/api/docs', summary: 'Interactive API reference', tag: 'Meta', stage: 'public',
+      responses: { 200: { description: 'HTML page', contentType: 'text/html' } },
+      handler: async () => ({ status: 200, body: DOCS_HTML, headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
+    }),
+    route({
+      method: 'get', path: '/api/docs/reference.js', summary: 'Script of the interactive reference', tag: 'Meta', stage: 'public',
+      responses: { 200: { description: 'JavaScript', contentType: 'text/javascript' } },
+      handler: async () => ({ status: 200, body: DOCS_JS, headers: { 'Content-Type': 'text/javascript; charset=utf-8' } }),
+    }),
+    route({
+      method: 'get', path: '/llms.txt', summary: 'Index of this API for language models', tag: 'Meta', stage: 'public',
+      responses: { 200: { description: 'Markdown index', contentType: 'text/plain' } },
+      handler: async () => ({ status: 200, body: docs.llms ?? '', headers: { 'Content-Type': 'text/plain; charset=utf-8' } }),
+    }),
+  ];
+}
+
+export function buildLlmsTxt(routes: RouteDef<any, any, any>[]): string {
+  const byTag = new Map<string, RouteDef<any, any, any>[]>();
+  for (const r of routes) {
+    if (r.path.startsWith('/api/docs/')) continue;
+    byTag.set(r.tag, [...(byTag.get(r.tag) ?? []), r]);
+  }
+  const lines = [
+    '# Agent Platform API',
+    '',
+    '> Multi-tenant HTTP API for packaging, running and scheduling AI agents and embedding them in other products.',
+    '',
+    'Authenticate with `Authorization: Bearer apst_...` (API key) or a session cookie; send `X-Org-Id` and `X-Space-Id` with sessions.',
+    'Errors are RFC 9457 problem documents: branch on the HTTP status, then `code`.',
+    '',
+    '- [OpenAPI 3.1 document](/api/openapi.json): every operation with its schemas',
+    '- [Interactive reference](/api/docs)',
+    '',
+  ];
+  for (const [tag, list] of [...byTag.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    lines.push(`## ${tag}`, '');
+    for (const r of list) lines.push(`- \`${r.method.toUpperCase()} ${r.path}\`: ${r.summary}${r.permission ? ` (needs ${r.permission})` : ''}`);
+    lines.push('');
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,75 @@
+// A process-local cache of resolved credentials. Any change to identity data (revocation, role,
+// membership, password) sends NOTIFY auth_changed in its transaction; every instance clears its
+// cache on it. While the LISTEN connection is down nothing is cached, so a change always takes
+// effect at once.
+import pg from 'pg';
+import type { Logger } from '../../lib/log.ts';
+
+export const AUTH_CHANGED_CHANNEL = 'auth_changed';
+const TTL_MS = 60_000;
+const MAX_ENTRIES = 50_000;
+
+export interface AuthCache {
+  get<T>(key: string): T | undefined;
+  set(key: string, value: unknown): void;
+  clear(): void;
+  close(): Promise<void>;
+}
+
+export async function createAuthCache(databaseUrl: string, log: Logger): Promise<AuthCache> {
+  const entries = new Map<string, { value: unknown; expiresAt: number }>();
+  let listening = false;
+  let closed = false;
+  let client: pg.Client | null = null;
+
+  const connect = async () => {
+    if (closed) return;
+    const c = new pg.Client({ connectionString: databaseUrl });
+    c.on('notification', () => entries.clear());
+    c.on('error', () => {});
+    c.on('end', () => {
+      listening = false;
+      entries.clear();
+      if (!closed) setTimeout(() => void connect().catch(() => {}), 1000).unref();
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${AUTH_CHANGED_CHANNEL}`);
+      client = c;
+      listening = true;
+    } catch (err) {
+      log.warn('auth cache listener unavailable; credentials are resolved on every request', { error: String(err) });
+      await c.end().catch(() => {});
+    }
+  };
+  await connect();
+
+  return {
+    get<T>(key: string) {
+      if (!listening) return undefined;
+      const e = entries.get(key);
+      if (!e) return undefined;
+      if (e.expiresAt < Date.now()) {
+        entries.delete(key);
+        return undefined;
+      }
+      return e.value as T;
+    },
+    set(key, value) {
+      if (!listening) return;
+      if (entries.size >= MAX_ENTRIES) entries.clear();
+      entries.set(key, { value, expiresAt: Date.now() + TTL_MS });
+    },
+    clear() {
+      entries.clear();
+    },
+    async close() {
+      closed = true;
+      listening = false;
+      await client?.end().catch(() => {});
+    },
+  };
+}
+
+/** Call inside the transaction that changes identity data. */
+export const NOTIFY_AUTH_CHANGED = `NOTIFY ${AUTH_CHANGED_CHANNEL}`;

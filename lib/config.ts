@@ -1,0 +1,144 @@
+// Every setting the platform reads, in one zod schema. Boot fails with a message naming the
+// setting (and the key, for JSON settings) when a value is wrong.
+import { z } from 'zod';
+
+const MODULE_NAMES = ['oidc', 'webhooks', 'mcp', 'core-providers', 'chat', 'firecracker', 'codex', 'claude-code', 'observability', 'ee'] as const;
+export const DEFAULT_MODULES = ['oidc', 'webhooks', 'mcp', 'core-providers', 'chat'] as const;
+export type ModuleName = (typeof MODULE_NAMES)[number];
+
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+
+export const PlatformRunLimits = z
+  .object({
+    timeout_ceiling_seconds: positiveInt.default(1800),
+    per_org_global_rate_per_min: positiveInt.default(200),
+    max_concurrent_per_org: positiveInt.default(50),
+    agent_memory_ceiling_mb: positiveInt.default(1536),
+    agent_cpu_ceiling: z.number().positive().default(2),
+  })
+  .strict();
+
+export const InlineRunLimits = z
+  .object({
+    rate_per_min: positiveInt.default(60),
+    manifest_bytes: positiveInt.default(65536),
+    prompt_bytes: positiveInt.default(200000),
+    max_skills: nonNegativeInt.default(20),
+    retention_days: positiveInt.default(30),
+  })
+  .strict();
+
+const MIB = 1024 * 1024;
+export const LlmProxyLimits = z
+  .object({ rate_per_min: positiveInt.default(60), max_request_bytes: positiveInt.default(10 * MIB) })
+  .strict();
+
+export const CredentialProxyLimits = z
+  .object({
+    rate_per_min: positiveInt.default(100),
+    max_request_bytes: positiveInt.default(10 * MIB),
+    max_response_bytes: positiveInt.default(50 * MIB),
+    session_ttl_seconds: positiveInt.default(3600),
+  })
+  .strict();
+
+/** A JSON-valued setting: empty or unset means the defaults; unknown keys fail boot. */
+function jsonSetting<T extends z.ZodTypeAny>(schema: T) {
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined || raw.trim() === '') return {};
+      try {
+        return JSON.parse(raw) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'is not valid JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+}
+
+const intFromEnv = (def: number) => z.coerce.number().int().nonnegative().default(def);
+const optionalIntFromEnv = z.coerce.number().int().positive().optional();
+const csv = z
+  .string()
+  .optional()
+  .transform((s) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []));
+
+export const ConfigSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  ROLE: z.enum(['all', 'api', 'worker']).default('all'),
+  PORT: intFromEnv(3000),
+  HOST: z.string().default('127.0.0.1'),
+  PUBLIC_URL: z.string().url().optional(),
+  DATA_DIR: z.string().default('.data'),
+  DATABASE_URL: z.string().optional(),
+  REDIS_URL: z.string().optional(),
+  RESTATE_INGRESS_URL: z.string().url().optional(),
+  RESTATE_ADMIN_URL: z.string().url().optional(),
+  /** where the Restate server reaches this process's workflow endpoint (external Restate) */
+  WORKER_ENDPOINT_URL: z.string().url().optional(),
+  WORKER_PORT: optionalIntFromEnv,
+  ENCRYPTION_KEY: z
+    .string()
+    .optional()
+    .refine((k) => k === undefined || Buffer.from(k, 'base64').length === 32, 'must be 32 bytes, base64'),
+  BOOTSTRAP_TOKEN: z.string().min(16).optional(),
+  BOOTSTRAP_OWNER_EMAIL: z.string().email().optional(),
+  ERROR_TYPE_BASE: z.string().url().default('https://errors.agent-platform.dev'),
+  SESSION_COOKIE_PREFIX: z.string().regex(/^[a-z0-9_-]+$/i).default('agent_platform'),
+  MODULES: z
+    .string()
+    .optional()
+    .transform((s, ctx) => {
+      if (s === undefined || s.trim() === '') return [...DEFAULT_MODULES] as ModuleName[];
+      const names = s.split(',').map((x) => x.trim()).filter(Boolean);
+      for (const n of names) {
+        if (!(MODULE_NAMES as readonly string[]).includes(n)) {
+          ctx.addIssue({ code: 'custom', message: `unknown module "${n}" (known: ${MODULE_NAMES.join(', ')})` });
+        }
+      }
+      return names as ModuleName[];
+    }),
+  RUN_ADAPTER: z.enum(['process', 'docker', 'firecracker']).default('process'),
+  PLATFORM_RUN_LIMITS: jsonSetting(PlatformRunLimits),
+  INLINE_RUN_LIMITS: jsonSetting(InlineRunLimits),
+  LLM_PROXY_LIMITS: jsonSetting(LlmProxyLimits),
+  CREDENTIAL_PROXY_LIMITS: jsonSetting(CredentialProxyLimits),
+  API_BODY_LIMIT_BYTES: intFromEnv(10 * MIB),
+  FILE_MAX_BYTES: intFromEnv(100 * MIB),
+  ORG_STORAGE_QUOTA_BYTES: optionalIntFromEnv,
+  RUN_MAX_FILES: intFromEnv(100),
+  UPLOAD_MAX_ACTIVE_PER_ACTOR: intFromEnv(20),
+  TRUSTED_ORIGINS: csv,
+  /** false, true, a hop count, or a comma list of trusted proxy addresses/subnets (Express semantics) */
+  TRUST_PROXY: z.string().default('false'),
+  EGRESS_ALLOW_INTERNAL_HOSTS: csv,
+  AFPS_SIGNATURE_POLICY: z.enum(['off', 'warn', 'required']).default('warn'),
+  AFPS_TRUST_ROOT: csv,
+  AFPS_SIGNING_KEY: z.string().optional(),
+  AUTH_ALLOWED_SIGNUP_DOMAINS: csv,
+  ORG_CREATION_DISABLED: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
+  SANDBOX_WARM_POOL: intFromEnv(2),
+  SHUTDOWN_DRAIN_SECONDS: intFromEnv(25),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {}
+
+/** Parses the environment; throws ConfigError with one line per bad setting. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = ConfigSchema.safeParse(env);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => {
+    const [setting, ...rest] = issue.path.map(String);
+    const key = rest.length ? ` key "${rest.join('.')}"` : '';
+    const message = issue.code === 'unrecognized_keys' ? `unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}` : issue.message;
+    return `${setting}${key}: ${message}`;
+  });
+  throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+}

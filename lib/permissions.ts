@@ -1,0 +1,103 @@
+// The permission catalog. Key scopes are the spec's scope catalog (resource:action); a few more
+// permissions exist only for people (managing keys, members and the organization) and no key can
+// carry them.
+
+export const KEY_SCOPES = [
+  'agents:read', 'agents:write', 'agents:configure', 'agents:delete', 'agents:run',
+  'skills:read', 'skills:write', 'skills:delete',
+  'mcp-servers:read', 'mcp-servers:write', 'mcp-servers:delete',
+  'integrations:read', 'integrations:write', 'integrations:delete', 'integrations:install', 'integrations:uninstall', 'integrations:connect', 'integrations:disconnect',
+  'runs:read', 'runs:read-all', 'runs:cancel', 'runs:delete',
+  'files:read', 'files:delete',
+  'schedules:read', 'schedules:write', 'schedules:delete',
+  'models:read', 'models:write', 'models:delete', 'proxies:read', 'proxies:write', 'proxies:delete',
+  'spaces:read', 'spaces:write', 'spaces:delete', 'end-users:read', 'end-users:write', 'end-users:delete',
+  'credential-proxy:call', 'llm-proxy:call',
+  'webhooks:read', 'webhooks:write', 'webhooks:delete', 'org-webhooks:read',
+  'oauth-clients:read', 'oauth-clients:write', 'oauth-clients:delete',
+  'mcp:read', 'mcp:invoke',
+] as const;
+
+/** Held by people through their roles; never grantable to an API key. */
+export const PERSON_ONLY_PERMISSIONS = [
+  'api-keys:create', 'api-keys:read', 'api-keys:delete',
+  'org:read', 'org:write', 'org:delete',
+  'members:read', 'members:write', 'roles:read', 'roles:write',
+  'space-members:read', 'space-members:write',
+] as const;
+
+export type KeyScope = (typeof KEY_SCOPES)[number];
+export type Permission = KeyScope | (typeof PERSON_ONLY_PERMISSIONS)[number];
+
+export const ALL_PERMISSIONS: readonly Permission[] = [...KEY_SCOPES, ...PERSON_ONLY_PERMISSIONS];
+const KEY_SCOPE_SET = new Set<string>(KEY_SCOPES);
+const PERMISSION_SET = new Set<string>(ALL_PERMISSIONS);
+
+export function isKeyScope(s: string): s is KeyScope {
+  return KEY_SCOPE_SET.has(s);
+}
+export function isPermission(s: string): s is Permission {
+  return PERMISSION_SET.has(s);
+}
+
+export type OrgRole = 'owner' | 'admin' | 'member' | 'guest';
+export const ORG_ROLES: readonly OrgRole[] = ['owner', 'admin', 'member', 'guest'];
+
+/** Permissions that act on the organization rather than a space. */
+export const ORG_LEVEL_PERMISSIONS: readonly Permission[] = [
+  'models:read', 'models:write', 'models:delete', 'proxies:read', 'proxies:write', 'proxies:delete',
+  'org-webhooks:read', 'oauth-clients:read', 'oauth-clients:write', 'oauth-clients:delete',
+  'org:read', 'org:write', 'org:delete', 'members:read', 'members:write', 'roles:read', 'roles:write',
+  'spaces:read', 'spaces:write', 'mcp:read', 'mcp:invoke',
+];
+
+const READ_ACTIONS = new Set(['read', 'read-all']);
+const isRead = (p: string) => READ_ACTIONS.has(p.split(':')[1] ?? '');
+
+/** What each organization role holds at the organization level. */
+export const ORG_ROLE_PERMISSIONS: Record<OrgRole, readonly Permission[]> = {
+  owner: ALL_PERMISSIONS,
+  admin: ALL_PERMISSIONS.filter((p) => p !== 'org:delete'),
+  member: ['org:read', 'models:read', 'proxies:read', 'spaces:read', 'spaces:write', 'members:read', 'roles:read', 'mcp:read', 'mcp:invoke'],
+  guest: ['org:read', 'spaces:read'],
+};
+
+/** Owners and admins hold every space permission in every team space of their organization. */
+export function orgRoleCoversSpaces(role: OrgRole): boolean {
+  return role === 'owner' || role === 'admin';
+}
+
+const SPACE_PERMISSIONS: readonly Permission[] = ALL_PERMISSIONS.filter(
+  (p) => !['org:read', 'org:write', 'org:delete', 'members:read', 'members:write', 'roles:read', 'roles:write', 'org-webhooks:read'].includes(p),
+);
+
+export interface SpaceRolePreset {
+  key: string;
+  name: string;
+  permissions: readonly Permission[];
+}
+
+export const SPACE_ROLE_PRESETS: readonly SpaceRolePreset[] = [
+  { key: 'space_admin', name: 'Space admin', permissions: SPACE_PERMISSIONS },
+  {
+    key: 'editor',
+    name: 'Editor',
+    permissions: SPACE_PERMISSIONS.filter((p) => !p.endsWith(':delete') && !p.startsWith('space-members:') && p !== 'spaces:write'),
+  },
+  {
+    key: 'runner',
+    name: 'Runner',
+    permissions: SPACE_PERMISSIONS.filter((p) => isRead(p) || p === 'agents:run' || p === 'runs:cancel' || p === 'integrations:connect' || p === 'schedules:write'),
+  },
+  { key: 'viewer', name: 'Viewer', permissions: SPACE_PERMISSIONS.filter((p) => isRead(p) && p !== 'runs:read-all') },
+];
+
+export function presetRole(key: string): SpaceRolePreset | undefined {
+  return SPACE_ROLE_PRESETS.find((r) => r.key === key);
+}
+
+/** A guest never holds more than reading, whatever space role they are given. */
+export function capForOrgRole(role: OrgRole, perms: Iterable<Permission>): Permission[] {
+  const list = [...perms];
+  return role === 'guest' ? list.filter(isRead) : list;
+}
