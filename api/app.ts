@@ -4,6 +4,7 @@
 // authentication, guards, organization, permissions, space, API version, the Idempotency-Key
 // guard, rate limit, idempotency and the handler; module routers; 404.
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import express, { type Express, type Router } from 'express';
 import type { AppDeps } from './deps.ts';
 import { bodyLimit } from './middleware/body.ts';
@@ -61,7 +62,8 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: Express; route
   const publicRouter = express.Router();
   for (const r of pub) mount(publicRouter, r);
   const requireFromHere = createRequire(import.meta.url);
-  const swaggerDir = requireFromHere('swagger-ui-dist').getAbsoluteFSPath() as string;
+  // Resolve the folder only: requiring the package would load its whole bundle at start-up.
+  const swaggerDir = path.dirname(requireFromHere.resolve('swagger-ui-dist/package.json'));
   publicRouter.use('/api/docs/assets', express.static(swaggerDir, { index: false, maxAge: '1h' }));
   app.use(publicRouter);
 

@@ -50,6 +50,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o755 });
   const ports = await portPlan(dataDir);
   const lifecycle = createLifecycle(config.SHUTDOWN_DRAIN_SECONDS);
+  const bootStart = performance.now();
+  const lap = (step: string) => log.debug('boot step done', { step, ms: Math.round(performance.now() - bootStart) });
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async () => {
     for (const s of stops.reverse()) await s().catch((err) => log.warn('stop step failed', { error: String(err) }));
@@ -67,11 +69,13 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const database: Database = connectDatabase(databaseUrl);
     stops.push(() => database.close());
     await applyMigrations(database);
+    lap('database');
 
     const cache: CacheStore = config.REDIS_URL ? createRedisStore(config.REDIS_URL) : createMemoryStore();
     stops.push(() => cache.close());
     const authCache = await createAuthCache(databaseUrl, log);
     stops.push(() => authCache.close());
+    lap('cache');
 
     const deps: AppDeps = {
       config,
@@ -84,14 +88,13 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       bootstrapToken: bootstrapToken(dataDir, config.BOOTSTRAP_TOKEN),
     };
 
-    const engine = await startEngine({ config, dataDir, ports, deps, log });
-    stops.push(() => engine.stop());
-    deps.runs = engine.runs;
-
+    // The API listens (answering 503 starting) while the engine comes up.
+    const enginePromise = startEngine({ config, dataDir, ports, deps, log });
     let url = '';
     if (config.ROLE !== 'worker') {
       const modules = await loadModules(config.MODULES, deps);
       const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: PLATFORM_VERSION });
+      lap('app');
       const server = http.createServer(app);
       server.keepAliveTimeout = 65_000;
       await new Promise<void>((resolve, reject) => {
@@ -109,6 +112,10 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
           }),
       );
     }
+    const engine = await enginePromise;
+    stops.push(() => engine.stop());
+    deps.runs = engine.runs;
+    lap('engine');
 
     lifecycle.ready = true;
     announce(`API:         ${url || '(worker only)'}`);

@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import { projectRoot } from '../lib/project-root.ts';
 import type { Database } from './client.ts';
 
-export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+export const MIGRATIONS_DIR = path.join(projectRoot(), 'db', 'migrations');
 
 /** Applies the generated SQL migrations; safe to call on every start (applied ones are skipped). */
 export async function applyMigrations(database: Database): Promise<void> {

@@ -1,6 +1,29 @@
 // Every route family of the core API.
 import type { RouteDef } from '../route.ts';
+import { endUserRoutes } from './end-users.ts';
+import { apiKeyRoutes } from './api-keys.ts';
+import { authRoutes } from './auth.ts';
+import { invitationRoutes } from './invitations.ts';
+import { orgRoutes } from './orgs.ts';
+import { spaceRoleRoutes } from './space-roles.ts';
+import { spaceRoutes } from './spaces.ts';
+import { packageRoutes } from './packages.ts';
+import { packageDraftRoutes } from './package-drafts.ts';
+import { packagePlacementRoutes } from './package-placement.ts';
+import { packageBundleRoutes } from './package-bundles.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
-  return [];
+  return [
+    ...endUserRoutes,
+    ...authRoutes,
+    ...orgRoutes,
+    ...invitationRoutes,
+    ...spaceRoleRoutes,
+    ...spaceRoutes,
+    ...apiKeyRoutes,
+    ...packageRoutes,
+    ...packageDraftRoutes,
+    ...packagePlacementRoutes,
+    ...packageBundleRoutes,
+  ];
 }

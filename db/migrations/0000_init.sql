@@ -200,6 +200,76 @@ CREATE TABLE "runs" (
 	"purged_at" timestamp with time zone
 );
 --> statement-breakpoint
+CREATE TABLE "package_blobs" (
+	"org_id" uuid NOT NULL,
+	"digest" text NOT NULL,
+	"seq" integer NOT NULL,
+	"data" "bytea" NOT NULL,
+	CONSTRAINT "package_blobs_org_id_digest_seq_pk" PRIMARY KEY("org_id","digest","seq")
+);
+--> statement-breakpoint
+CREATE TABLE "package_draft_files" (
+	"org_id" uuid NOT NULL,
+	"package_id" text NOT NULL,
+	"path" text NOT NULL,
+	"digest" text NOT NULL,
+	"size" bigint NOT NULL,
+	CONSTRAINT "package_draft_files_org_id_package_id_path_pk" PRIMARY KEY("org_id","package_id","path")
+);
+--> statement-breakpoint
+CREATE TABLE "package_placements" (
+	"org_id" uuid NOT NULL,
+	"package_id" text NOT NULL,
+	"space_id" text NOT NULL,
+	"active" boolean DEFAULT true NOT NULL,
+	"created_by" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "package_placements_org_id_package_id_space_id_pk" PRIMARY KEY("org_id","package_id","space_id")
+);
+--> statement-breakpoint
+CREATE TABLE "package_version_files" (
+	"org_id" uuid NOT NULL,
+	"package_id" text NOT NULL,
+	"version" text NOT NULL,
+	"path" text NOT NULL,
+	"digest" text NOT NULL,
+	"size" bigint NOT NULL,
+	CONSTRAINT "package_version_files_org_id_package_id_version_path_pk" PRIMARY KEY("org_id","package_id","version","path")
+);
+--> statement-breakpoint
+CREATE TABLE "package_versions" (
+	"org_id" uuid NOT NULL,
+	"package_id" text NOT NULL,
+	"version" text NOT NULL,
+	"manifest" jsonb NOT NULL,
+	"integrity" text NOT NULL,
+	"archive_digest" text NOT NULL,
+	"archive_size" bigint NOT NULL,
+	"yanked" boolean DEFAULT false NOT NULL,
+	"published_by" text,
+	"published_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "package_versions_org_id_package_id_version_pk" PRIMARY KEY("org_id","package_id","version")
+);
+--> statement-breakpoint
+CREATE TABLE "packages" (
+	"org_id" uuid NOT NULL,
+	"id" text NOT NULL,
+	"type" text NOT NULL,
+	"home_space_id" text NOT NULL,
+	"created_by" text,
+	"dist_tags" jsonb DEFAULT '{}'::jsonb NOT NULL,
+	"draft_base_version" text,
+	"draft_detached" boolean DEFAULT false NOT NULL,
+	"draft_integrity" text NOT NULL,
+	"draft_updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"forked_from" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"deleted_at" timestamp with time zone,
+	CONSTRAINT "packages_org_id_id_pk" PRIMARY KEY("org_id","id")
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_space_id_spaces_id_fk" FOREIGN KEY ("space_id") REFERENCES "public"."spaces"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -220,12 +290,20 @@ ALTER TABLE "spaces" ADD CONSTRAINT "spaces_owner_user_id_users_id_fk" FOREIGN K
 ALTER TABLE "run_event_ids" ADD CONSTRAINT "run_event_ids_run_id_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "public"."runs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "run_logs" ADD CONSTRAINT "run_logs_run_id_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "public"."runs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "run_usage" ADD CONSTRAINT "run_usage_run_id_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "public"."runs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "package_blobs" ADD CONSTRAINT "package_blobs_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "package_draft_files" ADD CONSTRAINT "package_draft_files_org_id_package_id_packages_org_id_id_fk" FOREIGN KEY ("org_id","package_id") REFERENCES "public"."packages"("org_id","id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "package_placements" ADD CONSTRAINT "package_placements_space_id_spaces_id_fk" FOREIGN KEY ("space_id") REFERENCES "public"."spaces"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "package_placements" ADD CONSTRAINT "package_placements_org_id_package_id_packages_org_id_id_fk" FOREIGN KEY ("org_id","package_id") REFERENCES "public"."packages"("org_id","id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "package_version_files" ADD CONSTRAINT "package_version_files_org_id_package_id_packages_org_id_id_fk" FOREIGN KEY ("org_id","package_id") REFERENCES "public"."packages"("org_id","id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "package_versions" ADD CONSTRAINT "package_versions_org_id_package_id_packages_org_id_id_fk" FOREIGN KEY ("org_id","package_id") REFERENCES "public"."packages"("org_id","id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "packages" ADD CONSTRAINT "packages_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_space_idx" ON "api_keys" USING btree ("org_id","space_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "end_users_external_uq" ON "end_users" USING btree ("space_id","external_id");--> statement-breakpoint
 CREATE INDEX "end_users_space_idx" ON "end_users" USING btree ("org_id","space_id","id");--> statement-breakpoint
 CREATE UNIQUE INDEX "invitations_token_uq" ON "invitations" USING btree ("token_hash");--> statement-breakpoint
 CREATE INDEX "invitations_org_idx" ON "invitations" USING btree ("org_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "invitations_pending_uq" ON "invitations" USING btree ("org_id",lower("email")) WHERE status = 'pending';--> statement-breakpoint
 CREATE INDEX "org_members_user_idx" ON "org_members" USING btree ("user_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "organizations_slug_uq" ON "organizations" USING btree ("slug");--> statement-breakpoint
 CREATE UNIQUE INDEX "sessions_token_uq" ON "sessions" USING btree ("token_hash");--> statement-breakpoint
@@ -233,8 +311,11 @@ CREATE INDEX "sessions_user_idx" ON "sessions" USING btree ("user_id");--> state
 CREATE INDEX "space_members_org_user_idx" ON "space_members" USING btree ("org_id","user_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "space_roles_key_uq" ON "space_roles" USING btree ("org_id","key");--> statement-breakpoint
 CREATE INDEX "spaces_org_idx" ON "spaces" USING btree ("org_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "spaces_personal_uq" ON "spaces" USING btree ("org_id","owner_user_id") WHERE kind = 'personal';--> statement-breakpoint
 CREATE UNIQUE INDEX "users_email_uq" ON "users" USING btree (lower("email"));--> statement-breakpoint
 CREATE INDEX "runs_space_created_idx" ON "runs" USING btree ("org_id","space_id","created_at");--> statement-breakpoint
 CREATE INDEX "runs_agent_idx" ON "runs" USING btree ("org_id","space_id","agent_id","created_at");--> statement-breakpoint
 CREATE INDEX "runs_active_idx" ON "runs" USING btree ("org_id","status");--> statement-breakpoint
-CREATE INDEX "runs_unsubmitted_idx" ON "runs" USING btree ("submitted_at","status");
+CREATE INDEX "runs_unsubmitted_idx" ON "runs" USING btree ("submitted_at","status");--> statement-breakpoint
+CREATE INDEX "package_placements_space_idx" ON "package_placements" USING btree ("org_id","space_id");--> statement-breakpoint
+CREATE INDEX "packages_home_idx" ON "packages" USING btree ("org_id","home_space_id");

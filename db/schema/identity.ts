@@ -59,7 +59,11 @@ export const spaces = pgTable('spaces', {
   isDefault: boolean('is_default').notNull().default(false),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
-}, (t) => [index('spaces_org_idx').on(t.orgId)]);
+}, (t) => [
+  index('spaces_org_idx').on(t.orgId),
+  // each member holds one personal space per organization
+  uniqueIndex('spaces_personal_uq').on(t.orgId, t.ownerUserId).where(sql`kind = 'personal'`),
+]);
 
 /** Organization-defined space roles; the presets live in code (lib/permissions.ts). */
 export const spaceRoles = pgTable('space_roles', {
@@ -90,7 +94,12 @@ export const invitations = pgTable('invitations', {
   invitedBy: text('invited_by').references(() => users.id, { onDelete: 'set null' }),
   expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
   createdAt: createdAt(),
-}, (t) => [uniqueIndex('invitations_token_uq').on(t.tokenHash), index('invitations_org_idx').on(t.orgId)]);
+}, (t) => [
+  uniqueIndex('invitations_token_uq').on(t.tokenHash),
+  index('invitations_org_idx').on(t.orgId),
+  // one pending invitation per address and organization
+  uniqueIndex('invitations_pending_uq').on(t.orgId, sql`lower(${t.email})`).where(sql`status = 'pending'`),
+]);
 
 export const apiKeys = pgTable('api_keys', {
   id: text('id').primaryKey(),

@@ -1,2 +1,3 @@
 export * from './identity.ts';
 export * from './runs.ts';
+export * from './packages.ts';

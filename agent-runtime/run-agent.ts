@@ -1,0 +1,46 @@
+// The agent loop: the workspace's prompt, the sidecar's model and tools, and one corrective
+// re-prompt when an output tool is offered but the model ended without calling it.
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { generateText, stepCountIs, type ModelMessage } from 'ai';
+import { connectSidecarTools } from './mcp-tools.ts';
+import { buildSystemPrompt, buildUserMessage, OUTPUT_REMINDER } from './system-prompt.ts';
+import { readWorkspace } from './workspace.ts';
+
+export const DEFAULT_MAX_STEPS = 20;
+
+export type AgentOutcome = { type: 'completed'; text: string } | { type: 'failed'; code: string; message: string };
+
+export interface AgentRunOptions {
+  workspace: string;
+  sidecarUrl: string;
+  maxSteps?: number;
+}
+
+export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
+  const ws = await readWorkspace(opts.workspace);
+  if (ws.prompt.trim() === '') return { type: 'failed', code: 'empty_prompt', message: 'prompt.md is empty' };
+
+  // the sidecar swaps in the real model name and key: the runtime names neither
+  const provider = createOpenAICompatible({ baseURL: `${opts.sidecarUrl}/v1`, name: 'sidecar' });
+  const model = provider.chatModel('run-model');
+  const sidecarTools = await connectSidecarTools(opts.sidecarUrl);
+  try {
+    const stopWhen = stepCountIs(opts.maxSteps ?? DEFAULT_MAX_STEPS);
+    const system = buildSystemPrompt(ws, sidecarTools.names);
+    const messages: ModelMessage[] = [{ role: 'user', content: buildUserMessage(ws) }];
+    const first = await generateText({ model, system, messages, tools: sidecarTools.tools, stopWhen });
+    const calledOutput = (r: typeof first) => r.steps.some((s) => s.toolCalls.some((c) => c.toolName === 'output'));
+    if (!sidecarTools.names.includes('output') || calledOutput(first)) return { type: 'completed', text: first.text };
+
+    const second = await generateText({
+      model,
+      system,
+      messages: [...messages, ...first.response.messages, { role: 'user', content: OUTPUT_REMINDER }],
+      tools: sidecarTools.tools,
+      stopWhen,
+    });
+    return { type: 'completed', text: second.text || first.text };
+  } finally {
+    await sidecarTools.close().catch(() => undefined);
+  }
+}

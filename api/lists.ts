@@ -1,0 +1,136 @@
+// The list envelope and the three pagination styles (offset, cursor, sequence), with defaults,
+// maximums, fallback to the default when a value is out of range, and RFC 8288 Link headers.
+import type { Request } from 'express';
+import { z } from 'zod';
+
+export interface ListEnvelope<T> {
+  object: 'list';
+  data: T[];
+  hasMore: boolean;
+  total?: number;
+  limit?: number;
+}
+
+export interface PageLimits {
+  /** default page size */
+  def: number;
+  /** maximum page size */
+  max: number;
+}
+
+export const DEFAULT_PAGE: PageLimits = { def: 20, max: 100 };
+
+/** An out-of-range or unparseable limit falls back to the default (spec, Pagination). */
+export function pageLimit(raw: unknown, limits: PageLimits = DEFAULT_PAGE): number {
+  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+  return Number.isInteger(n) && n >= 1 && n <= limits.max ? n : limits.def;
+}
+
+function nonNegative(raw: unknown): number {
+  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
+
+/** Query schemas, documented in OpenAPI; values are interpreted leniently by the helpers below. */
+export const OffsetQuery = z.object({
+  limit: z.string().optional().describe('page size; default 20, maximum 100'),
+  offset: z.string().optional().describe('rows to skip'),
+});
+export const CursorQuery = z.object({
+  limit: z.string().optional().describe('page size; default 20, maximum 100'),
+  startingAfter: z.string().optional().describe('id of the last item received'),
+  endingBefore: z.string().optional().describe('id of the first item received (previous page)'),
+});
+export const SequenceQuery = z.object({
+  since: z.string().optional().describe('return entries with a sequence greater than this'),
+  limit: z.string().optional().describe('page size; default 1000, maximum 1000'),
+});
+
+export interface OffsetPage {
+  limit: number;
+  offset: number;
+}
+
+export function offsetPage(query: Record<string, unknown>, limits: PageLimits = DEFAULT_PAGE): OffsetPage {
+  return { limit: pageLimit(query.limit, limits), offset: nonNegative(query.offset) };
+}
+
+export interface CursorPage {
+  limit: number;
+  startingAfter?: string;
+  endingBefore?: string;
+}
+
+export function cursorPage(query: Record<string, unknown>, limits: PageLimits = DEFAULT_PAGE): CursorPage {
+  const s = typeof query.startingAfter === 'string' && query.startingAfter !== '' ? query.startingAfter : undefined;
+  const e = typeof query.endingBefore === 'string' && query.endingBefore !== '' ? query.endingBefore : undefined;
+  return { limit: pageLimit(query.limit, limits), startingAfter: s, endingBefore: s ? undefined : e };
+}
+
+export interface SequencePage {
+  since: number;
+  limit: number;
+}
+
+export function sequencePage(query: Record<string, unknown>, limits: PageLimits = { def: 1000, max: 1000 }): SequencePage {
+  return { since: nonNegative(query.since), limit: pageLimit(query.limit, limits) };
+}
+
+function linkUrl(req: Request, params: Record<string, string | number | undefined>): string {
+  const url = new URL(req.originalUrl, 'http://x');
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined) url.searchParams.delete(k);
+    else url.searchParams.set(k, String(v));
+  }
+  return `${url.pathname}${url.search}`;
+}
+
+function linkHeader(links: Array<[string, string]>): Record<string, string> {
+  return links.length ? { Link: links.map(([rel, href]) => `<${href}>; rel="${rel}"`).join(', ') } : {};
+}
+
+/** Offset lists: rows fetched with limit + 1 to learn whether more follow; total when known. */
+export function offsetList<T>(req: Request, page: OffsetPage, rows: T[], total?: number): { body: ListEnvelope<T>; headers: Record<string, string> } {
+  const hasMore = rows.length > page.limit;
+  const data = hasMore ? rows.slice(0, page.limit) : rows;
+  const links: Array<[string, string]> = [];
+  if (hasMore) links.push(['next', linkUrl(req, { limit: page.limit, offset: page.offset + page.limit })]);
+  if (page.offset > 0) {
+    links.push(['prev', linkUrl(req, { limit: page.limit, offset: Math.max(0, page.offset - page.limit) })]);
+    links.push(['first', linkUrl(req, { limit: page.limit, offset: 0 })]);
+  }
+  if (total !== undefined && (hasMore || page.offset > 0)) {
+    const lastOffset = total === 0 ? 0 : Math.floor((total - 1) / page.limit) * page.limit;
+    links.push(['last', linkUrl(req, { limit: page.limit, offset: lastOffset })]);
+  }
+  const body: ListEnvelope<T> = { object: 'list', data, hasMore, limit: page.limit };
+  if (total !== undefined) body.total = total;
+  return { body, headers: linkHeader(links) };
+}
+
+/**
+ * Cursor lists: rows fetched with limit + 1 in the page's direction (ascending after
+ * startingAfter, descending before endingBefore, then given back in list order).
+ */
+export function cursorList<T extends { id: string }>(req: Request, page: CursorPage, rows: T[]): { body: ListEnvelope<T>; headers: Record<string, string> } {
+  const more = rows.length > page.limit;
+  const data = more ? rows.slice(0, page.limit) : rows;
+  if (page.endingBefore) data.reverse();
+  const hasMore = page.endingBefore ? true : more;
+  const links: Array<[string, string]> = [];
+  if (data.length) {
+    if (page.endingBefore ? true : more) links.push(['next', linkUrl(req, { limit: page.limit, startingAfter: data[data.length - 1].id, endingBefore: undefined })]);
+    if (page.startingAfter || (page.endingBefore && more)) links.push(['prev', linkUrl(req, { limit: page.limit, endingBefore: data[0].id, startingAfter: undefined })]);
+    if (page.startingAfter || page.endingBefore) links.push(['first', linkUrl(req, { limit: page.limit, startingAfter: undefined, endingBefore: undefined })]);
+  }
+  return { body: { object: 'list', data, hasMore }, headers: linkHeader(links) };
+}
+
+/** Sequence lists (run logs): entries after `since`, ordered by sequence. */
+export function sequenceList<T extends { sequence: number }>(req: Request, page: SequencePage, rows: T[]): { body: ListEnvelope<T> & { next_since: number }; headers: Record<string, string> } {
+  const hasMore = rows.length > page.limit;
+  const data = hasMore ? rows.slice(0, page.limit) : rows;
+  const nextSince = data.length ? data[data.length - 1].sequence : page.since;
+  const links: Array<[string, string]> = hasMore ? [['next', linkUrl(req, { since: nextSince, limit: page.limit })]] : [];
+  return { body: { object: 'list', data, hasMore, limit: page.limit, next_since: nextSince }, headers: linkHeader(links) };
+}

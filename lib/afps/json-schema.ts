@@ -1,0 +1,42 @@
+// JSON Schema (draft 2020-12) as manifests use it: input, output and connect-form schemas.
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+
+// ajv-formats is CommonJS; its module object is the plugin function itself.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+// Not strict: schemas may carry annotations of their own (x-*, ui hints) that ajv does not know.
+const OPTIONS = { strict: false, allErrors: true, logger: false } as const;
+
+// Checks schemas against the 2020-12 meta-schema; never holds a manifest's schema, so one
+// manifest's $id cannot clash with, or remove, anything another manifest relies on.
+const metaChecker = new Ajv2020(OPTIONS);
+addFormats(metaChecker);
+
+/** A compiler of its own per schema; the meta-schema check already ran on metaChecker. */
+function compilerFor(): Ajv2020 {
+  const ajv = new Ajv2020({ ...OPTIONS, validateSchema: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+function compileChecked(schema: object): ValidateFunction {
+  if (!metaChecker.validateSchema(schema)) throw new Error(metaChecker.errorsText(metaChecker.errors));
+  return compilerFor().compile(schema);
+}
+
+/** Why `schema` is not a usable JSON Schema object, or null when it compiles. */
+export function jsonSchemaProblem(schema: unknown): string | null {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return 'must be a JSON Schema object';
+  try {
+    compileChecked(schema);
+    return null;
+  } catch (err) {
+    return `is not a valid JSON Schema: ${(err as Error).message}`;
+  }
+}
+
+/** A validator for data against a manifest's schema (input, output, connect form). */
+export function compileJsonSchema(schema: object): ValidateFunction {
+  return compileChecked(schema);
+}

@@ -1,0 +1,87 @@
+// The run assignment a warm sidecar receives as one JSON line on stdin.
+
+export interface ModelAssignment {
+  /** OpenAI-compatible base URL, without the trailing /chat/completions */
+  baseUrl: string;
+  apiKey: string;
+  model: string;
+}
+
+export interface SidecarAssignment {
+  runId: string;
+  /** full URL the signed run events are POSTed to */
+  eventsUrl: string;
+  /** whsec_... signing secret of this run */
+  eventSecret: string;
+  model: ModelAssignment | null;
+  outputSchema: Record<string, unknown> | null;
+  runtimeTools: string[];
+  heartbeatSeconds: number;
+  historyUrl?: string;
+  memoryUrl?: string;
+  /** folder publish_file writes into; absent means the tool answers that publishing is unavailable */
+  filesDir?: string;
+}
+
+function fail(message: string): never {
+  throw new Error(`invalid assignment: ${message}`);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function httpUrl(v: unknown, field: string): string {
+  if (typeof v !== 'string') fail(`${field} must be a URL`);
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    fail(`${field} must be a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(`${field} must be http or https`);
+  return v;
+}
+
+function optionalUrl(v: unknown, field: string): string | undefined {
+  return v === undefined || v === null || v === '' ? undefined : httpUrl(v, field);
+}
+
+/** Parses and checks the line; messages name fields only, never their (secret) values. */
+export function parseAssignment(line: string): SidecarAssignment {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(line);
+  } catch {
+    fail('not JSON');
+  }
+  if (!isObject(raw)) fail('not an object');
+  const { runId, eventsUrl, eventSecret, model, outputSchema, runtimeTools, heartbeatSeconds } = raw;
+  if (typeof runId !== 'string' || runId === '') fail('runId must be a non-empty string');
+  if (typeof eventSecret !== 'string' || !eventSecret.startsWith('whsec_') || eventSecret.length < 10) {
+    fail('eventSecret must be a whsec_ secret');
+  }
+  let modelAssignment: ModelAssignment | null = null;
+  if (model !== null && model !== undefined) {
+    if (!isObject(model)) fail('model must be an object or null');
+    if (typeof model.apiKey !== 'string') fail('model.apiKey must be a string');
+    if (typeof model.model !== 'string' || model.model === '') fail('model.model must be a non-empty string');
+    modelAssignment = { baseUrl: httpUrl(model.baseUrl, 'model.baseUrl').replace(/\/+$/, ''), apiKey: model.apiKey, model: model.model };
+  }
+  if (outputSchema !== null && outputSchema !== undefined && !isObject(outputSchema)) fail('outputSchema must be an object or null');
+  if (!Array.isArray(runtimeTools) || !runtimeTools.every((t) => typeof t === 'string')) fail('runtimeTools must be an array of strings');
+  if (typeof heartbeatSeconds !== 'number' || !(heartbeatSeconds > 0)) fail('heartbeatSeconds must be a positive number');
+  if (raw.filesDir !== undefined && typeof raw.filesDir !== 'string') fail('filesDir must be a string');
+  return {
+    runId,
+    eventsUrl: httpUrl(eventsUrl, 'eventsUrl'),
+    eventSecret,
+    model: modelAssignment,
+    outputSchema: (outputSchema as Record<string, unknown> | null | undefined) ?? null,
+    runtimeTools: runtimeTools as string[],
+    heartbeatSeconds,
+    historyUrl: optionalUrl(raw.historyUrl, 'historyUrl'),
+    memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
+    filesDir: (raw.filesDir as string | undefined) || undefined,
+  };
+}

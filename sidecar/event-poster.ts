@@ -1,0 +1,145 @@
+// Posts a run's events to the platform: numbered 1, 2, 3 ..., one at a time and in order, each
+// signed with a fresh message id that its retries keep (so the platform can refuse replays).
+import {
+  newRunEventId,
+  signedRunEventHeaders,
+  TERMINAL_RUN_EVENT_TYPES,
+  type RunEventDataByType,
+  type RunEventType,
+} from '../lib/run-events.ts';
+
+export interface EventPosterOptions {
+  eventsUrl: string;
+  secret: string;
+  /** how long one event is retried on network errors, 408, 429 and 5xx before it is dropped */
+  retryBudgetMs?: number;
+  attemptTimeoutMs?: number;
+  /** operator diagnostics; never receives the secret */
+  warn?: (message: string) => void;
+}
+
+interface Pending {
+  id: string;
+  sequence: number;
+  type: RunEventType;
+  body: string;
+}
+
+type Outcome = 'delivered' | 'retry' | 'drop' | 'stop';
+
+function classify(status: number): Outcome {
+  if (status >= 200 && status < 300) return 'delivered';
+  // 409 message_replayed: an earlier attempt of this very message was stored
+  if (status === 409) return 'delivered';
+  if (status === 410) return 'stop';
+  if (status === 408 || status === 429 || status >= 500) return 'retry';
+  return 'drop';
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class EventPoster {
+  private sequence = 0;
+  private readonly queue: Pending[] = [];
+  private draining: Promise<void> | null = null;
+  private stopped = false;
+  private terminal = false;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly retryBudgetMs: number;
+  private readonly attemptTimeoutMs: number;
+  private readonly warn: (message: string) => void;
+
+  constructor(private readonly opts: EventPosterOptions) {
+    this.retryBudgetMs = opts.retryBudgetMs ?? 30_000;
+    this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;
+    this.warn = opts.warn ?? ((m) => process.stderr.write(`sidecar: ${m}\n`));
+  }
+
+  /** True once the platform answered 410: nothing more is posted. */
+  get closed(): boolean {
+    return this.stopped;
+  }
+
+  /** True once completed or failed has been queued. */
+  get ended(): boolean {
+    return this.terminal;
+  }
+
+  /** Queues one event; returns its sequence number, or undefined when the run no longer takes events. */
+  emit<K extends RunEventType>(type: K, data: RunEventDataByType[K]): number | undefined {
+    if (this.stopped || this.terminal) return undefined;
+    if (TERMINAL_RUN_EVENT_TYPES.includes(type)) {
+      this.terminal = true;
+      this.stopHeartbeat();
+    }
+    this.sequence += 1;
+    const body = JSON.stringify({ sequence: this.sequence, type, at: new Date().toISOString(), data });
+    this.queue.push({ id: newRunEventId(), sequence: this.sequence, type, body });
+    this.kick();
+    return this.sequence;
+  }
+
+  startHeartbeat(seconds: number): void {
+    this.stopHeartbeat();
+    this.heartbeat = setInterval(() => {
+      // a heartbeat still waiting behind a slow delivery says the same thing as a new one
+      if (!this.queue.some((e) => e.type === 'heartbeat')) this.emit('heartbeat', {});
+    }, seconds * 1000);
+  }
+
+  stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+
+  private kick(): void {
+    if (this.draining) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = null;
+      if (this.queue.length > 0 && !this.stopped) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0 && !this.stopped) {
+      const event = this.queue[0];
+      const outcome = await this.deliver(event);
+      this.queue.shift();
+      if (outcome === 'stop') {
+        this.stopped = true;
+        this.stopHeartbeat();
+        this.queue.length = 0;
+        this.warn(`platform closed the run's event sink at event ${event.sequence}; posting stopped`);
+      } else if (outcome !== 'delivered') {
+        this.warn(`event ${event.sequence} (${event.type}) dropped`);
+      }
+    }
+  }
+
+  private async deliver(event: Pending): Promise<Outcome> {
+    const deadline = Date.now() + this.retryBudgetMs;
+    for (let attempt = 0; ; attempt++) {
+      let outcome: Outcome;
+      let retryAfterMs = 0;
+      try {
+        const res = await fetch(this.opts.eventsUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...signedRunEventHeaders(this.opts.secret, event.body, { id: event.id }) },
+          body: event.body,
+          signal: AbortSignal.timeout(this.attemptTimeoutMs),
+        });
+        await res.arrayBuffer().catch(() => undefined);
+        outcome = classify(res.status);
+        if (outcome === 'drop') this.warn(`event ${event.sequence} (${event.type}) refused with status ${res.status}`);
+        const retryAfter = Number(res.headers.get('retry-after'));
+        if (Number.isFinite(retryAfter) && retryAfter > 0) retryAfterMs = retryAfter * 1000;
+      } catch {
+        outcome = 'retry';
+      }
+      if (outcome !== 'retry') return outcome;
+      const backoff = Math.max(retryAfterMs, Math.min(200 * 2 ** attempt, 5_000) * (0.75 + Math.random() / 2));
+      if (Date.now() + backoff > deadline) return 'drop';
+      await sleep(backoff);
+    }
+  }
+}

@@ -1,0 +1,142 @@
+// The sidecar's HTTP surface on 127.0.0.1: the model endpoint, the MCP endpoint and the agent
+// runtime's end-of-run report. Everything answers 503 until the run assignment arrives.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SidecarAssignment } from './assignment.ts';
+import { EventPoster } from './event-poster.ts';
+import { firstPartyTools } from './first-party-tools.ts';
+import { handleMcp } from './mcp-endpoint.ts';
+import { answerModels, proxyChatCompletion } from './model-proxy.ts';
+import { runtimeTools } from './runtime-tools.ts';
+import type { SidecarTool } from './tool.ts';
+
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+interface AssignedRun {
+  assignment: SidecarAssignment;
+  events: EventPoster;
+  tools: SidecarTool[];
+}
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new BodyTooLarge());
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** POST /runtime/events: the agent runtime's completed or failed report, forwarded as a signed event. */
+function acceptRuntimeEvent(res: ServerResponse, raw: Buffer, events: EventPoster): void {
+  let body: any;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return sendJson(res, 400, { error: 'body is not JSON' });
+  }
+  if (events.ended) return sendJson(res, 409, { error: 'the run already reported its end' });
+  let sequence: number | undefined;
+  if (body?.type === 'completed' && (body.text === undefined || typeof body.text === 'string')) {
+    sequence = events.emit('completed', body.text === undefined ? {} : { text: body.text });
+  } else if (body?.type === 'failed' && typeof body.code === 'string' && body.code !== '' && typeof body.message === 'string') {
+    sequence = events.emit('failed', { code: body.code, message: body.message });
+  } else {
+    return sendJson(res, 400, { error: 'expected {type:"completed", text?} or {type:"failed", code, message}' });
+  }
+  sendJson(res, 202, { accepted: sequence !== undefined, sequence: sequence ?? null });
+}
+
+export class SidecarHttpServer {
+  private run: AssignedRun | null = null;
+  readonly server: Server;
+
+  constructor() {
+    this.server = createServer((req, res) => {
+      this.route(req, res).catch(() => {
+        if (!res.headersSent) sendJson(res, 500, { error: 'sidecar error' });
+        else res.destroy();
+      });
+    });
+  }
+
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as AddressInfo).port));
+    });
+  }
+
+  /** Takes the run: builds its tools, emits started and starts the heartbeat. */
+  assign(assignment: SidecarAssignment): EventPoster {
+    if (this.run) throw new Error('the sidecar is already assigned');
+    const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret });
+    const tools = [
+      ...runtimeTools({
+        events,
+        outputSchema: assignment.outputSchema,
+        runtimeTools: assignment.runtimeTools,
+        filesDir: assignment.filesDir,
+      }),
+      ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
+    ];
+    this.run = { assignment, events, tools };
+    events.emit('started', {});
+    events.startHeartbeat(assignment.heartbeatSeconds);
+    return events;
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const run = this.run;
+    if (!run) {
+      req.resume();
+      return sendJson(res, 503, { error: 'the sidecar has no run yet' });
+    }
+    const path = (req.url ?? '/').split('?')[0];
+    const method = req.method ?? 'GET';
+    let body: Buffer = Buffer.alloc(0);
+    if (method === 'POST') {
+      try {
+        body = await readBody(req);
+      } catch (err) {
+        if (err instanceof BodyTooLarge) return sendJson(res, 413, { error: `bodies are limited to ${MAX_BODY_BYTES} bytes` });
+        throw err;
+      }
+    }
+
+    if (path === '/v1/chat/completions' && method === 'POST') {
+      return proxyChatCompletion(res, body, run.assignment.model, run.events);
+    }
+    if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
+    if (path === '/mcp') {
+      let parsed: unknown;
+      if (method === 'POST') {
+        try {
+          parsed = JSON.parse(body.toString('utf8'));
+        } catch {
+          return sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
+        }
+      }
+      return handleMcp(run.tools, req, res, parsed);
+    }
+    if (path === '/runtime/events' && method === 'POST') return acceptRuntimeEvent(res, body, run.events);
+    sendJson(res, 404, { error: `no route ${method} ${path}` });
+  }
+}

@@ -1,0 +1,146 @@
+// The agent's OpenAI-compatible model endpoint: forwards chat completions to the assigned provider
+// with the real key, forces the assigned model, and turns each call's usage into a metric event.
+import type { ServerResponse } from 'node:http';
+import type { RunMetricData } from '../lib/run-events.ts';
+import type { ModelAssignment } from './assignment.ts';
+import type { EventPoster } from './event-poster.ts';
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function openAiError(res: ServerResponse, status: number, type: string, message: string): void {
+  sendJson(res, status, { error: { message, type, code: type } });
+}
+
+function metricFrom(usage: any, model: string): RunMetricData | undefined {
+  if (!usage || typeof usage !== 'object') return undefined;
+  const prompt = Number(usage.prompt_tokens) || 0;
+  const completion = Number(usage.completion_tokens) || 0;
+  const total = Number(usage.total_tokens) || prompt + completion;
+  const metric: RunMetricData = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total, model };
+  // some gateways (OpenRouter) report the price of the call
+  if (typeof usage.cost === 'number') metric.cost_usd = usage.cost;
+  return metric;
+}
+
+export function answerModels(res: ServerResponse, model: ModelAssignment | null): void {
+  const data = model ? [{ id: model.model, object: 'model', created: 0, owned_by: 'sidecar' }] : [];
+  sendJson(res, 200, { object: 'list', data });
+}
+
+/** Reads an SSE body through to the agent unchanged, remembering the last usage it carried. */
+async function relayStream(upstream: Response, res: ServerResponse): Promise<unknown> {
+  res.writeHead(upstream.status, {
+    'content-type': upstream.headers.get('content-type') ?? 'text/event-stream',
+    'cache-control': 'no-cache',
+  });
+  let usage: unknown;
+  let pending = '';
+  const decoder = new TextDecoder();
+  const inspect = (line: string) => {
+    if (!line.startsWith('data:')) return;
+    const payload = line.slice(5).trim();
+    if (payload === '' || payload === '[DONE]') return;
+    try {
+      const chunk = JSON.parse(payload);
+      if (chunk?.usage) usage = chunk.usage;
+    } catch {
+      // not JSON: pass it on untouched
+    }
+  };
+  for await (const piece of upstream.body as unknown as AsyncIterable<Uint8Array>) {
+    if (!res.write(piece)) {
+      // wait for the agent to read, or give up when it went away
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.once('drain', done);
+        res.once('close', done);
+      });
+      if (res.destroyed) throw new Error('the agent closed the stream');
+    }
+    pending += decoder.decode(piece, { stream: true });
+    const lines = pending.split(/\r?\n/);
+    pending = lines.pop() ?? '';
+    for (const line of lines) inspect(line);
+  }
+  inspect(pending);
+  res.end();
+  return usage;
+}
+
+export async function proxyChatCompletion(
+  res: ServerResponse,
+  rawBody: Buffer,
+  model: ModelAssignment | null,
+  events: EventPoster,
+): Promise<void> {
+  if (!model) return openAiError(res, 503, 'model_unavailable', 'No model is configured for this run.');
+  let body: any;
+  try {
+    body = JSON.parse(rawBody.toString('utf8'));
+  } catch {
+    return openAiError(res, 400, 'invalid_request_error', 'The body is not JSON.');
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    return openAiError(res, 400, 'invalid_request_error', 'The body must be a JSON object.');
+  }
+  body.model = model.model;
+  const streaming = body.stream === true;
+  if (streaming) body.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+
+  const abort = new AbortController();
+  res.on('close', () => abort.abort());
+  let upstream: Response;
+  try {
+    upstream = await fetch(`${model.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: streaming ? 'text/event-stream' : 'application/json',
+        authorization: `Bearer ${model.apiKey}`,
+      },
+      body: JSON.stringify(body),
+      signal: abort.signal,
+    });
+  } catch {
+    if (abort.signal.aborted) return;
+    events.emit('log', { level: 'warn', message: 'model provider unreachable' });
+    return openAiError(res, 502, 'upstream_error', 'The model provider could not be reached.');
+  }
+
+  if (!upstream.ok) {
+    // the provider's error body is not relayed: it may quote request details
+    await upstream.arrayBuffer().catch(() => undefined);
+    events.emit('log', { level: 'warn', message: `model provider answered ${upstream.status}` });
+    return openAiError(res, 502, 'upstream_error', `The model provider answered ${upstream.status}.`);
+  }
+
+  try {
+    const contentType = upstream.headers.get('content-type') ?? '';
+    let usage: unknown;
+    if (contentType.includes('text/event-stream')) {
+      usage = await relayStream(upstream, res);
+    } else {
+      const text = await upstream.text();
+      res.writeHead(upstream.status, { 'content-type': contentType || 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+      try {
+        usage = JSON.parse(text)?.usage;
+      } catch {
+        usage = undefined;
+      }
+    }
+    const metric = metricFrom(usage, model.model);
+    if (metric) events.emit('metric', metric);
+  } catch {
+    if (!res.headersSent) openAiError(res, 502, 'upstream_error', 'The model provider response broke off.');
+    else res.destroy();
+  }
+}

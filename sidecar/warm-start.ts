@@ -1,0 +1,41 @@
+// The warm-pool handshake: announce readiness as one JSON line on stdout, then wait for one JSON
+// line on stdin. A pool parent that goes away before assigning ends the process.
+
+export function announceReady(fields: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify({ ready: true, ...fields })}\n`);
+}
+
+/** The first line on stdin; rejects if stdin ends first. Later input is ignored. */
+export function readFirstLine(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    const onData = (chunk: Buffer | string) => {
+      buffered += chunk.toString();
+      const newline = buffered.indexOf('\n');
+      if (newline < 0) return;
+      cleanup();
+      process.stdin.pause();
+      resolve(buffered.slice(0, newline));
+    };
+    const onEnd = () => {
+      cleanup();
+      if (buffered.trim() !== '') resolve(buffered);
+      else reject(new Error('stdin ended before an assignment arrived'));
+    };
+    const cleanup = () => {
+      process.stdin.off('data', onData);
+      process.stdin.off('end', onEnd);
+    };
+    process.stdin.on('data', onData);
+    process.stdin.on('end', onEnd);
+  });
+}
+
+/** Loads node's fetch implementation (lazily loaded on first use) without touching the network. */
+export async function warmFetch(): Promise<void> {
+  try {
+    await (await fetch('data:,warm')).arrayBuffer();
+  } catch {
+    // nothing to warm: the first real call pays instead
+  }
+}

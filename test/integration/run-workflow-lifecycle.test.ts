@@ -1,0 +1,350 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { startRestateServer, type RestateServer } from '../../restate/launcher.ts';
+import { freePort } from '../../restate/ports.ts';
+import { cancelInvocation, queryInvocations, registerDeployment, sqlString } from '../../restate/admin.ts';
+import { startWorkflowEndpoint, type WorkflowEndpoint } from '../../workflows/endpoint.ts';
+import { createRunWorkflow } from '../../workflows/run.ts';
+import { createRunWorkflowClient, type RunWorkflowClient } from '../../workflows/run-client.ts';
+import { activityFailure, type RunActivities, type RunEnding, type SandboxRef } from '../../workflows/run-types.ts';
+
+// Small timings keep the file short: boot 2 s, heartbeat 1 s (liveness tick 2 s, stale after 3 s), timeout 3 s.
+const TIMINGS = { bootSeconds: 2, heartbeatSeconds: 1, timeoutSeconds: 3 };
+
+interface RunScript {
+  /** Returns the sandbox or throws; called once per boot attempt (1-based). */
+  boot(attempt: number): SandboxRef;
+  alive(): boolean;
+  lastEventAt(): number | null;
+  teardownFails: boolean;
+  /** Someone else (the API's cancel path, say) finalized the run first. */
+  finalizedElsewhere: boolean;
+}
+
+interface RunRecord {
+  script: RunScript;
+  bootAttempts: number;
+  finalizeCalls: RunEnding[];
+  teardowns: string[];
+}
+
+/** The world outside the workflow, per run id: activities are plain functions recording their calls. */
+function aSandboxWorld() {
+  const runs = new Map<string, RunRecord>();
+  const recordOf = (runId: string) => {
+    const record = runs.get(runId);
+    if (!record) throw new Error(`unknown run ${runId}`);
+    return record;
+  };
+  const activities: RunActivities = {
+    async boot(runId) {
+      const record = recordOf(runId);
+      record.bootAttempts += 1;
+      return record.script.boot(record.bootAttempts);
+    },
+    async lastHeartbeatAt(runId) {
+      return recordOf(runId).script.lastEventAt();
+    },
+    async sandboxAlive(runId) {
+      return recordOf(runId).script.alive();
+    },
+    async finalize(runId, ending) {
+      const record = recordOf(runId);
+      record.finalizeCalls.push(ending);
+      const first = !record.script.finalizedElsewhere && record.finalizeCalls.length === 1;
+      return { finalized: first };
+    },
+    async teardown(runId, sandboxId) {
+      const record = recordOf(runId);
+      if (record.script.teardownFails) throw new Error('docker daemon unreachable');
+      record.teardowns.push(sandboxId);
+    },
+  };
+  function aRun(overrides: Partial<RunScript> & { timings?: Partial<typeof TIMINGS> } = {}) {
+    const runId = `run_${randomUUID()}`;
+    const { timings, ...script } = overrides;
+    const sandbox: SandboxRef = { sandboxId: `sbx_${runId}`, ...TIMINGS, ...timings };
+    const record: RunRecord = {
+      script: {
+        boot: () => sandbox,
+        alive: () => true,
+        lastEventAt: () => Date.now(),
+        teardownFails: false,
+        finalizedElsewhere: false,
+        ...script,
+      },
+      bootAttempts: 0,
+      finalizeCalls: [],
+      teardowns: [],
+    };
+    runs.set(runId, record);
+    return { runId, sandbox, record };
+  }
+  return { activities, aRun };
+}
+
+const quietLogger = (meta: { level: string }, message?: unknown, ...rest: unknown[]) => {
+  if (meta.level === 'error') console.error(message, ...rest);
+};
+
+describe('run workflow lifecycle', { concurrency: true }, () => {
+  const world = aSandboxWorld();
+  let baseDir: string;
+  let server: RestateServer;
+  let endpoint: WorkflowEndpoint;
+  let client: RunWorkflowClient;
+
+  before(async () => {
+    baseDir = mkdtempSync(join(tmpdir(), 'restate-lifecycle-'));
+    const [ingressPort, adminPort, nodePort, endpointPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    server = await startRestateServer({ baseDir, ingressPort, adminPort, nodePort, logFile: join(baseDir, 'restate.log') });
+    const workflow = createRunWorkflow(world.activities, {
+      retry: {
+        boot: { maxRetryAttempts: 3, initialRetryInterval: 50, maxRetryInterval: 100 },
+        teardown: { maxRetryAttempts: 2, initialRetryInterval: 50, maxRetryInterval: 100 },
+      },
+    });
+    endpoint = await startWorkflowEndpoint({ port: endpointPort, services: [workflow], logger: quietLogger });
+    await registerDeployment(server.adminUrl, endpoint.url);
+    client = createRunWorkflowClient(server.ingressUrl);
+  });
+
+  after(async () => {
+    await endpoint?.close();
+    await server?.stop();
+    if (baseDir) rmSync(baseDir, { recursive: true, force: true });
+  });
+
+  test('a run that starts and reports success is finalized once with its output and torn down', async () => {
+    const { runId, sandbox, record } = world.aRun();
+    assert.equal(await client.output(runId), null, 'nothing before submission');
+    await client.submit(runId);
+    await client.started(runId);
+    assert.equal(await client.output(runId), null, 'nothing while running');
+    await client.terminal(runId, { status: 'success', output: { answer: 42 } });
+
+    const result = await client.attach(runId);
+
+    assert.deepEqual(result, { ending: { status: 'success', output: { answer: 42 } }, finalized: true });
+    assert.deepEqual(await client.output(runId), result);
+    assert.deepEqual(record.finalizeCalls, [{ status: 'success', output: { answer: 42 } }]);
+    assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+  });
+
+  test('a runner that reports failure ends the run failed with its error', async () => {
+    const { runId } = world.aRun();
+    await client.submit(runId);
+    await client.started(runId);
+    await client.terminal(runId, { status: 'failed', error: { code: 'agent_error', message: 'model refused' } });
+
+    const { ending } = await client.attach(runId);
+
+    assert.deepEqual(ending, { status: 'failed', error: { code: 'agent_error', message: 'model refused' } });
+  });
+
+  test('submitting twice is harmless', async () => {
+    const { runId, record } = world.aRun();
+    const first = await client.submit(runId);
+    const second = await client.submit(runId);
+    await client.started(runId);
+    await client.terminal(runId, { status: 'success', output: null });
+    await client.attach(runId);
+
+    assert.equal(first.firstSubmission, true);
+    assert.equal(second.firstSubmission, false);
+    assert.equal(second.invocationId, first.invocationId);
+    assert.equal(record.bootAttempts, 1);
+    assert.equal(record.finalizeCalls.length, 1);
+  });
+
+  test('a sandbox that never sends its first event fails the run with boot_timeout', async () => {
+    const { runId, sandbox, record } = world.aRun();
+    await client.submit(runId);
+
+    const { ending } = await client.attach(runId);
+
+    assert.equal(ending.status, 'failed');
+    assert.equal(ending.status === 'failed' && ending.error.code, 'boot_timeout');
+    assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+  });
+
+  test('a refused boot fails the run with its code, without retries', async () => {
+    const { runId, record } = world.aRun({
+      boot: () => { throw activityFailure('image_missing', 'agent image not found'); },
+    });
+    await client.submit(runId);
+
+    const { ending } = await client.attach(runId);
+
+    assert.deepEqual(ending, { status: 'failed', error: { code: 'image_missing', message: 'agent image not found' } });
+    assert.equal(record.bootAttempts, 1);
+    assert.deepEqual(record.teardowns, []);
+  });
+
+  test('a boot that keeps breaking gives up after its bounded retries with boot_failed', async () => {
+    const { runId, record } = world.aRun({ boot: () => { throw new Error('adapter crashed'); } });
+    await client.submit(runId);
+
+    const { ending } = await client.attach(runId);
+
+    assert.equal(ending.status === 'failed' && ending.error.code, 'boot_failed');
+    assert.equal(record.bootAttempts, 3);
+  });
+
+  test('a boot that breaks once is retried and the run goes on', async () => {
+    const { runId, sandbox, record } = world.aRun();
+    record.script.boot = (attempt) => {
+      if (attempt === 1) throw new Error('transient');
+      return sandbox;
+    };
+    await client.submit(runId);
+    await client.started(runId);
+    await client.terminal(runId, { status: 'success', output: 'ok' });
+
+    const { ending } = await client.attach(runId);
+
+    assert.equal(ending.status, 'success');
+    assert.equal(record.bootAttempts, 2);
+  });
+
+  test('a cancel request during execution ends the run cancelled', async () => {
+    const { runId, sandbox, record } = world.aRun({ timings: { timeoutSeconds: 30 } });
+    await client.submit(runId);
+    await client.started(runId);
+    await client.cancel(runId, 'stopped by the user');
+
+    const result = await client.attach(runId);
+
+    assert.deepEqual(result.ending, { status: 'cancelled', error: { code: 'run_cancelled', message: 'stopped by the user' } });
+    assert.deepEqual(record.finalizeCalls, [result.ending]);
+    assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+  });
+
+  test('a cancel request before the first event ends the run cancelled', async () => {
+    const { runId } = world.aRun({ timings: { bootSeconds: 30 } });
+    await client.submit(runId);
+    await client.cancel(runId);
+
+    const { ending } = await client.attach(runId);
+
+    assert.equal(ending.status, 'cancelled');
+  });
+
+  test('cancelling the invocation through the engine ends the run cancelled and still tears down', async () => {
+    const { runId, sandbox, record } = world.aRun({ timings: { timeoutSeconds: 30 } });
+    const { invocationId } = await client.submit(runId);
+    await client.started(runId);
+    await cancelInvocation(server.adminUrl, invocationId);
+
+    const { ending } = await client.attach(runId);
+
+    assert.equal(ending.status, 'cancelled');
+    assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+  });
+
+  test('a run that outlives its timeout ends with timeout', async () => {
+    const { runId, record } = world.aRun();
+    await client.submit(runId);
+    await client.started(runId);
+
+    const { ending } = await client.attach(runId);
+
+    assert.deepEqual(ending, { status: 'timeout', error: { code: 'run_timeout', message: 'The run did not finish within 3 s.' } });
+    assert.equal(record.teardowns.length, 1);
+  });
+
+  test('a sandbox that falls silent fails the run with heartbeat_lost', async () => {
+    const { runId, record } = world.aRun({ timings: { timeoutSeconds: 30 } });
+    let lastEventAt: number | null = null;
+    record.script.lastEventAt = () => lastEventAt;
+    await client.submit(runId);
+    lastEventAt = Date.now();
+    await client.started(runId);
+
+    const startedAt = Date.now();
+    const { ending } = await client.attach(runId);
+
+    assert.equal(ending.status === 'failed' && ending.error.code, 'heartbeat_lost');
+    // Silent for more than 3 heartbeats, noticed at a 2-heartbeat tick.
+    assert.ok(Date.now() - startedAt >= 3_000);
+    assert.equal(record.teardowns.length, 1);
+  });
+
+  test('a sandbox that disappears fails the run with sandbox_lost', async () => {
+    const { runId, record } = world.aRun({ alive: () => false, timings: { timeoutSeconds: 30 } });
+    await client.submit(runId);
+    await client.started(runId);
+
+    const { ending } = await client.attach(runId);
+
+    assert.equal(ending.status === 'failed' && ending.error.code, 'sandbox_lost');
+    assert.equal(record.teardowns.length, 1);
+  });
+
+  test('a terminal event signalled twice finalizes once, with the first ending', async () => {
+    const { runId, record } = world.aRun();
+    await client.submit(runId);
+    await client.started(runId);
+    const first = await client.terminal(runId, { status: 'success', output: 'first' });
+    const second = await client.terminal(runId, { status: 'failed', error: { code: 'late', message: 'second' } });
+
+    const result = await client.attach(runId);
+
+    assert.deepEqual([first.accepted, second.accepted], [true, false]);
+    assert.deepEqual(result, { ending: { status: 'success', output: 'first' }, finalized: true });
+    assert.equal(record.finalizeCalls.length, 1);
+  });
+
+  test('a run finalized elsewhere first reports finalized false and is still torn down', async () => {
+    const { runId, record } = world.aRun({ finalizedElsewhere: true });
+    await client.submit(runId);
+    await client.started(runId);
+    await client.terminal(runId, { status: 'success', output: 1 });
+
+    const result = await client.attach(runId);
+
+    assert.equal(result.finalized, false);
+    assert.equal(record.teardowns.length, 1);
+  });
+
+  test('a teardown that keeps failing does not hide the ending', async () => {
+    const { runId, record } = world.aRun({ teardownFails: true });
+    await client.submit(runId);
+    await client.started(runId);
+    await client.terminal(runId, { status: 'success', output: 'done' });
+
+    const result = await client.attach(runId);
+
+    assert.deepEqual(result, { ending: { status: 'success', output: 'done' }, finalized: true });
+    assert.deepEqual(record.teardowns, []);
+  });
+
+  test('each liveness tick adds a fixed handful of journal entries', async () => {
+    const { runId } = world.aRun({ timings: { timeoutSeconds: 7 } });
+    const { invocationId } = await client.submit(runId);
+    await client.started(runId);
+    await client.attach(runId);
+
+    const entries = await queryInvocations<{ entry_type: string; name: string | null }>(
+      server.adminUrl,
+      `SELECT entry_type, name FROM sys_journal WHERE id = ${sqlString(invocationId)}`,
+    );
+    const checks = entries.filter((e) => e.entry_type === 'Command: Run' && e.name === 'liveness').length;
+    // Checks at about 2, 4 and 6 s, the timeout at 7 s; each tick is one timer and one liveness step
+    // (a command and a notification each), plus a fixed prologue and epilogue.
+    assert.equal(checks, 3);
+    assert.ok(entries.length <= 20 + 4 * checks, `${entries.length} journal entries`);
+  });
+
+  test('a terminal payload of the wrong shape is refused', async () => {
+    const { runId } = world.aRun();
+    await client.submit(runId);
+    await assert.rejects(client.terminal(runId, { status: 'exploded' } as never), /invalid terminal signal/);
+    await client.cancel(runId);
+    await client.attach(runId);
+  });
+});

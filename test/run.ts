@@ -1,0 +1,43 @@
+// `npm test`: provides what the tests need, then runs them with node's test runner.
+// PostgreSQL: TEST_DATABASE_URL, else the server on 127.0.0.1:5432 when one answers, else an
+// embedded one under .test-data/. A template database with the migrations applied is made
+// once per schema version; every test file clones it. Redis: REDIS_URL / 127.0.0.1:6379, else a
+// redis-server started on a free port when the binary exists.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ensureTestServices } from './support/services.ts';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+
+function collect(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  const out: string[] = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...collect(p));
+    else if (e.name.endsWith('.test.ts')) out.push(p);
+  }
+  return out.sort();
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const files = args.length ? args.map((a) => path.resolve(a)) : [...collect(path.join(root, 'test/unit')), ...collect(path.join(root, 'test/integration')), ...collect(path.join(root, 'test/e2e'))];
+  const services = await ensureTestServices(root);
+  const started = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`, '--test-reporter=spec', ...files], {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, ...services.env, NODE_ENV: 'test' },
+  });
+  const code: number = await new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+  await services.stop();
+  process.stdout.write(`\nTest files: ${files.length}; wall time ${Math.round((Date.now() - started) / 1000)} s\n`);
+  process.exit(code);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,64 @@
+// The API in-process over a fresh database, listening on a free port: what most tests talk to.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { createApp } from '../../api/app.ts';
+import type { AppDeps } from '../../api/deps.ts';
+import { createLifecycle } from '../../api/lifecycle.ts';
+import { loadModules } from '../../api/modules/index.ts';
+import { allRoutes } from '../../api/routes/index.ts';
+import { createAuthCache } from '../../api/services/auth-cache.ts';
+import { connectDatabase } from '../../db/client.ts';
+import { createMemoryStore } from '../../lib/cache/memory.ts';
+import { createRedisStore } from '../../lib/cache/redis.ts';
+import { loadConfig } from '../../lib/config.ts';
+import { createSecretBox } from '../../lib/crypto.ts';
+import { createLogger } from '../../lib/log.ts';
+import { freshDatabase } from './db.ts';
+
+export interface TestApp {
+  url: string;
+  deps: AppDeps;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  /** use the shared Redis cache instead of process memory */
+  redis?: boolean;
+  /** start as not yet ready (503 starting) */
+  notReady?: boolean;
+}
+
+export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const tdb = await freshDatabase();
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'error', DATABASE_URL: tdb.url, BOOTSTRAP_TOKEN: 'test-bootstrap-token-0123456789', ...opts.env });
+  const log = createLogger(config.LOG_LEVEL);
+  const database = connectDatabase(tdb.url, { max: 10 });
+  const cache = opts.redis ? createRedisStore(process.env.TEST_REDIS_URL!, `t:${randomBytes(4).toString('hex')}:`) : createMemoryStore();
+  const authCache = await createAuthCache(tdb.url, log);
+  const lifecycle = createLifecycle(config.SHUTDOWN_DRAIN_SECONDS);
+  const deps: AppDeps = {
+    config, log, database, cache, authCache, lifecycle,
+    secrets: createSecretBox(randomBytes(32)),
+    bootstrapToken: config.BOOTSTRAP_TOKEN!,
+  };
+  const modules = await loadModules(config.MODULES, deps);
+  const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'test' });
+  const server = http.createServer(app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  lifecycle.ready = !opts.notReady;
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    deps,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await authCache.close();
+      await cache.close();
+      await database.close();
+      await tdb.drop();
+    },
+  };
+}

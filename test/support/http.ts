@@ -1,0 +1,48 @@
+// A small client for tests: acts as an integrator would, asserts on the wire.
+export interface CallOptions {
+  key?: string;
+  cookie?: string;
+  org?: string;
+  space?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  rawBody?: string | Buffer;
+}
+
+export interface WireResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function call<T = any>(base: string, method: string, path: string, opts: CallOptions = {}): Promise<WireResponse<T>> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  if (opts.cookie) headers.cookie = opts.cookie;
+  if (opts.org) headers['x-org-id'] = opts.org;
+  if (opts.space) headers['x-space-id'] = opts.space;
+  let body: string | Buffer | undefined;
+  if (opts.rawBody !== undefined) body = opts.rawBody;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+export function client(base: string, defaults: CallOptions = {}) {
+  const go = <T = any>(method: string, path: string, opts: CallOptions = {}) =>
+    call<T>(base, method, path, { ...defaults, ...opts, headers: { ...(defaults.headers ?? {}), ...(opts.headers ?? {}) } });
+  return {
+    get: <T = any>(path: string, opts?: CallOptions) => go<T>('GET', path, opts),
+    post: <T = any>(path: string, body?: unknown, opts?: CallOptions) => go<T>('POST', path, { ...opts, body }),
+    put: <T = any>(path: string, body?: unknown, opts?: CallOptions) => go<T>('PUT', path, { ...opts, body }),
+    patch: <T = any>(path: string, body?: unknown, opts?: CallOptions) => go<T>('PATCH', path, { ...opts, body }),
+    delete: <T = any>(path: string, opts?: CallOptions) => go<T>('DELETE', path, opts),
+  };
+}

@@ -1,0 +1,53 @@
+import './polyfill.ts';
+import { createServer, type Http2Session } from 'node:http2';
+import * as restate from '@restatedev/restate-sdk';
+
+type ServiceDefinition = restate.EndpointOptions['services'][number];
+
+export interface WorkflowEndpoint {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the given Restate services over HTTP/2 (bidirectional streaming) on host:port.
+ * The port should be stable across restarts: the server pins in-flight invocations to the
+ * address the deployment was registered with.
+ */
+export async function startWorkflowEndpoint(opts: {
+  port: number;
+  host?: string;
+  services: unknown[];
+  /** Replaces the SDK's console logger (its level is otherwise set by RESTATE_LOGGING). */
+  logger?: restate.LoggerTransport;
+}): Promise<WorkflowEndpoint> {
+  const host = opts.host ?? '127.0.0.1';
+  const handler = restate.createEndpointHandler({ services: opts.services as ServiceDefinition[], logger: opts.logger });
+  const server = createServer(handler);
+  const sessions = new Set<Http2Session>();
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+  const close = () =>
+    new Promise<void>((resolve) => {
+      // Open invocation streams would keep close() waiting for ever; the server retries them
+      // against whichever endpoint answers at this address next.
+      server.close(() => resolve());
+      for (const session of sessions) session.destroy();
+    });
+
+  const address = server.address();
+  const port = address !== null && typeof address === 'object' ? address.port : opts.port;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  return { url: `http://${urlHost}:${port}`, close };
+}

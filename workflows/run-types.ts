@@ -1,0 +1,75 @@
+// Plain data exchanged between the run workflow, its activities and its callers: no engine types.
+
+export const RUN_WORKFLOW_NAME = 'run';
+
+/** What boot hands back: the sandbox and the timings that watch over it. */
+export interface SandboxRef {
+  sandboxId: string;
+  /** The run's execution timeout, already clamped to the platform ceiling. */
+  timeoutSeconds: number;
+  /** How long the runner has to send its first event. */
+  bootSeconds: number;
+  /** How often the runner promises an event; liveness is checked every 2x, declared lost after 3x. */
+  heartbeatSeconds: number;
+}
+
+export interface RunError {
+  code: string;
+  message: string;
+  details?: unknown;
+}
+
+export type RunEnding =
+  | { status: 'success'; output: unknown }
+  | { status: 'failed'; error: RunError }
+  | { status: 'timeout'; error: { code: 'run_timeout'; message: string } }
+  | { status: 'cancelled'; error: { code: 'run_cancelled'; message: string } };
+
+export interface RunActivities {
+  /** Starts the sandbox. Throw an ActivityFailure to fail the run at once with its code; anything else is retried. */
+  boot(runId: string): Promise<SandboxRef>;
+  /** Epoch ms of the last event received for the run, from the db. */
+  lastHeartbeatAt(runId: string): Promise<number | null>;
+  sandboxAlive(runId: string, sandboxId: string): Promise<boolean>;
+  /** Compare-and-set in the db; false means someone else finalized first. */
+  finalize(runId: string, ending: RunEnding): Promise<{ finalized: boolean }>;
+  teardown(runId: string, sandboxId: string): Promise<void>;
+}
+
+/** An error shape activities throw to end the run without retries. */
+export interface ActivityFailure {
+  terminal: true;
+  code: string;
+  message: string;
+  details?: unknown;
+}
+
+export function activityFailure(code: string, message: string, details?: unknown): ActivityFailure {
+  return details === undefined ? { terminal: true, code, message } : { terminal: true, code, message, details };
+}
+
+export function isActivityFailure(value: unknown): value is ActivityFailure {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<ActivityFailure>;
+  return candidate.terminal === true && typeof candidate.code === 'string' && typeof candidate.message === 'string';
+}
+
+/** The runner's end as reported by the API (output already validated). */
+export type TerminalSignal =
+  | { status: 'success'; output: unknown }
+  | { status: 'failed'; error: RunError };
+
+export interface CancelSignal {
+  reason?: string;
+}
+
+/** Whether a signal was the first of its kind for the run (later ones change nothing). */
+export interface SignalAck {
+  accepted: boolean;
+}
+
+export interface RunWorkflowResult {
+  ending: RunEnding;
+  /** True when this invocation's compare-and-set recorded the ending. */
+  finalized: boolean;
+}

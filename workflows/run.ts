@@ -1,0 +1,223 @@
+import './polyfill.ts';
+import * as restate from '@restatedev/restate-sdk';
+import { CancelledError, RestatePromise, TerminalError, type RunOptions, type WorkflowContext, type WorkflowSharedContext } from '@restatedev/restate-sdk';
+import {
+  bootTimedOut, cancelled, failed, fromTerminalSignal, heartbeatLost, sandboxLost, terminalSignalProblem, timedOut,
+} from './run-endings.ts';
+import {
+  RUN_WORKFLOW_NAME, isActivityFailure,
+  type CancelSignal, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
+} from './run-types.ts';
+
+type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown';
+export type StepRetry = Pick<RunOptions<unknown>, 'maxRetryAttempts' | 'maxRetryDuration' | 'initialRetryInterval' | 'maxRetryInterval' | 'retryIntervalFactor'>;
+
+export interface RunWorkflowOptions {
+  /** Retry policy per step; every step gives up eventually so a broken activity cannot hold a run. */
+  retry?: Partial<Record<StepName, StepRetry>>;
+}
+
+const DEFAULT_RETRY: Record<StepName, StepRetry> = {
+  boot: { maxRetryAttempts: 5, maxRetryDuration: 120_000, initialRetryInterval: 500, maxRetryInterval: 10_000 },
+  liveness: { maxRetryAttempts: 6, maxRetryDuration: 60_000, initialRetryInterval: 500, maxRetryInterval: 10_000 },
+  // The ending is only recorded here, so this one is patient before it gives up.
+  finalize: { maxRetryDuration: 600_000, initialRetryInterval: 500, maxRetryInterval: 30_000 },
+  teardown: { maxRetryDuration: 300_000, initialRetryInterval: 500, maxRetryInterval: 30_000 },
+};
+
+/** The runner's signals, each a durable promise of the workflow resolved by a shared handler. */
+interface Signals {
+  started: RestatePromise<StartedSignal>;
+  terminal: RestatePromise<TerminalSignal>;
+  cancel: RestatePromise<CancelSignal>;
+}
+
+/** When the started signal was taken in; the execution phase's liveness counts from there. */
+interface StartedSignal {
+  at: number;
+}
+
+type Woken =
+  | { by: 'started' }
+  | { by: 'terminal'; signal: TerminalSignal }
+  | { by: 'cancel'; signal: CancelSignal }
+  | { by: 'boot deadline' }
+  | { by: 'run timeout' }
+  | { by: 'liveness tick' };
+
+/** Builds the `run` workflow (key = run id) over the given activities. */
+export function createRunWorkflow(activities: RunActivities, options: RunWorkflowOptions = {}) {
+  const retry = { ...DEFAULT_RETRY, ...options.retry };
+
+  async function run(ctx: WorkflowContext): Promise<RunWorkflowResult> {
+    const runId = ctx.key;
+    const signals = listen(ctx);
+    const booted = await boot(ctx, runId).catch(unlessCancelled({ ending: cancelledByEngine() }));
+    if ('ending' in booted) return finish(ctx, runId, null, booted.ending);
+    const ending = await watch(ctx, runId, signals, booted.sandbox).catch(unlessCancelled(cancelledByEngine()));
+    return finish(ctx, runId, booted.sandbox, ending);
+  }
+
+  async function watch(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<RunEnding> {
+    return (await waitForStart(ctx, signals, sandbox)) ?? (await watchExecution(ctx, runId, signals, sandbox));
+  }
+
+  async function boot(ctx: WorkflowContext, runId: string): Promise<{ sandbox: SandboxRef } | { ending: RunEnding }> {
+    try {
+      return await ctx.run('boot', async () => {
+        try {
+          return { sandbox: await activities.boot(runId) };
+        } catch (err) {
+          // A refused boot is journaled as a result, so it is never retried.
+          if (isActivityFailure(err)) return { ending: failed(err.code, err.message, err.details) };
+          throw err;
+        }
+      }, retry.boot);
+    } catch (err) {
+      if (isGiveUp(err)) return { ending: failed('boot_failed', `The sandbox could not be started: ${err.message}`) };
+      throw err;
+    }
+  }
+
+  /** Boot phase: the runner's first event, a terminal or cancel signal, or the boot deadline. */
+  async function waitForStart(ctx: WorkflowContext, signals: Signals, sandbox: SandboxRef): Promise<RunEnding | null> {
+    const woken = await firstOf([
+      signals.started.map(() => ({ by: 'started' })),
+      signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
+      signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
+      ctx.sleep(seconds(sandbox.bootSeconds), 'boot deadline').map(() => ({ by: 'boot deadline' })),
+    ]);
+    switch (woken.by) {
+      case 'started': return null;
+      case 'terminal': return fromTerminalSignal(woken.signal);
+      case 'cancel': return cancelled(woken.signal.reason);
+      default: return bootTimedOut(sandbox.bootSeconds);
+    }
+  }
+
+  /** Execution phase: a terminal or cancel signal, the run's timeout, or a failed liveness check. */
+  async function watchExecution(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<RunEnding> {
+    const { at: executionStartedAt } = await signals.started;
+    const timeout = ctx.sleep(seconds(sandbox.timeoutSeconds), 'run timeout');
+    const tickMs = seconds(sandbox.heartbeatSeconds) * 2;
+    const staleMs = seconds(sandbox.heartbeatSeconds) * 3;
+    for (;;) {
+      // One timer and one liveness step per tick keeps the journal proportional to the run's length.
+      const woken = await firstOf([
+        signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
+        signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
+        timeout.map(() => ({ by: 'run timeout' })),
+        ctx.sleep(tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
+      ]);
+      if (woken.by === 'terminal') return fromTerminalSignal(woken.signal);
+      if (woken.by === 'cancel') return cancelled(woken.signal.reason);
+      if (woken.by === 'run timeout') return timedOut(sandbox.timeoutSeconds);
+      const lost = await checkLiveness(ctx, runId, sandbox, executionStartedAt, staleMs);
+      if (lost) return lost;
+    }
+  }
+
+  async function checkLiveness(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, since: number, staleMs: number): Promise<RunEnding | null> {
+    let probe: { alive: boolean; lastEventAt: number | null; checkedAt: number };
+    try {
+      probe = await ctx.run('liveness', async () => {
+        const [alive, lastEventAt] = await Promise.all([
+          activities.sandboxAlive(runId, sandbox.sandboxId),
+          activities.lastHeartbeatAt(runId),
+        ]);
+        return { alive, lastEventAt, checkedAt: Date.now() };
+      }, retry.liveness);
+    } catch (err) {
+      if (isGiveUp(err)) return failed('liveness_check_failed', `The run's liveness could not be checked: ${err.message}`);
+      throw err;
+    }
+    if (!probe.alive) return sandboxLost();
+    const silentMs = probe.checkedAt - Math.max(probe.lastEventAt ?? since, since);
+    return silentMs > staleMs ? heartbeatLost(silentMs) : null;
+  }
+
+  /** Records the ending once, then tears the sandbox down whatever happened. */
+  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding): Promise<RunWorkflowResult> {
+    try {
+      const { finalized } = await ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize);
+      return { ending, finalized };
+    } finally {
+      if (sandbox) await teardown(ctx, runId, sandbox);
+    }
+  }
+
+  async function teardown(ctx: WorkflowContext, runId: string, sandbox: SandboxRef): Promise<void> {
+    try {
+      await ctx.run('teardown', () => activities.teardown(runId, sandbox.sandboxId), retry.teardown);
+    } catch (err) {
+      if (!isGiveUp(err)) throw err;
+      ctx.console.warn(`teardown of sandbox ${sandbox.sandboxId} gave up: ${err.message}`);
+    }
+  }
+
+  return restate.workflow({
+    name: RUN_WORKFLOW_NAME,
+    handlers: {
+      run,
+      /** The runner's first event arrived. */
+      started: async (ctx: WorkflowSharedContext): Promise<SignalAck> =>
+        signal<StartedSignal>(ctx, 'started', { at: await ctx.date.now() }),
+      /** The runner reported its end. */
+      terminal: async (ctx: WorkflowSharedContext, payload: TerminalSignal): Promise<SignalAck> => {
+        const problem = terminalSignalProblem(payload);
+        if (problem) throw new TerminalError(`invalid terminal signal: ${problem}`, { errorCode: 400 });
+        return signal(ctx, 'terminal', payload);
+      },
+      /** Someone asked to stop the run. */
+      cancel: async (ctx: WorkflowSharedContext, request?: CancelSignal): Promise<SignalAck> =>
+        signal(ctx, 'cancel', typeof request?.reason === 'string' ? { reason: request.reason } : {}),
+    },
+  });
+}
+
+export type RunWorkflow = ReturnType<typeof createRunWorkflow>;
+
+function listen(ctx: WorkflowContext): Signals {
+  return {
+    started: ctx.promise<StartedSignal>('started').get(),
+    terminal: ctx.promise<TerminalSignal>('terminal').get(),
+    cancel: ctx.promise<CancelSignal>('cancel').get(),
+  };
+}
+
+/** Resolves a signal's durable promise; only the first resolution counts. */
+async function signal<T>(ctx: WorkflowSharedContext, name: keyof Signals, value: T): Promise<SignalAck> {
+  try {
+    await ctx.promise<T>(name).resolve(value);
+    return { accepted: true };
+  } catch (err) {
+    if (isGiveUp(err)) return { accepted: false };
+    throw err;
+  }
+}
+
+/** A cancellation through the engine (admin API or UI) ends the run like a cancel request. */
+function unlessCancelled<T>(fallback: T): (err: unknown) => T {
+  return (err) => {
+    if (err instanceof CancelledError) return fallback;
+    throw err;
+  };
+}
+
+function cancelledByEngine(): RunEnding {
+  return cancelled('The run was cancelled through the workflow engine.');
+}
+
+function firstOf(candidates: RestatePromise<Woken>[]): RestatePromise<Woken> {
+  return RestatePromise.race(candidates);
+}
+
+/** A step that failed for good (retries exhausted or refused), as opposed to a cancellation or suspension. */
+function isGiveUp(err: unknown): err is TerminalError {
+  return err instanceof TerminalError && !(err instanceof CancelledError);
+}
+
+function seconds(value: number): number {
+  // A zero or garbage timing would spin the loop; one second is the floor.
+  return Math.max(1, Number.isFinite(value) ? value : 1) * 1000;
+}
