@@ -1,29 +1,153 @@
-// The side effects of the run workflow: sandbox start and stop, liveness facts, finalization.
-import type { AppDeps } from '../api/deps.ts';
-import { activityFailure, type RunActivities, type RunEnding } from '../workflows/run-types.ts';
-import { finalizeRun } from './finalize.ts';
+// The side effects of the run workflow: start the sandbox, report liveness facts, finalize once,
+// tear down. Materials (the agent's files, the model and its key) are resolved by the host and
+// handed in, so this room depends on lib/ and db/ only.
+import type pg from 'pg';
+import type { AgentManifest } from '../lib/afps/manifest-types.ts';
+import type { SecretBox } from '../lib/crypto.ts';
+import type { Logger } from '../lib/log.ts';
+import { finalizeRun } from '../db/run-finalization.ts';
+import type { Db } from '../db/client.ts';
+import type { OrgScope, SpaceScope } from '../db/tenant.ts';
+import { activityFailure, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
+import type { SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
 
-export interface RunActivityHost {
-  workflow: RunActivities;
-  start(): void;
-  stop(): Promise<void>;
+export interface RunMaterials {
+  agent(scope: SpaceScope, agentId: string, version: string): Promise<{ manifest: AgentManifest; files: Map<string, Buffer>; skills: Array<{ id: string; files: Map<string, Buffer> }> }>;
+  model(scope: OrgScope, modelId: string | null): Promise<{ model: string; baseUrl: string; apiKey: string }>;
 }
 
-export function createRunActivities(deps: AppDeps): RunActivityHost {
-  const pool = deps.database.pool;
-  const workflow: RunActivities = {
-    async boot(runId) {
-      throw activityFailure('sandbox_unavailable', `No sandbox adapter is available for run ${runId}.`);
+export interface RunActivityOptions {
+  pool: pg.Pool;
+  db: Db;
+  secrets: SecretBox;
+  log: Logger;
+  adapter: SandboxAdapter;
+  materials: RunMaterials;
+  /** where sandboxes reach this platform's runner routes (/internal/runs/...) */
+  eventsBaseUrl: string;
+  bootSeconds: number;
+  heartbeatSeconds: number;
+  limits: { memoryMb: number; cpus: number };
+}
+
+interface BootRow {
+  id: string;
+  org_id: string;
+  space_id: string;
+  agent_id: string;
+  agent_version: string;
+  status: string;
+  kind: string;
+  input: unknown;
+  model_id: string | null;
+  timeout_seconds: number;
+  event_secret: string;
+  actor_user_id: string | null;
+  api_key_id: string | null;
+  end_user_id: string | null;
+  inline_manifest: AgentManifest | null;
+  inline_prompt: string | null;
+}
+
+const REMOTE = 'remote';
+
+/** Skill ids are package ids (@scope/name): a folder name without the slash. */
+function skillFolder(id: string): string {
+  return id.replace(/^@/, '').replace('/', '__');
+}
+
+export function createRunActivities(o: RunActivityOptions): RunActivities {
+  const { pool } = o;
+
+  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[] }> {
+    const scope: SpaceScope = {
+      pool, db: o.db, orgId: row.org_id, spaceId: row.space_id,
+      actor: { userId: row.actor_user_id ?? '', apiKeyId: row.api_key_id ?? undefined, endUserId: row.end_user_id ?? undefined },
+    };
+    const workspace: WorkspaceFile[] = [];
+    let manifest: AgentManifest;
+    if (row.kind === 'inline') {
+      manifest = row.inline_manifest!;
+      workspace.push({ path: 'prompt.md', content: Buffer.from(row.inline_prompt ?? '') });
+    } else {
+      const agent = await o.materials.agent(scope, row.agent_id, row.agent_version);
+      manifest = agent.manifest;
+      for (const [path, content] of agent.files) if (path !== 'manifest.json') workspace.push({ path, content });
+      for (const skill of agent.skills) {
+        for (const [path, content] of skill.files) workspace.push({ path: `skills/${skillFolder(skill.id)}/${path}`, content });
+      }
+    }
+    workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(row.input ?? {}, null, 2)) });
+    return { manifest, workspace };
+  }
+
+  const activities: RunActivities = {
+    async boot(runId): Promise<SandboxRef> {
+      const { rows } = await pool.query<BootRow>(
+        `SELECT id, org_id, space_id, agent_id, agent_version, status, kind, input, model_id, timeout_seconds, event_secret,
+                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt
+           FROM runs WHERE id = $1`,
+        [runId],
+      );
+      const row = rows[0];
+      if (!row) throw activityFailure('run_not_found', `Run ${runId} does not exist.`);
+      // A run cancelled (or otherwise ended) before its sandbox started is not started at all.
+      if (row.status !== 'pending') throw activityFailure('run_not_pending', `Run ${runId} is ${row.status}; nothing to start.`);
+      const timings = { timeoutSeconds: row.timeout_seconds, bootSeconds: o.bootSeconds, heartbeatSeconds: o.heartbeatSeconds };
+      if (row.kind === REMOTE) return { sandboxId: REMOTE, ...timings };
+
+      let materials: Awaited<ReturnType<typeof materialsFor>>;
+      let model: Awaited<ReturnType<RunMaterials['model']>>;
+      try {
+        materials = await materialsFor(row);
+        model = await o.materials.model({ pool, db: o.db, orgId: row.org_id, actor: { userId: row.actor_user_id ?? '' } }, row.model_id);
+      } catch (err) {
+        // The agent or its model went away between launch and boot: a definite ending, no retry.
+        const code = (err as { code?: string }).code;
+        if (code) throw activityFailure(code, (err as Error).message);
+        throw err;
+      }
+      const base = `${o.eventsBaseUrl}/internal/runs/${runId}`;
+      const manifest = materials.manifest;
+      const { sandboxId } = await o.adapter.start({
+        runId,
+        workspace: materials.workspace,
+        sidecar: {
+          runId,
+          eventsUrl: `${base}/events`,
+          eventSecret: o.secrets.open(row.event_secret),
+          model: { baseUrl: model.baseUrl, apiKey: model.apiKey, model: model.model },
+          outputSchema: (manifest.output?.schema as Record<string, unknown> | undefined) ?? null,
+          runtimeTools: manifest.runtime_tools ?? [],
+          heartbeatSeconds: o.heartbeatSeconds,
+          historyUrl: `${base}/history`,
+          memoryUrl: `${base}/memory`,
+        },
+        limits: o.limits,
+      });
+      return { sandboxId, ...timings };
     },
+
     async lastHeartbeatAt(runId) {
-      const { rows } = await pool.query('SELECT last_event_at FROM runs WHERE id = $1', [runId]);
-      return rows[0]?.last_event_at ? (rows[0].last_event_at as Date).getTime() : null;
+      const { rows } = await pool.query<{ at: Date | null; created_at: Date }>('SELECT last_event_at AS at, created_at FROM runs WHERE id = $1', [runId]);
+      const r = rows[0];
+      return r ? (r.at ?? r.created_at).getTime() : null;
     },
-    async sandboxAlive() {
-      return false;
+
+    async sandboxAlive(runId, sandboxId) {
+      // A run already finalized elsewhere (cancelled through the API) needs its sandbox stopped.
+      const { rows } = await pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [runId]);
+      if (!rows[0] || !['pending', 'running'].includes(rows[0].status)) return false;
+      if (sandboxId === REMOTE) return true;
+      return o.adapter.alive(sandboxId);
     },
-    finalize: (runId: string, ending: RunEnding) => finalizeRun(deps, runId, ending),
-    async teardown() {},
+
+    finalize: (runId: string, ending: RunEnding) => finalizeRun(pool, runId, ending),
+
+    async teardown(runId, sandboxId) {
+      if (sandboxId !== REMOTE) await o.adapter.stop(sandboxId);
+      o.log.debug('run torn down', { run_id: runId });
+    },
   };
-  return { workflow, start() {}, async stop() {} };
+  return activities;
 }

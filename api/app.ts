@@ -71,7 +71,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: Express; route
 
   const authRouter = express.Router();
   const protectedRouter = express.Router();
-  for (const r of [...parts.routes, ...moduleRoutes]) mount((r.stage ?? 'protected') === 'auth' ? authRouter : protectedRouter, r);
+  for (const r of [...parts.routes, ...moduleRoutes]) mount((r.stage ?? 'protected') === 'protected' ? protectedRouter : authRouter, r);
   app.use(authRouter);
   app.use(protectedRouter);
   for (const m of parts.modules) if (m.router) app.use(m.router(deps));

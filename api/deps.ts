@@ -5,6 +5,8 @@ import type { SecretBox } from '../lib/crypto.ts';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunWorkflowClient } from '../workflows/run-client.ts';
+import type { RunStatusFeed } from './services/runs/status-feed.ts';
+import type { RunSubmitter } from './services/runs/submitter.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { AuthCache } from './services/auth-cache.ts';
 
@@ -20,4 +22,8 @@ export interface AppDeps {
   bootstrapToken: string;
   /** the run workflow through the engine's ingress; set once the engine is reachable */
   runs?: RunWorkflowClient;
+  /** hands admitted runs to the engine; absent when no engine is reachable */
+  submitter?: RunSubmitter;
+  /** committed run status changes, for long polls and streams */
+  runFeed?: RunStatusFeed;
 }

@@ -10,8 +10,11 @@ import type { AppDeps } from './deps.ts';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/** Which credential-free stage the route lives in; see the pipeline in app.ts. */
-export type RouteStage = 'public' | 'auth' | 'protected';
+/**
+ * Where the route sits in the pipeline (app.ts): public (before the gates), auth (/api/auth/*,
+ * no credential chain), internal (runner routes, verified by signature), protected.
+ */
+export type RouteStage = 'public' | 'auth' | 'internal' | 'protected';
 
 /** Which tenant context the route needs: none, an organization, or a space within it. */
 export type TenantContext = 'none' | 'org' | 'space';

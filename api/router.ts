@@ -54,7 +54,7 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
         await applyImpersonation(req, deps);
         resolveApiVersion(req, res);
       }
-      if (!def.idempotent && stage !== 'auth') refuseUnsupportedIdempotencyKey(req);
+      if (!def.idempotent && stage === 'protected') refuseUnsupportedIdempotencyKey(req);
       if (def.rateLimit) await rateLimit(req, res, def.rateLimit, method, pattern);
 
       const params = def.params ? parseParams(def.params, req.params) : req.params;

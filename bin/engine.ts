@@ -9,7 +9,8 @@ import { registerDeployment, RestateAdminError } from '../restate/admin.ts';
 import { startRestateServer } from '../restate/launcher.ts';
 import { startWorkflowEndpoint } from '../workflows/endpoint.ts';
 import { createRunWorkflowClient, type RunWorkflowClient } from '../workflows/run-client.ts';
-import { buildWorkflowServices, type WorkflowHost } from '../workflows/services.ts';
+import { buildWorkflowServices } from '../workflows/services.ts';
+import { createSandboxAdapter, runActivitiesFor } from './sandbox.ts';
 import type { PortPlan } from './data-dir.ts';
 
 export interface Engine {
@@ -96,13 +97,13 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       adminUrl = server.adminUrl;
     }
     const runs = createRunWorkflowClient(ingressUrl);
-    const host: WorkflowHost = { deps, runs };
 
     if (config.ROLE !== 'api') {
       const port = config.WORKER_PORT ?? ports.worker;
-      const services = buildWorkflowServices(host);
+      const adapter = await createSandboxAdapter(deps, dataDir);
+      stops.push(() => adapter.close());
+      const services = buildWorkflowServices(runActivitiesFor(deps, adapter));
       const endpoint = await startWorkflowEndpoint({ port, services: services.definitions });
-      stops.push(() => services.stop());
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;
       try {
@@ -113,7 +114,6 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
         log.warn('workflow services changed at the same address; re-registering with force');
         await registerDeployment(adminUrl, endpointUrl, { force: true });
       }
-      services.start();
     }
     return {
       ingressUrl,

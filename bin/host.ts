@@ -11,6 +11,8 @@ import { createLifecycle } from '../api/lifecycle.ts';
 import { allRoutes } from '../api/routes/index.ts';
 import { loadModules } from '../api/modules/index.ts';
 import { createAuthCache } from '../api/services/auth-cache.ts';
+import { createRunStatusFeed } from '../api/services/runs/status-feed.ts';
+import { createRunSubmitter } from '../api/services/runs/submitter.ts';
 import { connectDatabase, type Database } from '../db/client.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../db/embedded-postgres.ts';
 import { applyMigrations } from '../db/migrate.ts';
@@ -77,6 +79,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     stops.push(() => authCache.close());
     lap('cache');
 
+    const runFeed = await createRunStatusFeed(databaseUrl, log);
+    stops.push(() => runFeed.close());
     const deps: AppDeps = {
       config,
       log,
@@ -86,6 +90,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       lifecycle,
       authCache,
       bootstrapToken: bootstrapToken(dataDir, config.BOOTSTRAP_TOKEN),
+      runFeed,
     };
 
     // The API listens (answering 503 starting) while the engine comes up.
@@ -115,6 +120,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const engine = await enginePromise;
     stops.push(() => engine.stop());
     deps.runs = engine.runs;
+    if (config.ROLE !== 'worker') {
+      const submitter = createRunSubmitter(database.pool, engine.runs, log);
+      deps.submitter = submitter;
+      stops.push(() => submitter.stop());
+    }
     lap('engine');
 
     lifecycle.ready = true;

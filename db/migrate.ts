@@ -1,11 +1,14 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { projectRoot } from '../lib/project-root.ts';
 import type { Database } from './client.ts';
 
 export const MIGRATIONS_DIR = path.join(projectRoot(), 'db', 'migrations');
+const FUNCTIONS_FILE = path.join(projectRoot(), 'db', 'functions.sql');
 
-/** Applies the generated SQL migrations; safe to call on every start (applied ones are skipped). */
+/** Applies the generated SQL migrations, then (re)creates our SQL functions; safe on every start. */
 export async function applyMigrations(database: Database): Promise<void> {
   await migrate(database.db, { migrationsFolder: MIGRATIONS_DIR });
+  await database.pool.query(fs.readFileSync(FUNCTIONS_FILE, 'utf8'));
 }

@@ -119,9 +119,20 @@ export const ConfigSchema = z.object({
   AFPS_SIGNATURE_POLICY: z.enum(['off', 'warn', 'required']).default('warn'),
   AFPS_TRUST_ROOT: csv,
   AFPS_SIGNING_KEY: z.string().optional(),
+  /** repository imports read this host's REST API (git trees and blobs); GitHub Enterprise: https://<host>/api/v3 */
+  GITHUB_API_URL: z.string().url().default('https://api.github.com'),
+  /** package draft editing: one file, and the whole tree (413 file_too_large / tree_too_large) */
+  PACKAGE_EDIT_MAX_FILE_BYTES: intFromEnv(5 * MIB),
+  PACKAGE_EDIT_MAX_TREE_BYTES: intFromEnv(50 * MIB),
   AUTH_ALLOWED_SIGNUP_DOMAINS: csv,
   ORG_CREATION_DISABLED: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   SANDBOX_WARM_POOL: intFromEnv(2),
+  /** seconds a sandbox has to send its first event */
+  RUN_BOOT_SECONDS: z.coerce.number().int().positive().default(60),
+  /** seconds between a runner's heartbeats; a run silent for three of them is failed */
+  RUN_HEARTBEAT_SECONDS: z.coerce.number().int().positive().default(5),
+  /** where sandboxes reach this platform's runner routes; default http://HOST:PORT */
+  INTERNAL_API_URL: z.string().url().optional(),
   SHUTDOWN_DRAIN_SECONDS: intFromEnv(25),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });

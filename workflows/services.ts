@@ -1,26 +1,11 @@
-// The Restate services this process serves, and the background loops a worker runs beside them.
-import type { AppDeps } from '../api/deps.ts';
-import { createRunActivities } from '../activities/run-activities.ts';
+// The Restate services this process serves.
+import type { RunActivities } from './run-types.ts';
 import { createRunWorkflow } from './run.ts';
-import type { RunWorkflowClient } from './run-client.ts';
-
-export interface WorkflowHost {
-  deps: AppDeps;
-  runs: RunWorkflowClient;
-}
 
 export interface WorkflowServices {
   definitions: unknown[];
-  /** starts background loops once the endpoint is registered */
-  start(): void;
-  stop(): Promise<void>;
 }
 
-export function buildWorkflowServices(host: WorkflowHost): WorkflowServices {
-  const activities = createRunActivities(host.deps);
-  return {
-    definitions: [createRunWorkflow(activities.workflow)],
-    start: () => activities.start(),
-    stop: () => activities.stop(),
-  };
+export function buildWorkflowServices(activities: RunActivities): WorkflowServices {
+  return { definitions: [createRunWorkflow(activities)] };
 }

@@ -1,6 +1,9 @@
 // Every route family of the core API.
 import type { RouteDef } from '../route.ts';
 import { endUserRoutes } from './end-users.ts';
+import { runRoutes } from './runs.ts';
+import { runSinkRoutes } from './run-sink.ts';
+import { agentConfigRoutes } from './agent-config.ts';
 import { apiKeyRoutes } from './api-keys.ts';
 import { authRoutes } from './auth.ts';
 import { invitationRoutes } from './invitations.ts';
@@ -15,6 +18,9 @@ import { packageBundleRoutes } from './package-bundles.ts';
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
     ...endUserRoutes,
+    ...runRoutes,
+    ...runSinkRoutes,
+    ...agentConfigRoutes,
     ...authRoutes,
     ...orgRoutes,
     ...invitationRoutes,

@@ -131,6 +131,16 @@ CREATE TABLE "users" (
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "agent_configs" (
+	"org_id" uuid NOT NULL,
+	"space_id" text NOT NULL,
+	"agent_id" text NOT NULL,
+	"locked_input" jsonb DEFAULT '{}'::jsonb NOT NULL,
+	"model_id" text,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "agent_configs_org_id_space_id_agent_id_pk" PRIMARY KEY("org_id","space_id","agent_id")
+);
+--> statement-breakpoint
 CREATE TABLE "org_run_launches" (
 	"org_id" uuid NOT NULL,
 	"minute" bigint NOT NULL,
@@ -193,6 +203,9 @@ CREATE TABLE "runs" (
 	"prompt_tokens" bigint DEFAULT 0 NOT NULL,
 	"completion_tokens" bigint DEFAULT 0 NOT NULL,
 	"cost_usd" double precision DEFAULT 0 NOT NULL,
+	"pending_output" jsonb,
+	"inline_manifest" jsonb,
+	"inline_prompt" text,
 	"submitted_at" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"started_at" timestamp with time zone,
@@ -270,6 +283,36 @@ CREATE TABLE "packages" (
 	CONSTRAINT "packages_org_id_id_pk" PRIMARY KEY("org_id","id")
 );
 --> statement-breakpoint
+CREATE TABLE "model_provider_credentials" (
+	"id" text PRIMARY KEY NOT NULL,
+	"org_id" uuid NOT NULL,
+	"provider" text NOT NULL,
+	"name" text NOT NULL,
+	"base_url" text NOT NULL,
+	"api_key_sealed" text,
+	"api_key_hint" text,
+	"created_by" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "models" (
+	"id" text PRIMARY KEY NOT NULL,
+	"org_id" uuid NOT NULL,
+	"credential_id" text NOT NULL,
+	"model" text NOT NULL,
+	"name" text NOT NULL,
+	"is_default" boolean DEFAULT false NOT NULL,
+	"enabled" boolean DEFAULT true NOT NULL,
+	"supports_temperature" boolean DEFAULT true NOT NULL,
+	"reasoning_levels" text[] DEFAULT '{}'::text[] NOT NULL,
+	"temperature" double precision,
+	"reasoning_effort" text,
+	"created_by" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_space_id_spaces_id_fk" FOREIGN KEY ("space_id") REFERENCES "public"."spaces"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -297,6 +340,9 @@ ALTER TABLE "package_placements" ADD CONSTRAINT "package_placements_org_id_packa
 ALTER TABLE "package_version_files" ADD CONSTRAINT "package_version_files_org_id_package_id_packages_org_id_id_fk" FOREIGN KEY ("org_id","package_id") REFERENCES "public"."packages"("org_id","id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "package_versions" ADD CONSTRAINT "package_versions_org_id_package_id_packages_org_id_id_fk" FOREIGN KEY ("org_id","package_id") REFERENCES "public"."packages"("org_id","id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "packages" ADD CONSTRAINT "packages_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "model_provider_credentials" ADD CONSTRAINT "model_provider_credentials_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "models" ADD CONSTRAINT "models_org_id_organizations_id_fk" FOREIGN KEY ("org_id") REFERENCES "public"."organizations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "models" ADD CONSTRAINT "models_credential_id_model_provider_credentials_id_fk" FOREIGN KEY ("credential_id") REFERENCES "public"."model_provider_credentials"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_uq" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_space_idx" ON "api_keys" USING btree ("org_id","space_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "end_users_external_uq" ON "end_users" USING btree ("space_id","external_id");--> statement-breakpoint
@@ -318,4 +364,8 @@ CREATE INDEX "runs_agent_idx" ON "runs" USING btree ("org_id","space_id","agent_
 CREATE INDEX "runs_active_idx" ON "runs" USING btree ("org_id","status");--> statement-breakpoint
 CREATE INDEX "runs_unsubmitted_idx" ON "runs" USING btree ("submitted_at","status");--> statement-breakpoint
 CREATE INDEX "package_placements_space_idx" ON "package_placements" USING btree ("org_id","space_id");--> statement-breakpoint
-CREATE INDEX "packages_home_idx" ON "packages" USING btree ("org_id","home_space_id");
+CREATE INDEX "packages_home_idx" ON "packages" USING btree ("org_id","home_space_id");--> statement-breakpoint
+CREATE INDEX "model_provider_credentials_org_idx" ON "model_provider_credentials" USING btree ("org_id");--> statement-breakpoint
+CREATE INDEX "models_org_idx" ON "models" USING btree ("org_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "models_credential_model_uq" ON "models" USING btree ("credential_id","model");--> statement-breakpoint
+CREATE UNIQUE INDEX "models_org_default_uq" ON "models" USING btree ("org_id") WHERE is_default;

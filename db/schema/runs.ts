@@ -32,6 +32,11 @@ export const runs = pgTable('runs', {
   promptTokens: bigint('prompt_tokens', { mode: 'number' }).notNull().default(0),
   completionTokens: bigint('completion_tokens', { mode: 'number' }).notNull().default(0),
   costUsd: doublePrecision('cost_usd').notNull().default(0),
+  /** the latest output the agent reported, validated when the agent completes */
+  pendingOutput: jsonb('pending_output'),
+  /** an inline run carries its own manifest and prompt (emptied after the retention period) */
+  inlineManifest: jsonb('inline_manifest'),
+  inlinePrompt: text('inline_prompt'),
   /** set once the durable workflow has accepted the run */
   submittedAt: ts('submitted_at'),
   createdAt: ts('created_at').notNull().defaultNow(),
@@ -78,3 +83,13 @@ export const orgRunLaunches = pgTable('org_run_launches', {
   count: integer('count').notNull(),
   closed: boolean('closed').notNull().default(false),
 }, (t) => [primaryKey({ columns: [t.orgId, t.minute] })]);
+
+/** Per-space configuration of an agent: input fields locked to a value, the model to use. */
+export const agentConfigs = pgTable('agent_configs', {
+  orgId: uuid('org_id').notNull(),
+  spaceId: text('space_id').notNull(),
+  agentId: text('agent_id').notNull(),
+  lockedInput: jsonb('locked_input').notNull().default({}),
+  modelId: text('model_id'),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+}, (t) => [primaryKey({ columns: [t.orgId, t.spaceId, t.agentId] })]);

@@ -51,6 +51,7 @@ async function canConnect(url: string): Promise<boolean> {
 function migrationsHash(): string {
   const h = createHash('sha256');
   for (const f of fs.readdirSync(MIGRATIONS_DIR).sort()) if (f.endsWith('.sql')) h.update(f).update(fs.readFileSync(path.join(MIGRATIONS_DIR, f)));
+  h.update(fs.readFileSync(path.join(MIGRATIONS_DIR, '..', 'functions.sql')));
   return h.digest('hex').slice(0, 12);
 }
 

@@ -1,0 +1,40 @@
+// The execution backend behind RUN_ADAPTER. A sandbox is one run's agent runtime and sidecar,
+// never reused. Adapters hold no engine types: the run workflow calls them through activities.
+
+export interface WorkspaceFile {
+  /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */
+  path: string;
+  content: Buffer;
+}
+
+/** What the sidecar needs to serve one run (see sidecar/assignment.ts). */
+export interface SidecarAssignment {
+  runId: string;
+  eventsUrl: string;
+  eventSecret: string;
+  model: { baseUrl: string; apiKey: string; model: string } | null;
+  outputSchema: Record<string, unknown> | null;
+  runtimeTools: string[];
+  heartbeatSeconds: number;
+  historyUrl?: string;
+  memoryUrl?: string;
+}
+
+export interface SandboxSpec {
+  runId: string;
+  workspace: WorkspaceFile[];
+  sidecar: SidecarAssignment;
+  limits: { memoryMb: number; cpus: number };
+}
+
+export interface SandboxAdapter {
+  readonly kind: 'process' | 'docker' | 'firecracker';
+  /** starts the run's sandbox; answers once the agent has its assignment */
+  start(spec: SandboxSpec): Promise<{ sandboxId: string }>;
+  /** false when the sandbox is unknown to this process or its programs have exited */
+  alive(sandboxId: string): Promise<boolean>;
+  /** stops the programs and removes the workspace; safe to call twice or for an unknown id */
+  stop(sandboxId: string): Promise<void>;
+  /** stops every sandbox and the warm pool */
+  close(): Promise<void>;
+}

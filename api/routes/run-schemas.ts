@@ -1,0 +1,51 @@
+// Wire schemas of runs, shared by the run routes (documented in the OpenAPI document).
+import { z } from 'zod';
+import { problem } from '../../lib/problem.ts';
+
+export const AgentParams = z.object({ scope: z.string(), name: z.string() });
+
+/** `@scope` + `name` from the path, as the package id `@scope/name`. */
+export function agentIdOf(params: { scope: string; name: string }): string {
+  const scope = params.scope.startsWith('@') ? params.scope : `@${params.scope}`;
+  if (!/^@[a-z0-9][a-z0-9-]*$/.test(scope) || !/^[a-z0-9][a-z0-9._-]*$/.test(params.name)) {
+    throw problem('agent_not_found', { detail: `No agent ${scope}/${params.name} is reachable in this space.` });
+  }
+  return `${scope}/${params.name}`;
+}
+
+const RunError = z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() });
+
+export const RunSchema = z.object({
+  id: z.string(),
+  object: z.literal('run'),
+  status: z.enum(['pending', 'running', 'success', 'failed', 'timeout', 'cancelled']),
+  kind: z.enum(['agent', 'inline', 'remote']),
+  packageId: z.string(),
+  agent_version: z.string(),
+  spaceId: z.string(),
+  input: z.unknown(),
+  result: z.object({ output: z.unknown() }).nullable(),
+  error: RunError.nullable(),
+  triggered_by: z.object({
+    kind: z.enum(['member', 'end_user', 'schedule', 'api_key']),
+    userId: z.string().nullable(),
+    api_key_id: z.string().nullable(),
+    end_user_id: z.string().nullable(),
+    schedule_id: z.string().nullable(),
+  }),
+  rerun_of: z.string().nullable(),
+  model_id: z.string().nullable(),
+  timeout_seconds: z.number().int(),
+  cost: z.object({ usd: z.number(), prompt_tokens: z.number().int(), completion_tokens: z.number().int() }),
+  createdAt: z.string(),
+  started_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+  duration_ms: z.number().nullable(),
+}).meta({ id: 'Run' });
+
+export const RunListSchema = z.object({
+  object: z.literal('list'), data: z.array(RunSchema), hasMore: z.boolean(), total: z.number().int().optional(), limit: z.number().int().optional(),
+});
+
+export const RunLogSchema = z.object({ sequence: z.number().int(), level: z.enum(['debug', 'info', 'warn', 'error']), message: z.string(), data: z.unknown(), createdAt: z.string() });
+export const RunLogListSchema = z.object({ object: z.literal('list'), data: z.array(RunLogSchema), hasMore: z.boolean(), limit: z.number().int(), next_since: z.number().int() });

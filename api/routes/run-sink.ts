@@ -1,0 +1,71 @@
+// The runner-facing routes of a run: its event sink and the reads behind the first-party tools.
+// No user credential: every request is signed with the run's secret (Standard Webhooks headers).
+import { z } from 'zod';
+import { readRawBody } from '../middleware/body.ts';
+import { noContent, ok, route } from '../route.ts';
+import { ingestRunEvent, openSink } from '../services/runs/events.ts';
+
+const IdParams = z.object({ id: z.string() });
+const PER_RUN = { perMinute: 200, by: 'run' as const };
+const MAX_EVENT_BYTES = 1_048_576;
+const SIGNATURE_HEADERS = [
+  { name: 'webhook-id', required: true, description: 'Unique message id; a second delivery of the same id is refused.' },
+  { name: 'webhook-timestamp', required: true, description: 'Unix seconds; must be within 5 minutes of the server clock.' },
+  { name: 'webhook-signature', required: true, description: 'v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>"> with the run secret.' },
+];
+
+function signatureHeaders(h: Record<string, string | string[] | undefined>): Record<string, string | undefined> {
+  const pick = (k: string) => (typeof h[k] === 'string' ? (h[k] as string) : undefined);
+  return { 'webhook-id': pick('webhook-id'), 'webhook-timestamp': pick('webhook-timestamp'), 'webhook-signature': pick('webhook-signature') };
+}
+
+export const runSinkRoutes = [
+  route({
+    method: 'post', path: '/internal/runs/{id}/events', summary: 'Post one signed run event (runner to platform)', tag: 'Run sink',
+    stage: 'internal', rateLimit: PER_RUN, params: IdParams, rawBody: true, headers: SIGNATURE_HEADERS,
+    responses: { 204: { description: 'Accepted' }, 401: { description: 'Signature missing or wrong' }, 409: { description: 'message_replayed' }, 410: { description: 'run_sink_closed or run_sink_expired' } },
+    handler: async ({ params, req, deps }) => {
+      const raw = await readRawBody(req, MAX_EVENT_BYTES);
+      await ingestRunEvent({ pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs }, params.id, signatureHeaders(req.headers), raw);
+      return noContent();
+    },
+  }),
+  route({
+    method: 'get', path: '/internal/runs/{id}/history', summary: 'Earlier runs of the same agent for the same actor (run_history tool)', tag: 'Run sink',
+    stage: 'internal', rateLimit: PER_RUN, params: IdParams, headers: SIGNATURE_HEADERS,
+    query: z.object({ limit: z.string().optional() }),
+    responses: { 200: { description: 'Earlier runs, newest first' } },
+    handler: async ({ params, query, req, deps }) => {
+      await openSink({ pool: deps.database.pool, secrets: deps.secrets }, params.id, signatureHeaders(req.headers), Buffer.alloc(0));
+      const limit = Math.min(50, Math.max(1, Number(query.limit) || 10));
+      const { rows } = await deps.database.pool.query(
+        `SELECT p.id, p.status, p.input, p.output, p.error->>'code' AS error_code, p.created_at, p.finished_at
+           FROM runs r JOIN runs p ON p.org_id = r.org_id AND p.space_id = r.space_id AND p.agent_id = r.agent_id
+            AND p.actor_user_id IS NOT DISTINCT FROM r.actor_user_id AND p.end_user_id IS NOT DISTINCT FROM r.end_user_id
+          WHERE r.id = $1 AND p.id <> r.id ORDER BY p.created_at DESC LIMIT $2`,
+        [params.id, limit],
+      );
+      return ok({ object: 'list', data: rows });
+    },
+  }),
+  route({
+    method: 'get', path: '/internal/runs/{id}/memory', summary: 'Facts pinned by earlier runs of the same agent for the same actor (recall_memory tool)', tag: 'Run sink',
+    stage: 'internal', rateLimit: PER_RUN, params: IdParams, headers: SIGNATURE_HEADERS,
+    query: z.object({ query: z.string().max(200).optional() }),
+    responses: { 200: { description: 'Pinned facts, newest first' } },
+    handler: async ({ params, query, req, deps }) => {
+      await openSink({ pool: deps.database.pool, secrets: deps.secrets }, params.id, signatureHeaders(req.headers), Buffer.alloc(0));
+      const filter = query.query ? `%${query.query.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+      const { rows } = await deps.database.pool.query(
+        `SELECT l.message AS fact, l.run_id, l.created_at
+           FROM runs r JOIN runs p ON p.org_id = r.org_id AND p.space_id = r.space_id AND p.agent_id = r.agent_id
+            AND p.actor_user_id IS NOT DISTINCT FROM r.actor_user_id AND p.end_user_id IS NOT DISTINCT FROM r.end_user_id
+           JOIN run_logs l ON l.run_id = p.id AND l.data->>'kind' = 'pin'
+          WHERE r.id = $1 AND ($2::text IS NULL OR l.message ILIKE $2)
+          ORDER BY l.created_at DESC LIMIT 50`,
+        [params.id, filter],
+      );
+      return ok({ object: 'list', data: rows });
+    },
+  }),
+];

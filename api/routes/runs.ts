@@ -1,0 +1,106 @@
+// Runs (spec: Agents and runs). Launch answers 201 at once; reads are offset-paged; GET one run
+// long-polls with ?wait; logs are sequence-paged.
+import { z } from 'zod';
+import { spaceScopeOf } from '../../db/tenant.ts';
+import { OffsetQuery, SequenceQuery, offsetList, offsetPage, sequenceList, sequencePage } from '../lists.ts';
+import type { RequestContext } from '../context.ts';
+import type { AppDeps } from '../deps.ts';
+import { created, noContent, ok, route } from '../route.ts';
+import { cancelRun, deleteRun, extendSink, readRun, readRunLogs, waitSeconds } from '../services/runs/control.ts';
+import { launchAgentRun, type LaunchContext } from '../services/runs/launch.ts';
+import { listRunRows, toRunWire } from '../services/runs/records.ts';
+import { RunSchema, RunListSchema, RunLogListSchema, AgentParams, agentIdOf } from './run-schemas.ts';
+
+const IdParams = z.object({ id: z.string() });
+
+export function launchContext(ctx: RequestContext, deps: AppDeps): LaunchContext {
+  return { config: deps.config, secrets: deps.secrets, permissions: ctx.permissions, submitter: deps.submitter ?? null };
+}
+
+function callerKey(ctx: RequestContext): string {
+  const p = ctx.principal!;
+  return p.apiKeyId ? `key:${p.apiKeyId}` : `user:${p.userId}`;
+}
+
+export const runRoutes = [
+  route({
+    method: 'post', path: '/api/agents/{scope}/{name}/run', summary: 'Launch a run of an agent', tag: 'Runs',
+    permission: 'agents:run', rateLimit: { perMinute: 20 }, idempotent: true, params: AgentParams,
+    body: z.object({
+      input: z.record(z.string(), z.unknown()).optional(),
+      rerun_from: z.string().optional().describe('a run of the same agent whose input is reused when input is omitted'),
+      version: z.string().optional().describe('exact version, dist-tag or semver range; default: the latest'),
+      model_id: z.string().optional(),
+    }).strict(),
+    responses: { 201: { description: 'The run, pending', schema: RunSchema } },
+    handler: async ({ ctx, params, body, deps }) =>
+      created(await launchAgentRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), agentIdOf(params), body)),
+  }),
+  route({
+    method: 'get', path: '/api/agents/{scope}/{name}/runs', summary: "List an agent's runs (offset-paged, default 50)", tag: 'Runs',
+    permission: 'runs:read', params: AgentParams, query: OffsetQuery,
+    responses: { 200: { description: 'A page of runs', schema: RunListSchema } },
+    handler: async ({ ctx, params, query, req, deps }) => {
+      const page = offsetPage(query, { def: 50, max: 100 });
+      const { rows, total } = await listRunRows(spaceScopeOf(ctx, deps.database), ctx.permissions, page, { agentId: agentIdOf(params) });
+      const { body, headers } = offsetList(req, page, rows.map(toRunWire), total);
+      return ok(body, headers);
+    },
+  }),
+  route({
+    method: 'get', path: '/api/runs', summary: 'List runs of the space (offset-paged)', tag: 'Runs',
+    permission: 'runs:read', query: OffsetQuery.extend({ status: z.enum(['pending', 'running', 'success', 'failed', 'timeout', 'cancelled']).optional() }),
+    responses: { 200: { description: 'A page of runs', schema: RunListSchema } },
+    handler: async ({ ctx, query, req, deps }) => {
+      const page = offsetPage(query);
+      const { rows, total } = await listRunRows(spaceScopeOf(ctx, deps.database), ctx.permissions, page, { status: query.status });
+      const { body, headers } = offsetList(req, page, rows.map(toRunWire), total);
+      return ok(body, headers);
+    },
+  }),
+  route({
+    method: 'get', path: '/api/runs/{id}', summary: 'Read a run; ?wait=<seconds>|true long-polls up to 55 s for a terminal status', tag: 'Runs',
+    permission: 'runs:read', params: IdParams, query: z.object({ wait: z.string().optional() }),
+    responses: { 200: { description: 'The run', schema: RunSchema } },
+    handler: async ({ ctx, params, query, req, deps }) => {
+      const aborted = new AbortController();
+      req.once('close', () => aborted.abort());
+      return ok(await readRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, waitSeconds(query.wait), deps.runFeed ?? null, callerKey(ctx), aborted.signal));
+    },
+  }),
+  route({
+    method: 'get', path: '/api/runs/{id}/logs', summary: "Read a run's log entries after a sequence", tag: 'Runs',
+    permission: 'runs:read', rateLimit: { perMinute: 120 }, params: IdParams, query: SequenceQuery,
+    responses: { 200: { description: 'Log entries in sequence order', schema: RunLogListSchema } },
+    handler: async ({ ctx, params, query, req, deps }) => {
+      const page = sequencePage(query);
+      const rows = await readRunLogs(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, page);
+      const { body, headers } = sequenceList(req, page, rows);
+      return ok(body, headers);
+    },
+  }),
+  route({
+    method: 'post', path: '/api/runs/{id}/cancel', summary: 'Cancel a pending or running run', tag: 'Runs',
+    permission: 'runs:cancel', params: IdParams,
+    body: z.object({ reason: z.string().max(500).optional() }).strict(),
+    responses: { 200: { description: 'The cancelled run', schema: RunSchema } },
+    handler: async ({ ctx, params, body, deps }) =>
+      ok(await cancelRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, deps.runs, body.reason)),
+  }),
+  route({
+    method: 'delete', path: '/api/runs/{id}', summary: 'Delete a finished run and its logs', tag: 'Runs',
+    permission: 'runs:delete', params: IdParams,
+    responses: { 204: { description: 'Deleted' } },
+    handler: async ({ ctx, params, deps }) => {
+      await deleteRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id);
+      return noContent();
+    },
+  }),
+  route({
+    method: 'patch', path: '/api/runs/{id}/sink/extend', summary: "Extend the run's event sink", tag: 'Runs',
+    permission: 'agents:run', rateLimit: { perMinute: 30 }, params: IdParams,
+    body: z.object({ seconds: z.number().int().min(60).max(86_400).default(3600) }).strict(),
+    responses: { 200: { description: 'The new expiry', schema: z.object({ expiresAt: z.string() }) } },
+    handler: async ({ ctx, params, body, deps }) => ok(await extendSink(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, body.seconds)),
+  }),
+];

@@ -1,0 +1,159 @@
+// Launching a run: check the agent, its input and the model, admit the run atomically, insert it
+// as pending and hand it to the workflow engine. Nothing here waits for a sandbox.
+import type { AgentManifest } from '../../../lib/afps/manifest-types.ts';
+import type { Config } from '../../../lib/config.ts';
+import type { SecretBox } from '../../../lib/crypto.ts';
+import { newId } from '../../../lib/ids.ts';
+import type { Permission } from '../../../lib/permissions.ts';
+import { problem } from '../../../lib/problem.ts';
+import { newRunEventSecret } from '../../../lib/run-events.ts';
+import type { SpaceScope } from '../../../db/tenant.ts';
+import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
+import { resolveRunnableAgent } from '../packages/dependencies.ts';
+import { admitRun, type NewRunRow } from './admission.ts';
+import { getRunRow, toRunWire, type RunRow, type RunWire } from './records.ts';
+import { schemaErrors } from './schema-check.ts';
+import type { RunSubmitter } from './submitter.ts';
+
+export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
+/** How long a run's event sink accepts events after launch unless extended. */
+export const SINK_TTL_SECONDS = 2 * 60 * 60;
+
+export interface LaunchContext {
+  config: Config;
+  secrets: SecretBox;
+  permissions: ReadonlySet<Permission>;
+  submitter: RunSubmitter | null;
+  scheduleId?: string;
+}
+
+export interface AgentLaunchBody {
+  input?: Record<string, unknown>;
+  rerun_from?: string;
+  version?: string;
+  model_id?: string;
+}
+
+function triggerKind(scope: SpaceScope, ctx: LaunchContext): RunRow['trigger_kind'] {
+  if (ctx.scheduleId) return 'schedule';
+  if (scope.actor.endUserId) return 'end_user';
+  if (scope.actor.apiKeyId) return 'api_key';
+  return 'member';
+}
+
+export function clampTimeout(config: Config, requested: number | undefined): number {
+  return Math.min(requested ?? DEFAULT_RUN_TIMEOUT_SECONDS, config.PLATFORM_RUN_LIMITS.timeout_ceiling_seconds);
+}
+
+interface AgentConfigRow {
+  locked_input: Record<string, unknown>;
+  model_id: string | null;
+}
+
+async function agentConfig(scope: SpaceScope, agentId: string): Promise<AgentConfigRow> {
+  const { rows } = await scope.pool.query<AgentConfigRow>(
+    'SELECT locked_input, model_id FROM agent_configs WHERE org_id = $1 AND space_id = $2 AND agent_id = $3',
+    [scope.orgId, scope.spaceId, agentId],
+  );
+  return rows[0] ?? { locked_input: {}, model_id: null };
+}
+
+/** Applies locked fields and validates the result against the agent's input schema. */
+export function checkInput(manifest: AgentManifest, given: Record<string, unknown>, locked: Record<string, unknown>): Record<string, unknown> {
+  const lockedSent = Object.keys(given).filter((k) => k in locked);
+  if (lockedSent.length) {
+    throw problem('locked_input_field', {
+      detail: `Input field${lockedSent.length > 1 ? 's' : ''} ${lockedSent.join(', ')} ${lockedSent.length > 1 ? 'are' : 'is'} locked on this agent.`,
+      errors: lockedSent.map((k) => ({ field: `input.${k}`, code: 'invalid_value', message: 'This field is locked on this agent.' })),
+    });
+  }
+  const input = { ...given, ...locked };
+  const schema = manifest.input?.schema;
+  if (schema) {
+    const errors = schemaErrors(schema as object, input, 'input');
+    if (errors.length) {
+      throw problem('invalid_input', { detail: `The input does not satisfy the agent's input schema (${errors.length} error${errors.length === 1 ? '' : 's'}).`, errors });
+    }
+  }
+  return input;
+}
+
+export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
+  agentId: string; agentVersion: string; input: unknown; kind: RunRow['kind']; modelId: string | null; timeoutSeconds: number;
+  rerunOf?: string | null; eventSecret: string; inlineManifest?: unknown; inlinePrompt?: string | null;
+}): NewRunRow {
+  const now = new Date();
+  return {
+    id: newId('run'),
+    org_id: scope.orgId,
+    space_id: scope.spaceId,
+    agent_id: fields.agentId,
+    agent_version: fields.agentVersion,
+    status: 'pending',
+    input: fields.input ?? null,
+    trigger_kind: triggerKind(scope, ctx),
+    actor_user_id: scope.actor.userId,
+    api_key_id: scope.actor.apiKeyId ?? null,
+    end_user_id: scope.actor.endUserId ?? null,
+    schedule_id: ctx.scheduleId ?? null,
+    rerun_of: fields.rerunOf ?? null,
+    kind: fields.kind,
+    model_id: fields.modelId,
+    timeout_seconds: fields.timeoutSeconds,
+    event_secret: ctx.secrets.seal(fields.eventSecret),
+    sink_expires_at: new Date(now.getTime() + SINK_TTL_SECONDS * 1000).toISOString(),
+    last_sequence: 0,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    cost_usd: 0,
+    inline_manifest: fields.inlineManifest ?? null,
+    inline_prompt: fields.inlinePrompt ?? null,
+    created_at: now.toISOString(),
+  };
+}
+
+/** Inserts the admitted row and hands it to the engine; answers the run as the caller sees it. */
+export async function admitAndSubmit(scope: SpaceScope, ctx: LaunchContext, row: NewRunRow): Promise<RunWire> {
+  await admitRun(scope, ctx.config, row);
+  ctx.submitter?.submit(row.id);
+  return toRunWire({
+    ...(row as unknown as RunRow),
+    output: null,
+    error: null,
+    started_at: null,
+    finished_at: null,
+    created_at: new Date(row.created_at as string),
+    sink_expires_at: new Date(row.sink_expires_at as string),
+  });
+}
+
+export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, packageId: string, body: AgentLaunchBody): Promise<RunWire> {
+  const agent = await resolveRunnableAgent(scope, packageId, body.version);
+  const prompt = agent.files.get('prompt.md');
+  if (!prompt || prompt.toString('utf8').trim() === '') throw problem('empty_prompt', { detail: `The prompt of ${packageId}@${agent.version} is empty.` });
+
+  let given = body.input;
+  let rerunOf: string | null = null;
+  if (body.rerun_from) {
+    const previous = await getRunRow(scope, ctx.permissions, body.rerun_from);
+    if (previous.agent_id !== packageId) {
+      throw problem('rerun_agent_mismatch', { detail: `Run ${previous.id} is a run of ${previous.agent_id}, not ${packageId}.` });
+    }
+    given ??= (previous.input ?? {}) as Record<string, unknown>;
+    rerunOf = previous.id;
+  }
+  const config = await agentConfig(scope, packageId);
+  const input = checkInput(agent.manifest, given ?? {}, config.locked_input);
+  const model = await resolveRunModel(scope, ctx.secrets, body.model_id ?? config.model_id);
+  const row = newRunRow(scope, ctx, {
+    agentId: packageId,
+    agentVersion: agent.version,
+    input,
+    kind: 'agent',
+    modelId: model.modelId,
+    timeoutSeconds: clampTimeout(ctx.config, agent.manifest.timeout),
+    rerunOf,
+    eventSecret: newRunEventSecret(),
+  });
+  return admitAndSubmit(scope, ctx, row);
+}

@@ -1,0 +1,140 @@
+// The run record as stored and as it goes on the wire, and the visibility rules for reading it:
+// runs:read-all sees every run of the space, runs:read only the caller's own, an end-user only
+// theirs.
+import type { Permission } from '../../../lib/permissions.ts';
+import { problem } from '../../../lib/problem.ts';
+import type { SpaceScope } from '../../../db/tenant.ts';
+
+export const TERMINAL_STATUSES = ['success', 'failed', 'timeout', 'cancelled'] as const;
+export type RunStatus = 'pending' | 'running' | (typeof TERMINAL_STATUSES)[number];
+
+export interface RunRow {
+  id: string;
+  org_id: string;
+  space_id: string;
+  agent_id: string;
+  agent_version: string;
+  status: RunStatus;
+  input: unknown;
+  output: unknown;
+  error: { code: string; message: string; details?: unknown } | null;
+  trigger_kind: 'member' | 'end_user' | 'schedule' | 'api_key';
+  actor_user_id: string | null;
+  api_key_id: string | null;
+  end_user_id: string | null;
+  schedule_id: string | null;
+  rerun_of: string | null;
+  kind: 'agent' | 'inline' | 'remote';
+  model_id: string | null;
+  timeout_seconds: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_usd: number;
+  sink_expires_at: Date;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+export const RUN_COLUMNS = `id, org_id, space_id, agent_id, agent_version, status, input, output, error, trigger_kind,
+  actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, kind, model_id, timeout_seconds, prompt_tokens,
+  completion_tokens, cost_usd, sink_expires_at, created_at, started_at, finished_at`;
+
+export interface RunWire {
+  id: string;
+  object: 'run';
+  status: RunStatus;
+  kind: RunRow['kind'];
+  packageId: string;
+  agent_version: string;
+  spaceId: string;
+  input: unknown;
+  result: { output: unknown } | null;
+  error: RunRow['error'];
+  triggered_by: { kind: RunRow['trigger_kind']; userId: string | null; api_key_id: string | null; end_user_id: string | null; schedule_id: string | null };
+  rerun_of: string | null;
+  model_id: string | null;
+  timeout_seconds: number;
+  cost: { usd: number; prompt_tokens: number; completion_tokens: number };
+  createdAt: string;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_ms: number | null;
+}
+
+export function isTerminal(status: string): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+export function toRunWire(r: RunRow): RunWire {
+  return {
+    id: r.id,
+    object: 'run',
+    status: r.status,
+    kind: r.kind,
+    packageId: r.agent_id,
+    agent_version: r.agent_version,
+    spaceId: r.space_id,
+    input: r.input ?? null,
+    result: r.status === 'success' ? { output: r.output ?? null } : null,
+    error: r.error ?? null,
+    triggered_by: { kind: r.trigger_kind, userId: r.actor_user_id, api_key_id: r.api_key_id, end_user_id: r.end_user_id, schedule_id: r.schedule_id },
+    rerun_of: r.rerun_of,
+    model_id: r.model_id,
+    timeout_seconds: r.timeout_seconds,
+    cost: { usd: Number(r.cost_usd), prompt_tokens: Number(r.prompt_tokens), completion_tokens: Number(r.completion_tokens) },
+    createdAt: r.created_at.toISOString(),
+    started_at: r.started_at?.toISOString() ?? null,
+    finished_at: r.finished_at?.toISOString() ?? null,
+    duration_ms: r.started_at && r.finished_at ? r.finished_at.getTime() - r.started_at.getTime() : null,
+  };
+}
+
+/** The SQL filter that limits a query to the runs the caller may read, appended to `params`. */
+export function visibilityFilter(scope: SpaceScope, permissions: ReadonlySet<Permission>, params: unknown[]): string {
+  if (scope.actor.endUserId) {
+    params.push(scope.actor.endUserId);
+    return ` AND end_user_id = $${params.length}`;
+  }
+  if (permissions.has('runs:read-all')) return '';
+  params.push(scope.actor.userId);
+  return ` AND actor_user_id = $${params.length} AND end_user_id IS NULL`;
+}
+
+export async function getRunRow(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string): Promise<RunRow> {
+  const params: unknown[] = [runId, scope.orgId, scope.spaceId];
+  const filter = visibilityFilter(scope, permissions, params);
+  const { rows } = await scope.pool.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1 AND org_id = $2 AND space_id = $3${filter}`, params);
+  if (!rows[0]) throw problem('not_found', { detail: 'No such run in this space.' });
+  return rows[0];
+}
+
+export async function listRunRows(
+  scope: SpaceScope,
+  permissions: ReadonlySet<Permission>,
+  page: { limit: number; offset: number },
+  filter: { agentId?: string; scheduleId?: string; status?: string } = {},
+): Promise<{ rows: RunRow[]; total: number }> {
+  const params: unknown[] = [scope.orgId, scope.spaceId];
+  let where = 'org_id = $1 AND space_id = $2';
+  if (filter.agentId) {
+    params.push(filter.agentId);
+    where += ` AND agent_id = $${params.length}`;
+  }
+  if (filter.scheduleId) {
+    params.push(filter.scheduleId);
+    where += ` AND schedule_id = $${params.length}`;
+  }
+  if (filter.status) {
+    params.push(filter.status);
+    where += ` AND status = $${params.length}`;
+  }
+  where += visibilityFilter(scope, permissions, params);
+  const countParams = [...params];
+  params.push(page.limit + 1, page.offset);
+  const [list, count] = await Promise.all([
+    scope.pool.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`, params),
+    scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, countParams),
+  ]);
+  return { rows: list.rows, total: count.rows[0].n };
+}

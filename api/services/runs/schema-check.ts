@@ -1,0 +1,56 @@
+// Validating run input and output against the agent's JSON Schemas. Compiled validators are kept
+// per schema (versions are immutable), so a launch does not compile anything twice.
+import { createHash } from 'node:crypto';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { compileJsonSchema } from '../../../lib/afps/json-schema.ts';
+import type { FieldError } from '../../../lib/problem.ts';
+
+const MAX_CACHED = 500;
+const validators = new Map<string, ValidateFunction>();
+
+function validatorFor(schema: object): ValidateFunction {
+  const key = createHash('sha256').update(JSON.stringify(schema)).digest('base64url');
+  let v = validators.get(key);
+  if (!v) {
+    if (validators.size >= MAX_CACHED) validators.delete(validators.keys().next().value!);
+    v = compileJsonSchema(schema);
+    validators.set(key, v);
+  }
+  return v;
+}
+
+function pointerToPath(root: string, pointer: string): string {
+  let out = root;
+  for (const raw of pointer.split('/').slice(1)) {
+    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`;
+  }
+  return out;
+}
+
+function fieldCode(e: ErrorObject): string {
+  switch (e.keyword) {
+    case 'required': return 'required';
+    case 'type': return 'invalid_type';
+    case 'format': return 'invalid_format';
+    case 'additionalProperties':
+    case 'unevaluatedProperties': return 'unknown_field';
+    case 'minimum': case 'maximum': case 'exclusiveMinimum': case 'exclusiveMaximum':
+    case 'minLength': case 'maxLength': case 'minItems': case 'maxItems': case 'minProperties': case 'maxProperties':
+    case 'multipleOf': return 'out_of_range';
+    case 'anyOf': case 'oneOf': return 'invalid_union';
+    default: return 'invalid_value';
+  }
+}
+
+/** Field errors of `data` against `schema`, rooted at `root` (input, output); empty when valid. */
+export function schemaErrors(schema: object, data: unknown, root: string): FieldError[] {
+  const validate = validatorFor(schema);
+  if (validate(data)) return [];
+  return (validate.errors ?? []).map((e) => {
+    let field = pointerToPath(root, e.instancePath);
+    if (e.keyword === 'required') field += `.${(e.params as { missingProperty: string }).missingProperty}`;
+    if (e.keyword === 'additionalProperties') field += `.${(e.params as { additionalProperty: string }).additionalProperty}`;
+    return { field, code: fieldCode(e), message: e.message ?? 'is invalid' };
+  });
+}

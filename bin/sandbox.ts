@@ -1,0 +1,37 @@
+// The execution backend chosen by RUN_ADAPTER, and the run activities that use it.
+import path from 'node:path';
+import type { AppDeps } from '../api/deps.ts';
+import { resolveRunModel } from '../api/modules/core-providers/resolve-model.ts';
+import { resolveRunnableAgent } from '../api/services/packages/dependencies.ts';
+import { createRunActivities } from '../activities/run-activities.ts';
+import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
+import type { SandboxAdapter } from '../activities/sandbox/adapter.ts';
+import type { RunActivities } from '../workflows/run-types.ts';
+
+export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Promise<SandboxAdapter> {
+  const { config } = deps;
+  if (config.RUN_ADAPTER !== 'process') {
+    throw new Error(`RUN_ADAPTER=${config.RUN_ADAPTER} is not available in this build; use RUN_ADAPTER=process.`);
+  }
+  return createProcessAdapter({ warmPool: config.SANDBOX_WARM_POOL, workDir: path.join(dataDir, 'sandboxes'), log: deps.log });
+}
+
+export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunActivities {
+  const { config } = deps;
+  const limits = config.PLATFORM_RUN_LIMITS;
+  return createRunActivities({
+    pool: deps.database.pool,
+    db: deps.database.db,
+    secrets: deps.secrets,
+    log: deps.log,
+    adapter,
+    materials: {
+      agent: (scope, agentId, version) => resolveRunnableAgent(scope, agentId, version),
+      model: (scope, modelId) => resolveRunModel(scope, deps.secrets, modelId),
+    },
+    eventsBaseUrl: config.INTERNAL_API_URL ?? `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`,
+    bootSeconds: config.RUN_BOOT_SECONDS,
+    heartbeatSeconds: config.RUN_HEARTBEAT_SECONDS,
+    limits: { memoryMb: limits.agent_memory_ceiling_mb, cpus: limits.agent_cpu_ceiling },
+  });
+}
