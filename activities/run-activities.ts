@@ -14,6 +14,8 @@ import type { SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
 export interface RunMaterials {
   agent(scope: SpaceScope, agentId: string, version: string): Promise<{ manifest: AgentManifest; files: Map<string, Buffer>; skills: Array<{ id: string; files: Map<string, Buffer> }> }>;
   model(scope: OrgScope, modelId: string | null): Promise<{ model: string; baseUrl: string; apiKey: string }>;
+  /** the skills an inline manifest declares, resolved in the run's space */
+  skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
 }
 
 export interface RunActivityOptions {
@@ -67,8 +69,13 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
     const workspace: WorkspaceFile[] = [];
     let manifest: AgentManifest;
     if (row.kind === 'inline') {
-      manifest = row.inline_manifest!;
+      if (!row.inline_manifest) throw activityFailure('run_definition_gone', 'The inline run definition was purged.');
+      manifest = row.inline_manifest;
       workspace.push({ path: 'prompt.md', content: Buffer.from(row.inline_prompt ?? '') });
+      const skills = await o.materials.skills(scope, `inline ${manifest.name}`, manifest.dependencies?.skills ?? {});
+      for (const skill of skills) {
+        for (const [path, content] of skill.files) workspace.push({ path: `skills/${skillFolder(skill.id)}/${path}`, content });
+      }
     } else {
       const agent = await o.materials.agent(scope, row.agent_id, row.agent_version);
       manifest = agent.manifest;

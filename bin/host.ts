@@ -13,6 +13,7 @@ import { loadModules } from '../api/modules/index.ts';
 import { createAuthCache } from '../api/services/auth-cache.ts';
 import { createRunStatusFeed } from '../api/services/runs/status-feed.ts';
 import { createRunSubmitter } from '../api/services/runs/submitter.ts';
+import { purgeExpiredInlineRuns } from '../api/services/runs/retention.ts';
 import { connectDatabase, type Database } from '../db/client.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../db/embedded-postgres.ts';
 import { applyMigrations } from '../db/migrate.ts';
@@ -124,6 +125,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       const submitter = createRunSubmitter(database.pool, engine.runs, log);
       deps.submitter = submitter;
       stops.push(() => submitter.stop());
+      const purge = setInterval(() => {
+        purgeExpiredInlineRuns(database.pool, config.INLINE_RUN_LIMITS.retention_days).catch((err) => log.warn('inline run purge failed', { error: String(err) }));
+      }, 10 * 60_000);
+      purge.unref();
+      stops.push(async () => clearInterval(purge));
     }
     lap('engine');
 

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import type { AppDeps } from '../api/deps.ts';
 import { resolveRunModel } from '../api/modules/core-providers/resolve-model.ts';
-import { resolveRunnableAgent } from '../api/services/packages/dependencies.ts';
+import { resolveDeclaredSkills, resolveRunnableAgent } from '../api/services/packages/dependencies.ts';
 import { createRunActivities } from '../activities/run-activities.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
 import type { SandboxAdapter } from '../activities/sandbox/adapter.ts';
@@ -28,6 +28,7 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
     materials: {
       agent: (scope, agentId, version) => resolveRunnableAgent(scope, agentId, version),
       model: (scope, modelId) => resolveRunModel(scope, deps.secrets, modelId),
+      skills: (scope, owner, skills) => resolveDeclaredSkills(scope, owner, skills),
     },
     eventsBaseUrl: config.INTERNAL_API_URL ?? `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`,
     bootSeconds: config.RUN_BOOT_SECONDS,

@@ -229,6 +229,7 @@ export const errorCatalog = {
   version_not_higher: { status: 409, title: 'Lower than highest published' },
   version_yanked: { status: 410, title: 'Requested version yanked' },
   // Added by this platform.
+  credential_change_revocation_failed: { status: 500, title: 'Credentials issued to the account could not be revoked' },
   view_as_unsupported: { status: 400, title: 'Role preview is not available with this credential' },
 } as const satisfies Record<string, CatalogEntry>;
 

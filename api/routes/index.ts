@@ -3,6 +3,7 @@ import type { RouteDef } from '../route.ts';
 import { endUserRoutes } from './end-users.ts';
 import { runRoutes } from './runs.ts';
 import { runSinkRoutes } from './run-sink.ts';
+import { runsElsewhereRoutes } from './runs-elsewhere.ts';
 import { agentConfigRoutes } from './agent-config.ts';
 import { apiKeyRoutes } from './api-keys.ts';
 import { authRoutes } from './auth.ts';
@@ -20,6 +21,7 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...endUserRoutes,
     ...runRoutes,
     ...runSinkRoutes,
+    ...runsElsewhereRoutes,
     ...agentConfigRoutes,
     ...authRoutes,
     ...orgRoutes,

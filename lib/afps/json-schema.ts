@@ -20,9 +20,26 @@ function compilerFor(): Ajv2020 {
   return ajv;
 }
 
+// Versions are immutable and schemas repeat (re-imports, every launch of an agent): a compiled
+// validator is kept per schema text, bounded.
+const MAX_CACHED = 1000;
+const compiled = new Map<string, ValidateFunction | Error>();
+
 function compileChecked(schema: object): ValidateFunction {
-  if (!metaChecker.validateSchema(schema)) throw new Error(metaChecker.errorsText(metaChecker.errors));
-  return compilerFor().compile(schema);
+  const key = JSON.stringify(schema);
+  let entry = compiled.get(key);
+  if (entry === undefined) {
+    try {
+      if (!metaChecker.validateSchema(schema)) throw new Error(metaChecker.errorsText(metaChecker.errors));
+      entry = compilerFor().compile(schema);
+    } catch (err) {
+      entry = err as Error;
+    }
+    if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value!);
+    compiled.set(key, entry);
+  }
+  if (entry instanceof Error) throw entry;
+  return entry;
 }
 
 /** Why `schema` is not a usable JSON Schema object, or null when it compiles. */

@@ -95,7 +95,7 @@ export async function ensureTestServices(root: string): Promise<{ env: Record<st
     });
   }
   // Databases left behind by killed runs: their names carry the pid of the run that made them.
-  const leftovers = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'ap_t_%' OR datname LIKE 'ap_tmpl_%_build_%'`);
+  const leftovers = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'ap\\_t\\_%' OR datname LIKE 'ap\\_tmpl\\_%\\_build\\_%'`);
   for (const { datname } of leftovers.rows as Array<{ datname: string }>) {
     const pid = Number(/^ap_t_(\d+)_|_build_(\d+)$/.exec(datname)?.slice(1).find(Boolean));
     if (pid && !pidAlive(pid)) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {});

@@ -1,23 +1,8 @@
-// Validating run input and output against the agent's JSON Schemas. Compiled validators are kept
-// per schema (versions are immutable), so a launch does not compile anything twice.
-import { createHash } from 'node:crypto';
-import type { ErrorObject, ValidateFunction } from 'ajv';
+// Validating run input and output against the agent's JSON Schemas (compiled once per schema by
+// lib/afps/json-schema.ts).
+import type { ErrorObject } from 'ajv';
 import { compileJsonSchema } from '../../../lib/afps/json-schema.ts';
 import type { FieldError } from '../../../lib/problem.ts';
-
-const MAX_CACHED = 500;
-const validators = new Map<string, ValidateFunction>();
-
-function validatorFor(schema: object): ValidateFunction {
-  const key = createHash('sha256').update(JSON.stringify(schema)).digest('base64url');
-  let v = validators.get(key);
-  if (!v) {
-    if (validators.size >= MAX_CACHED) validators.delete(validators.keys().next().value!);
-    v = compileJsonSchema(schema);
-    validators.set(key, v);
-  }
-  return v;
-}
 
 function pointerToPath(root: string, pointer: string): string {
   let out = root;
@@ -45,7 +30,7 @@ function fieldCode(e: ErrorObject): string {
 
 /** Field errors of `data` against `schema`, rooted at `root` (input, output); empty when valid. */
 export function schemaErrors(schema: object, data: unknown, root: string): FieldError[] {
-  const validate = validatorFor(schema);
+  const validate = compileJsonSchema(schema);
   if (validate(data)) return [];
   return (validate.errors ?? []).map((e) => {
     let field = pointerToPath(root, e.instancePath);

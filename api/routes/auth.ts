@@ -1,0 +1,152 @@
+// Accounts and sessions (/api/auth/*). These routes run before the authentication chain: those
+// that need the signed-in user read the session cookie themselves. They neither honour nor refuse
+// Idempotency-Key. In production each is rate limited per client IP by its own limiter.
+//
+// No mail transport exists: request-password-reset always answers 202, and only when NODE_ENV is
+// test or development does the body carry the token (reset_token) so the flow can be exercised.
+import { z } from 'zod';
+import type { AppDeps } from '../deps.ts';
+import { createRateLimiter } from '../middleware/rate-limit.ts';
+import { created, noContent, ok, route, type HandlerInput, type Reply, type RouteDef } from '../route.ts';
+import * as accounts from '../services/accounts.ts';
+import { redeemBootstrap } from '../services/bootstrap.ts';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../services/passwords.ts';
+import { clearedSessionCookie } from '../services/session-cookie.ts';
+import { readSignedInSession, requireSignedInSession, signIn } from '../services/sessions.ts';
+
+const Password = z.string().min(PASSWORD_MIN_LENGTH).max(PASSWORD_MAX_LENGTH);
+const User = z.object({ id: z.string(), email: z.string(), name: z.string(), createdAt: z.string() }).meta({ id: 'User' });
+const SessionInfo = z.object({ id: z.string(), expiresAt: z.string() });
+const SignedIn = z.object({ user: User, session: SessionInfo }).meta({ id: 'SignedIn' });
+
+const limiters = new WeakMap<AppDeps, ReturnType<typeof createRateLimiter>>();
+
+interface AuthRouteDef<B> extends Omit<RouteDef<B, unknown, any>, 'stage' | 'tenant' | 'tag'> {
+  /** requests per minute per client IP, enforced when NODE_ENV is production */
+  productionLimit: number;
+}
+
+/** An /api/auth/* route: outside the authentication chain, limited per IP in production. */
+function authRoute<B>(def: AuthRouteDef<B>): RouteDef<B, unknown, any> {
+  const { productionLimit, handler, ...rest } = def;
+  return route({
+    ...rest,
+    stage: 'auth',
+    tenant: 'none',
+    tag: 'Authentication',
+    responses: { ...def.responses, 429: { description: 'Too many attempts from this address (production only)' } },
+    handler: async (input: HandlerInput<B, unknown, any>) => {
+      const { deps, req, res } = input;
+      if (deps.config.NODE_ENV === 'production') {
+        let limit = limiters.get(deps);
+        if (!limit) limiters.set(deps, (limit = createRateLimiter(deps.cache, deps.config)));
+        await limit(req, res, { perMinute: productionLimit, by: 'ip' }, def.method.toUpperCase(), def.path);
+      }
+      return handler(input);
+    },
+  });
+}
+
+function clientOf(input: HandlerInput<unknown, unknown, unknown>) {
+  return { ip: input.ctx.ip, userAgent: input.ctx.userAgent };
+}
+
+function signedInReply(status: 200 | 201, input: HandlerInput<any, any, any>, result: { user: accounts.User; session: { sessionId: string; token: string; expiresAt: Date } }): Reply {
+  signIn(input.deps, input.res, result.session);
+  const body = { user: result.user, session: { id: result.session.sessionId, expiresAt: result.session.expiresAt.toISOString() } };
+  return status === 201 ? created(body) : ok(body);
+}
+
+export const authRoutes = [
+  authRoute({
+    method: 'post', path: '/api/auth/sign-up/email', summary: 'Create an account and sign in', productionLimit: 5,
+    body: z.object({ email: z.email().max(320), password: Password, name: z.string().trim().min(1).max(200) }).strict(),
+    responses: { 201: { description: 'Account created; the session cookie is set', schema: SignedIn } },
+    handler: async (input) => {
+      const store = { pool: input.deps.database.pool, authCache: input.deps.authCache, config: input.deps.config };
+      return signedInReply(201, input, await accounts.signUp(store, input.body, clientOf(input)));
+    },
+  }),
+  authRoute({
+    method: 'post', path: '/api/auth/sign-in/email', summary: 'Sign in with email and password; sets the session cookie', productionLimit: 10,
+    body: z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(PASSWORD_MAX_LENGTH) }).strict(),
+    responses: { 200: { description: 'Signed in; the session cookie is set', schema: SignedIn } },
+    handler: async (input) => signedInReply(200, input, await accounts.signInWithPassword(input.deps.database.pool, input.body, clientOf(input))),
+  }),
+  authRoute({
+    method: 'post', path: '/api/auth/sign-out', summary: 'End the current session', productionLimit: 30,
+    responses: { 204: { description: 'Signed out; the cookie is cleared' } },
+    handler: async ({ req, deps }) => {
+      const session = await readSignedInSession(req, deps);
+      if (session) await accounts.signOut({ pool: deps.database.pool, authCache: deps.authCache }, session.sessionId);
+      return noContent({ 'Set-Cookie': clearedSessionCookie(deps.config) });
+    },
+  }),
+  authRoute({
+    method: 'get', path: '/api/auth/session', summary: 'The signed-in user and session', productionLimit: 300,
+    responses: { 200: { description: 'The current session', schema: SignedIn } },
+    handler: async ({ req, deps }) => {
+      const s = await requireSignedInSession(req, deps);
+      const user = await accounts.getUser(deps.database.pool, s.userId);
+      return ok({ user, session: { id: s.sessionId, expiresAt: s.expiresAt.toISOString() } });
+    },
+  }),
+  authRoute({
+    method: 'post', path: '/api/auth/change-password', summary: 'Change the password; ends the account\'s other sessions', productionLimit: 10,
+    body: z.object({ currentPassword: z.string().min(1).max(PASSWORD_MAX_LENGTH), newPassword: Password }).strict(),
+    responses: { 204: { description: 'Changed; this session stays signed in' } },
+    handler: async ({ req, deps, body }) => {
+      const s = await requireSignedInSession(req, deps);
+      await accounts.changePassword({ pool: deps.database.pool, authCache: deps.authCache }, s, body);
+      return noContent();
+    },
+  }),
+  authRoute({
+    method: 'post', path: '/api/auth/set-password', summary: 'Set a first password on an account created without one', productionLimit: 10,
+    body: z.object({ newPassword: Password }).strict(),
+    responses: { 204: { description: 'Set' } },
+    handler: async ({ req, deps, body }) => {
+      const s = await requireSignedInSession(req, deps);
+      await accounts.setPassword({ pool: deps.database.pool, authCache: deps.authCache }, s, body.newPassword);
+      return noContent();
+    },
+  }),
+  authRoute({
+    method: 'post', path: '/api/auth/request-password-reset', summary: 'Ask for a password reset link', productionLimit: 5,
+    body: z.object({ email: z.string().min(1).max(320) }).strict(),
+    responses: { 202: { description: 'Accepted whether or not an account has the address; reset_token is present only in test and development', schema: z.object({ status: z.literal('accepted'), reset_token: z.string().optional() }) } },
+    handler: async ({ deps, body }) => {
+      const token = await accounts.requestPasswordReset(deps.database.pool, body.email);
+      const exposeToken = deps.config.NODE_ENV === 'test' || deps.config.NODE_ENV === 'development';
+      return { status: 202, body: { status: 'accepted', ...(exposeToken && token ? { reset_token: token } : {}) } };
+    },
+  }),
+  authRoute({
+    method: 'post', path: '/api/auth/reset-password', summary: 'Set a new password with a reset token; ends every session of the account', productionLimit: 10,
+    body: z.object({ token: z.string().min(1).max(200), newPassword: Password }).strict(),
+    responses: { 204: { description: 'Password replaced; sign in again' } },
+    handler: async ({ deps, body }) => {
+      await accounts.resetPassword({ pool: deps.database.pool, authCache: deps.authCache }, body);
+      return noContent();
+    },
+  }),
+  route({
+    method: 'post', path: '/api/auth/bootstrap/redeem', summary: 'First-run bootstrap: create the owner, the first organization, and sign in', tag: 'Authentication',
+    stage: 'auth', tenant: 'none', rateLimit: { perMinute: 5, by: 'ip' },
+    body: z.object({
+      token: z.string().min(1).max(1000),
+      email: z.string().max(320),
+      password: z.string().max(4096),
+      name: z.string().trim().min(1).max(200),
+      organization_name: z.string().trim().min(1).max(200).optional(),
+    }).strict(),
+    responses: { 201: { description: 'Redeemed; the session cookie is set', schema: z.object({ user_id: z.string(), org_id: z.string(), space_id: z.string() }) } },
+    handler: async (input) => {
+      const { deps, body } = input;
+      const store = { pool: deps.database.pool, authCache: deps.authCache, config: deps.config, bootstrapToken: deps.bootstrapToken };
+      const r = await redeemBootstrap(store, body, clientOf(input));
+      signIn(deps, input.res, r.session);
+      return created({ user_id: r.userId, org_id: r.orgId, space_id: r.spaceId });
+    },
+  }),
+];

@@ -1,0 +1,62 @@
+// Invitations: issued by members holding members:write; the token is returned once at creation
+// (no mail is sent) and accepted by the invited person while signed in.
+import { z } from 'zod';
+import { created, noContent, ok, route } from '../route.ts';
+import * as invitations from '../services/invitations.ts';
+import { reachOrg } from '../services/org-access.ts';
+import { requireSignedInSession } from '../services/sessions.ts';
+import { OrgRoleSchema } from './orgs.ts';
+
+const Invitation = z.object({
+  id: z.string(),
+  email: z.string(),
+  role: z.string(),
+  status: z.enum(['pending', 'accepted', 'cancelled', 'expired']),
+  invitedBy: z.string().nullable(),
+  expiresAt: z.string(),
+  createdAt: z.string(),
+}).meta({ id: 'Invitation' });
+const OrgParams = z.object({ orgId: z.string() });
+const TAG = 'Organizations';
+
+export const invitationRoutes = [
+  route({
+    method: 'post', path: '/api/orgs/{orgId}/invitations', summary: 'Invite someone by email; the token is returned once', tag: TAG,
+    tenant: 'none', permission: null, params: OrgParams,
+    body: z.object({ email: z.email().max(320), role: OrgRoleSchema }).strict(),
+    responses: { 201: { description: 'Invitation created; pass the token on as the accept link', schema: Invitation.extend({ token: z.string() }) } },
+    handler: async ({ ctx, req, deps, params, body }) => {
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:write', write: true });
+      return created(await invitations.createInvitation(access.scope, access.role, body));
+    },
+  }),
+  route({
+    method: 'get', path: '/api/orgs/{orgId}/invitations', summary: 'Invitations of an organization', tag: TAG,
+    tenant: 'none', permission: null, params: OrgParams,
+    responses: { 200: { description: 'Invitations, newest first', schema: z.object({ object: z.literal('list'), data: z.array(Invitation), hasMore: z.boolean() }) } },
+    handler: async ({ ctx, req, deps, params }) => {
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:read' });
+      return ok({ object: 'list', data: await invitations.listInvitations(access.scope), hasMore: false });
+    },
+  }),
+  route({
+    method: 'delete', path: '/api/orgs/{orgId}/invitations/{invitationId}', summary: 'Cancel a pending invitation', tag: TAG,
+    tenant: 'none', permission: null, params: z.object({ orgId: z.string(), invitationId: z.string() }),
+    responses: { 204: { description: 'Cancelled' } },
+    handler: async ({ ctx, req, deps, params }) => {
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:write', write: true });
+      await invitations.cancelInvitation(access.scope, params.invitationId);
+      return noContent();
+    },
+  }),
+  route({
+    method: 'post', path: '/api/invitations/{token}/accept', summary: 'Accept an invitation as the signed-in user', tag: TAG,
+    // Outside the authentication chain: without a session the answer is 401 authentication_required.
+    stage: 'auth', tenant: 'none', params: z.object({ token: z.string() }),
+    responses: { 200: { description: 'Joined', schema: z.object({ orgId: z.string(), role: z.string(), personalSpaceId: z.string() }) } },
+    handler: async ({ req, deps, params }) => {
+      const session = await requireSignedInSession(req, deps, 'authentication_required');
+      return ok(await invitations.acceptInvitation({ pool: deps.database.pool, authCache: deps.authCache }, session, params.token));
+    },
+  }),
+];

@@ -1,0 +1,112 @@
+// Organizations and their members. /api/orgs/{orgId}/... carries the organization in the path:
+// membership is checked against it (api/services/org-access.ts), X-Org-Id is not needed.
+import { z } from 'zod';
+import type { OrgRole } from '../../lib/permissions.ts';
+import { problem } from '../../lib/problem.ts';
+import { created, noContent, ok, route } from '../route.ts';
+import { listMembers, changeMemberRole, removeMember } from '../services/members.ts';
+import { reachOrg } from '../services/org-access.ts';
+import * as orgs from '../services/organizations.ts';
+
+export const OrgRoleSchema = z.enum(['owner', 'admin', 'member', 'guest'] satisfies OrgRole[]);
+const Slug = z.string().regex(orgs.SLUG_PATTERN, 'lower-case letters, digits and hyphens; 1 to 63 characters');
+
+export const Organization = z.object({
+  id: z.string(),
+  name: z.string(),
+  slug: z.string(),
+  role: z.string(),
+  defaultSpaceId: z.string().nullable(),
+  deleting: z.boolean(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+}).meta({ id: 'Organization' });
+const OrgMember = z.object({ userId: z.string(), email: z.string(), name: z.string(), role: z.string(), createdAt: z.string() }).meta({ id: 'OrgMember' });
+
+const list = <T extends z.ZodType>(item: T) => z.object({ object: z.literal('list'), data: z.array(item), hasMore: z.boolean() });
+const OrgParams = z.object({ orgId: z.string() });
+const MemberParams = z.object({ orgId: z.string(), userId: z.string() });
+const TAG = 'Organizations';
+
+export const orgRoutes = [
+  route({
+    method: 'get', path: '/api/orgs', summary: 'The organizations of the caller, with their role in each', tag: TAG,
+    tenant: 'none', permission: null,
+    responses: { 200: { description: 'Organizations', schema: list(Organization) } },
+    handler: async ({ ctx, deps }) => {
+      const p = ctx.principal!;
+      const data = await orgs.listOrganizations(deps.database.pool, p.userId, p.boundOrgId);
+      return ok({ object: 'list', data, hasMore: false });
+    },
+  }),
+  route({
+    method: 'post', path: '/api/orgs', summary: 'Create an organization (with its default space and the creator\'s personal space)', tag: TAG,
+    tenant: 'none', permission: null, sessionOnly: true,
+    body: z.object({ name: z.string().trim().min(1).max(200), slug: Slug.optional() }).strict(),
+    responses: { 201: { description: 'Created; the caller is its owner', schema: Organization.extend({ personalSpaceId: z.string() }) } },
+    handler: async ({ ctx, deps, body }) => {
+      if (deps.config.ORG_CREATION_DISABLED) throw problem('org_creation_disabled', { detail: 'Organization creation is disabled on this instance.' });
+      const r = await orgs.createOrganizationFor({ pool: deps.database.pool, authCache: deps.authCache }, ctx.principal!.userId, body);
+      return created({ ...r.organization, personalSpaceId: r.personalSpaceId });
+    },
+  }),
+  route({
+    method: 'get', path: '/api/orgs/{orgId}', summary: 'Read an organization', tag: TAG,
+    tenant: 'none', permission: null, params: OrgParams,
+    responses: { 200: { description: 'The organization', schema: Organization } },
+    handler: async ({ ctx, req, deps, params }) => {
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:read' });
+      return ok(await orgs.getOrganization(access.scope, access.role));
+    },
+  }),
+  route({
+    method: 'patch', path: '/api/orgs/{orgId}', summary: 'Rename an organization or change its slug', tag: TAG,
+    tenant: 'none', permission: null, params: OrgParams,
+    body: z.object({ name: z.string().trim().min(1).max(200).optional(), slug: Slug.optional() }).strict(),
+    responses: { 200: { description: 'The organization', schema: Organization } },
+    handler: async ({ ctx, req, deps, params, body }) => {
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:write', write: true });
+      return ok(await orgs.updateOrganization(access.scope, access.role, body));
+    },
+  }),
+  route({
+    method: 'delete', path: '/api/orgs/{orgId}', summary: 'Delete an organization and everything in it (owners)', tag: TAG,
+    tenant: 'none', permission: null, params: OrgParams,
+    responses: { 204: { description: 'Deleted' } },
+    handler: async ({ ctx, req, deps, params }) => {
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:delete' });
+      await orgs.deleteOrganization(access.scope, (err) => deps.log.error('organization removal failed', { org_id: params.orgId, error: err }));
+      return noContent();
+    },
+  }),
+  route({
+    method: 'get', path: '/api/orgs/{orgId}/members', summary: 'Members of an organization', tag: TAG,
+    tenant: 'none', permission: null, params: OrgParams,
+    responses: { 200: { description: 'Members', schema: list(OrgMember) } },
+    handler: async ({ ctx, req, deps, params }) => {
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:read' });
+      return ok({ object: 'list', data: await listMembers(access.scope), hasMore: false });
+    },
+  }),
+  route({
+    method: 'patch', path: '/api/orgs/{orgId}/members/{userId}', summary: 'Change a member\'s organization role', tag: TAG,
+    tenant: 'none', permission: null, params: MemberParams,
+    body: z.object({ role: OrgRoleSchema }).strict(),
+    responses: { 200: { description: 'The member', schema: OrgMember } },
+    handler: async ({ ctx, req, deps, params, body }) => {
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:write', write: true });
+      return ok(await changeMemberRole(access.scope, access.role, params.userId, body.role));
+    },
+  }),
+  route({
+    method: 'delete', path: '/api/orgs/{orgId}/members/{userId}', summary: 'Remove a member (or leave, with your own id); revokes their keys in the organization', tag: TAG,
+    tenant: 'none', permission: null, params: MemberParams,
+    responses: { 204: { description: 'Removed' } },
+    handler: async ({ ctx, req, deps, params }) => {
+      const leaving = params.userId === ctx.principal?.userId && ctx.principal?.kind === 'session';
+      const access = await reachOrg(ctx, req, deps, params.orgId, { permission: leaving ? 'org:read' : 'members:write', write: true });
+      await removeMember(access.scope, access.role, params.userId);
+      return noContent();
+    },
+  }),
+];

@@ -1,0 +1,125 @@
+// Spaces and their members. Organization routes (X-Org-Id, or the key's binding) with the space
+// in the path; what the caller may do in that space is checked against their role there.
+import { z } from 'zod';
+import { orgScopeOf } from '../../db/tenant.ts';
+import type { RequestContext } from '../context.ts';
+import type { AppDeps } from '../deps.ts';
+import { created, noContent, ok, route } from '../route.ts';
+import { identityScope } from '../services/identity-change.ts';
+import { reachSpace, requireSpacePermission } from '../services/space-access.ts';
+import * as members from '../services/space-members.ts';
+import * as spaces from '../services/spaces.ts';
+
+const Space = z.object({
+  id: z.string(),
+  name: z.string(),
+  kind: z.enum(['team', 'personal']),
+  isDefault: z.boolean(),
+  ownerUserId: z.string().nullable(),
+  roleKey: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+}).meta({ id: 'Space' });
+const SpaceMember = z.object({ userId: z.string(), email: z.string(), name: z.string(), orgRole: z.string(), roleKey: z.string(), createdAt: z.string() }).meta({ id: 'SpaceMember' });
+const list = <T extends z.ZodType>(item: T) => z.object({ object: z.literal('list'), data: z.array(item), hasMore: z.boolean() });
+const SpaceParams = z.object({ spaceId: z.string() });
+const MemberParams = z.object({ spaceId: z.string(), userId: z.string() });
+const RoleKey = z.string().min(1).max(64);
+const TAG = 'Spaces';
+
+function scopeFor(ctx: RequestContext, deps: AppDeps) {
+  return identityScope(orgScopeOf(ctx, deps.database), deps.authCache);
+}
+
+async function reach(ctx: RequestContext, deps: AppDeps, spaceId: string) {
+  const scope = scopeFor(ctx, deps);
+  return { scope, access: await reachSpace(scope, ctx, spaceId) };
+}
+
+export const spaceRoutes = [
+  route({
+    method: 'get', path: '/api/spaces', summary: 'Spaces of the organization the caller can see', tag: TAG,
+    tenant: 'org', permission: 'spaces:read',
+    responses: { 200: { description: 'Spaces', schema: list(Space) } },
+    handler: async ({ ctx, deps }) => {
+      const data = await spaces.listSpaces(scopeFor(ctx, deps), ctx.principal!, ctx.org!.role);
+      return ok({ object: 'list', data, hasMore: false });
+    },
+  }),
+  route({
+    method: 'post', path: '/api/spaces', summary: 'Create a team space', tag: TAG,
+    tenant: 'org', permission: 'spaces:write',
+    body: z.object({ name: z.string().trim().min(1).max(200) }).strict(),
+    responses: { 201: { description: 'Created; a creator below admin becomes its space admin', schema: Space } },
+    handler: async ({ ctx, deps, body }) => created(await spaces.createSpace(scopeFor(ctx, deps), ctx.org!.role, body)),
+  }),
+  route({
+    method: 'get', path: '/api/spaces/{spaceId}', summary: 'Read a space', tag: TAG,
+    tenant: 'org', permission: null, params: SpaceParams,
+    responses: { 200: { description: 'The space', schema: Space } },
+    handler: async ({ ctx, deps, params }) => {
+      const { access } = await reach(ctx, deps, params.spaceId);
+      requireSpacePermission(access, 'spaces:read');
+      return ok(access.space);
+    },
+  }),
+  route({
+    method: 'patch', path: '/api/spaces/{spaceId}', summary: 'Rename a space, or make a team space the default', tag: TAG,
+    tenant: 'org', permission: null, params: SpaceParams,
+    body: z.object({ name: z.string().trim().min(1).max(200).optional(), isDefault: z.literal(true).optional() }).strict(),
+    responses: { 200: { description: 'The space', schema: Space } },
+    handler: async ({ ctx, deps, params, body }) => {
+      const { scope, access } = await reach(ctx, deps, params.spaceId);
+      return ok(await spaces.updateSpace(scope, access, body));
+    },
+  }),
+  route({
+    method: 'delete', path: '/api/spaces/{spaceId}', summary: 'Delete a team space and everything in it', tag: TAG,
+    tenant: 'org', permission: null, params: SpaceParams,
+    responses: { 204: { description: 'Deleted' } },
+    handler: async ({ ctx, deps, params }) => {
+      const { scope, access } = await reach(ctx, deps, params.spaceId);
+      await spaces.deleteSpace(scope, access);
+      return noContent();
+    },
+  }),
+  route({
+    method: 'get', path: '/api/spaces/{spaceId}/members', summary: 'Members of a space and their space roles', tag: TAG,
+    tenant: 'org', permission: null, params: SpaceParams,
+    responses: { 200: { description: 'Members', schema: list(SpaceMember) } },
+    handler: async ({ ctx, deps, params }) => {
+      const { scope, access } = await reach(ctx, deps, params.spaceId);
+      return ok({ object: 'list', data: await members.listSpaceMembers(scope, access), hasMore: false });
+    },
+  }),
+  route({
+    method: 'post', path: '/api/spaces/{spaceId}/members', summary: 'Give an organization member a role in a team space', tag: TAG,
+    tenant: 'org', permission: null, params: SpaceParams,
+    body: z.object({ userId: z.string().min(1), roleKey: RoleKey }).strict(),
+    responses: { 201: { description: 'Added', schema: SpaceMember } },
+    handler: async ({ ctx, deps, params, body }) => {
+      const { scope, access } = await reach(ctx, deps, params.spaceId);
+      return created(await members.addSpaceMember(scope, access, body));
+    },
+  }),
+  route({
+    method: 'patch', path: '/api/spaces/{spaceId}/members/{userId}', summary: 'Change a member\'s space role', tag: TAG,
+    tenant: 'org', permission: null, params: MemberParams,
+    body: z.object({ roleKey: RoleKey }).strict(),
+    responses: { 200: { description: 'The member', schema: SpaceMember } },
+    handler: async ({ ctx, deps, params, body }) => {
+      const { scope, access } = await reach(ctx, deps, params.spaceId);
+      return ok(await members.updateSpaceMember(scope, access, params.userId, body.roleKey));
+    },
+  }),
+  route({
+    method: 'delete', path: '/api/spaces/{spaceId}/members/{userId}', summary: 'Remove a member from a space', tag: TAG,
+    tenant: 'org', permission: null, params: MemberParams,
+    responses: { 204: { description: 'Removed' } },
+    handler: async ({ ctx, deps, params }) => {
+      const { scope, access } = await reach(ctx, deps, params.spaceId);
+      await members.removeSpaceMember(scope, access, params.userId);
+      return noContent();
+    },
+  }),
+];

@@ -1,0 +1,117 @@
+// What an agent needs to run in a space: its version and files, and the skills, integrations
+// (and the MCP-server packages local integrations start) it declares, each resolved by semver
+// range among the versions of packages living in or placed (and active) in that space.
+import type { AgentManifest, IntegrationManifest, Manifest, PackageType } from '../../../lib/afps/index.ts';
+import { problem } from '../../../lib/problem.ts';
+import type { SpaceScope } from '../../../db/tenant.ts';
+import { findPackage, listVersions, resolveStored, versionManifest } from './rows.ts';
+import { readTree, type Queryable } from './store.ts';
+
+export interface RunnablePackage {
+  id: string;
+  version: string;
+  integrity: string;
+  manifest: Manifest;
+  files: Map<string, Buffer>;
+}
+
+export interface RunnableAgent {
+  packageId: string;
+  version: string;
+  integrity: string;
+  manifest: AgentManifest;
+  files: Map<string, Buffer>;
+  skills: RunnablePackage[];
+  integrations: RunnablePackage[];
+  /** mcp-server packages that local integrations start */
+  mcpServers: RunnablePackage[];
+}
+
+/** Ids of live packages whose latest version depends on `id`. */
+export async function dependentsOf(q: Queryable, orgId: string, id: string): Promise<string[]> {
+  const { rows } = await q.query(
+    `SELECT p.id
+       FROM packages p
+       JOIN package_versions v ON v.org_id = p.org_id AND v.package_id = p.id AND v.version = p.dist_tags->>'latest'
+      WHERE p.org_id = $1 AND p.deleted_at IS NULL AND p.id <> $2
+        AND (v.manifest->'dependencies'->'skills' ? $2 OR v.manifest->'dependencies'->'integrations' ? $2
+             OR v.manifest->'source'->'server'->>'name' = $2)
+      ORDER BY p.id LIMIT 10`,
+    [orgId, id],
+  );
+  return rows.map((r) => r.id as string);
+}
+
+async function loadVersion(scope: SpaceScope, id: string, version: string, integrity: string): Promise<RunnablePackage> {
+  const [manifest, files] = await Promise.all([
+    versionManifest(scope.pool, scope.orgId, id, version),
+    readTree(scope.pool, scope.orgId, id, version),
+  ]);
+  return { id, version, integrity, manifest, files };
+}
+
+type DependencyKind = 'skills' | 'integrations' | 'server';
+
+const EXPECTED_TYPE: Record<DependencyKind, PackageType> = { skills: 'skill', integrations: 'integration', server: 'mcp-server' };
+
+/** A declared dependency among the packages usable in the space. */
+async function resolveDependency(scope: SpaceScope, owner: string, kind: DependencyKind, id: string, range: string): Promise<RunnablePackage> {
+  const field = kind === 'server' ? 'source.server' : `dependencies.${kind}.${id}`;
+  const pkg = await findPackage(scope.pool, scope.orgId, scope.spaceId, id);
+  const usable = pkg && pkg.type === EXPECTED_TYPE[kind] && (pkg.homeSpaceId === scope.spaceId || pkg.placedActive === true);
+  if (!usable) {
+    const detail = `${owner} needs ${id}, which is not available in this space.`;
+    if (kind === 'skills') throw problem('missing_skill', { detail, errors: [{ field, code: 'invalid_value', message: 'is not available in this space', packageId: id }] });
+    throw problem('dependency_unresolved', { detail, errors: [{ field, code: 'invalid_value', message: 'is not available in this space', packageId: id }] });
+  }
+  const versions = await listVersions(scope.pool, scope.orgId, id);
+  try {
+    const chosen = resolveStored(id, versions, pkg.distTags, range);
+    return await loadVersion(scope, id, chosen.version, chosen.integrity);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'version_not_found' && (err as { code?: string }).code !== 'version_yanked') throw err;
+    throw problem('dependency_unresolved', {
+      detail: `No usable version of ${id} satisfies ${range} (declared by ${owner}); pin another range.`,
+      errors: [{ field, code: 'invalid_value', message: `no version satisfies ${range}`, packageId: id }],
+    });
+  }
+}
+
+/**
+ * The agent `packageId` as it runs in the scope's space: agent_not_found (404) when no agent
+ * with that id lives or is placed there, not_an_agent (400) for another package type,
+ * agent_not_active_in_space (404) when placed but switched off, no_published_version (404)
+ * before its first version; then the version the spec (exact, dist-tag or range; default
+ * latest) names, and its dependencies (missing_skill 400, dependency_unresolved 422).
+ */
+export async function resolveRunnableAgent(scope: SpaceScope, packageId: string, versionSpec?: string): Promise<RunnableAgent> {
+  const pkg = await findPackage(scope.pool, scope.orgId, scope.spaceId, packageId);
+  const here = pkg && (pkg.homeSpaceId === scope.spaceId || pkg.placedActive !== null);
+  if (!pkg || !here) throw problem('agent_not_found', { detail: `No agent ${packageId} is reachable in this space.` });
+  if (pkg.type !== 'agent') throw problem('not_an_agent', { detail: `${packageId} is a ${pkg.type} package.` });
+  if (pkg.homeSpaceId !== scope.spaceId && pkg.placedActive === false) {
+    throw problem('agent_not_active_in_space', { detail: `${packageId} is switched off in this space.` });
+  }
+  const versions = await listVersions(scope.pool, scope.orgId, packageId);
+  if (versions.length === 0) throw problem('no_published_version', { detail: `${packageId} has no published version.` });
+  const chosen = resolveStored(packageId, versions, pkg.distTags, versionSpec ?? 'latest');
+  const agent = await loadVersion(scope, packageId, chosen.version, chosen.integrity);
+  const manifest = agent.manifest as AgentManifest;
+
+  const owner = `${packageId}@${chosen.version}`;
+  const skills = await Promise.all(Object.entries(manifest.dependencies?.skills ?? {}).map(([id, range]) => resolveDependency(scope, owner, 'skills', id, range)));
+  const integrations = await Promise.all(Object.entries(manifest.dependencies?.integrations ?? {}).map(([id, range]) => resolveDependency(scope, owner, 'integrations', id, range)));
+  const mcpServers: RunnablePackage[] = [];
+  for (const integration of integrations) {
+    const source = (integration.manifest as IntegrationManifest).source;
+    if (source.kind === 'local' && 'server' in source && !mcpServers.some((s) => s.id === source.server.name)) {
+      mcpServers.push(await resolveDependency(scope, `${integration.id}@${integration.version}`, 'server', source.server.name, source.server.version));
+    }
+  }
+  return { packageId, version: chosen.version, integrity: chosen.integrity, manifest, files: agent.files, skills, integrations, mcpServers };
+}
+
+/** The skills a manifest that is not a stored package declares (inline runs), resolved in the space. */
+export async function resolveDeclaredSkills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<RunnablePackage[]> {
+  return Promise.all(Object.entries(skills).map(([id, range]) => resolveDependency(scope, owner, 'skills', id, range)));
+}

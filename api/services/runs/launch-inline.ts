@@ -1,0 +1,84 @@
+// Inline runs: a manifest and a prompt sent with the launch instead of a stored package, under
+// INLINE_RUN_LIMITS. The run keeps them until the retention period ends (see retention.ts).
+import { parseManifest } from '../../../lib/afps/manifest.ts';
+import type { AgentManifest } from '../../../lib/afps/manifest-types.ts';
+import { isProblem, problem } from '../../../lib/problem.ts';
+import { newRunEventSecret } from '../../../lib/run-events.ts';
+import type { SpaceScope } from '../../../db/tenant.ts';
+import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
+import { resolveDeclaredSkills } from '../packages/dependencies.ts';
+import { admitAndSubmit, checkInput, clampTimeout, newRunRow, type LaunchContext } from './launch.ts';
+import type { RunWire } from './records.ts';
+
+export interface InlineRunBody {
+  manifest: Record<string, unknown>;
+  prompt: string;
+  input?: Record<string, unknown>;
+  model_id?: string;
+}
+
+/** Checks an inline run without launching it; answers the normalized manifest. */
+export async function validateInlineRun(scope: SpaceScope, ctx: LaunchContext, body: InlineRunBody): Promise<{ manifest: AgentManifest; input: Record<string, unknown> }> {
+  const limits = ctx.config.INLINE_RUN_LIMITS;
+  const manifestBytes = Buffer.byteLength(JSON.stringify(body.manifest));
+  if (manifestBytes > limits.manifest_bytes) {
+    throw problem('invalid_inline_manifest', {
+      detail: `The inline manifest is ${manifestBytes} bytes; the limit is ${limits.manifest_bytes}.`,
+      errors: [{ field: 'manifest', code: 'out_of_range', message: `at most ${limits.manifest_bytes} bytes` }],
+    });
+  }
+  const promptBytes = Buffer.byteLength(body.prompt);
+  if (promptBytes > limits.prompt_bytes) {
+    throw problem('validation_failed', {
+      detail: `The prompt is ${promptBytes} bytes; the limit is ${limits.prompt_bytes}.`,
+      errors: [{ field: 'prompt', code: 'out_of_range', message: `at most ${limits.prompt_bytes} bytes` }],
+    });
+  }
+  if (body.prompt.trim() === '') throw problem('empty_prompt', { detail: 'The inline prompt is empty.' });
+  let manifest: AgentManifest;
+  try {
+    const parsed = parseManifest(body.manifest, { timeoutCeilingSeconds: ctx.config.PLATFORM_RUN_LIMITS.timeout_ceiling_seconds });
+    if (parsed.type !== 'agent') {
+      throw problem('invalid_inline_manifest', { detail: 'An inline run needs an agent manifest.', errors: [{ field: 'manifest.type', code: 'invalid_value', message: 'must be agent' }] });
+    }
+    manifest = parsed as AgentManifest;
+  } catch (err) {
+    if (isProblem(err) && err.code === 'invalid_manifest') {
+      throw problem('invalid_inline_manifest', { detail: err.detail, errors: err.errors?.map((e) => ({ ...e, field: `manifest.${e.field}` })) });
+    }
+    throw err;
+  }
+  const skills = manifest.dependencies?.skills ?? {};
+  if (Object.keys(skills).length > limits.max_skills) {
+    throw problem('invalid_inline_manifest', {
+      detail: `An inline manifest declares at most ${limits.max_skills} skills.`,
+      errors: [{ field: 'manifest.dependencies.skills', code: 'out_of_range', message: `at most ${limits.max_skills} skills` }],
+    });
+  }
+  if (Object.keys(manifest.dependencies?.integrations ?? {}).length) {
+    throw problem('invalid_inline_manifest', {
+      detail: 'Inline runs cannot declare integrations; publish the agent as a package instead.',
+      errors: [{ field: 'manifest.dependencies.integrations', code: 'invalid_value', message: 'not available to inline runs' }],
+    });
+  }
+  await resolveDeclaredSkills(scope, `inline ${manifest.name}@${manifest.version}`, skills);
+  const input = checkInput(manifest, body.input ?? {}, {});
+  return { manifest, input };
+}
+
+export async function launchInlineRun(scope: SpaceScope, ctx: LaunchContext, body: InlineRunBody): Promise<RunWire> {
+  const { manifest, input } = await validateInlineRun(scope, ctx, body);
+  const model = await resolveRunModel(scope, ctx.secrets, body.model_id ?? null);
+  const row = newRunRow(scope, ctx, {
+    agentId: manifest.name,
+    agentVersion: manifest.version,
+    input,
+    kind: 'inline',
+    modelId: model.modelId,
+    timeoutSeconds: clampTimeout(ctx.config, manifest.timeout),
+    eventSecret: newRunEventSecret(),
+    inlineManifest: manifest,
+    inlinePrompt: body.prompt,
+  });
+  return admitAndSubmit(scope, ctx, row);
+}

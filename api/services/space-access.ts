@@ -1,0 +1,121 @@
+// Who can see a space and what they hold in it. Spaces routes carry the space in the path (the
+// organization comes from X-Org-Id or the key's binding): a space the caller cannot see answers
+// 404, like any resource out of reach. An API key reaches only the space it is pinned to, with
+// its scopes intersected with what its creator holds there.
+import type { OrgScope } from '../../db/tenant.ts';
+import { ALL_PERMISSIONS, capForOrgRole, isPermission, orgRoleCoversSpaces, presetRole, type OrgRole, type Permission } from '../../lib/permissions.ts';
+import { problem } from '../../lib/problem.ts';
+import type { RequestContext } from '../context.ts';
+
+export interface Space {
+  id: string;
+  name: string;
+  kind: 'team' | 'personal';
+  isDefault: boolean;
+  /** personal spaces: their owner (null once orphaned) */
+  ownerUserId: string | null;
+  /** the caller's space role, when they hold one */
+  roleKey: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SpaceAccess {
+  space: Space;
+  /** what the caller holds in this space (space-level: organization-wide rights are not mixed in) */
+  permissions: ReadonlySet<Permission>;
+  orgRole: OrgRole;
+}
+
+export interface SpaceRow {
+  id: string;
+  name: string;
+  kind: 'team' | 'personal';
+  is_default: boolean;
+  owner_user_id: string | null;
+  role_key: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function toSpace(row: SpaceRow): Space {
+  return {
+    id: row.id,
+    name: row.name,
+    kind: row.kind,
+    isDefault: row.is_default,
+    ownerUserId: row.kind === 'personal' ? row.owner_user_id : null,
+    roleKey: row.role_key,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+/**
+ * The permissions a person holds in a space, or null when they cannot see it. Personal spaces
+ * belong to their owner alone (owners and admins may see an orphaned one, to remove it); owners
+ * and admins hold everything in every team space; others hold their space role, capped by their
+ * organization role.
+ */
+export function spaceLevelPermissions(
+  orgRole: OrgRole,
+  space: { kind: string; owner_user_id: string | null },
+  userId: string,
+  roleKey: string | null,
+  customPermissions: readonly string[] | null,
+): Permission[] | null {
+  if (space.kind === 'personal') {
+    if (space.owner_user_id === userId) return [...ALL_PERMISSIONS];
+    if (space.owner_user_id === null && orgRoleCoversSpaces(orgRole)) return [...ALL_PERMISSIONS];
+    return null;
+  }
+  if (orgRoleCoversSpaces(orgRole)) return [...ALL_PERMISSIONS];
+  if (!roleKey) return null;
+  const preset = presetRole(roleKey);
+  return capForOrgRole(orgRole, preset ? preset.permissions : (customPermissions ?? []).filter(isPermission));
+}
+
+/** The space role key a role preview asks for (X-View-As: member:viewer), if any. */
+function previewedSpaceRole(ctx: RequestContext): string | undefined {
+  const raw = ctx.viewAs;
+  if (!raw) return undefined;
+  const i = raw.indexOf(':');
+  return i >= 0 ? raw.slice(i + 1) : undefined;
+}
+
+export async function reachSpace(scope: OrgScope, ctx: RequestContext, spaceId: string): Promise<SpaceAccess> {
+  const principal = ctx.principal;
+  const orgRole = ctx.org?.role;
+  if (!principal || !orgRole) throw problem('unauthorized');
+  const notFound = () => problem('not_found', { detail: 'No such space.' });
+  if (principal.boundSpaceId !== undefined && principal.boundSpaceId !== spaceId) throw notFound();
+
+  const preview = previewedSpaceRole(ctx);
+  const { rows } = await scope.pool.query(
+    `SELECT s.id, s.name, s.kind, s.is_default, s.owner_user_id, s.created_at, s.updated_at,
+            COALESCE($4, sm.role_key) AS role_key, sr.permissions AS custom_permissions
+       FROM spaces s
+       LEFT JOIN space_members sm ON sm.space_id = s.id AND sm.user_id = $3
+       LEFT JOIN space_roles sr ON sr.org_id = s.org_id AND sr.key = COALESCE($4, sm.role_key)
+      WHERE s.id = $1 AND s.org_id = $2`,
+    [spaceId, scope.orgId, principal.userId, preview ?? null],
+  );
+  const row = rows[0];
+  if (!row) throw notFound();
+  let held = spaceLevelPermissions(orgRole, row, principal.userId, row.role_key, row.custom_permissions);
+  // A key always reaches the space it is pinned to; its creator's lost role leaves it nothing there.
+  if (!held && principal.boundSpaceId === spaceId) held = [];
+  if (!held) throw notFound();
+  let permissions = new Set<Permission>(held);
+  if (principal.keyScopes) {
+    const scopes = new Set(principal.keyScopes);
+    permissions = new Set(held.filter((p) => scopes.has(p)));
+  }
+  return { space: toSpace(row), permissions, orgRole };
+}
+
+export function requireSpacePermission(access: SpaceAccess, permission: Permission): void {
+  if (!access.permissions.has(permission)) {
+    throw problem('forbidden', { detail: `This operation needs the ${permission} permission in this space.` });
+  }
+}

@@ -1,0 +1,85 @@
+// Spaces of an organization: team spaces (shared, with members holding space roles) and personal
+// spaces (one per member, created on joining; only their name can change; removed when their
+// owner leaves the organization).
+import { orgRoleCoversSpaces, type OrgRole } from '../../lib/permissions.ts';
+import { newId } from '../../lib/ids.ts';
+import { problem } from '../../lib/problem.ts';
+import type { Principal } from '../context.ts';
+import { changeIdentity, type IdentityOrgScope } from './identity-change.ts';
+import { requireSpacePermission, toSpace, type Space, type SpaceAccess } from './space-access.ts';
+import { assertSpaceRemovable, removeSpace } from './space-removal.ts';
+
+const SPACE_COLUMNS = 's.id, s.name, s.kind, s.is_default, s.owner_user_id, s.created_at, s.updated_at';
+
+/**
+ * The spaces the caller can see: every team space for owners and admins, the team spaces they
+ * are a member of otherwise, plus their own personal space. An API key sees only its own space.
+ */
+export async function listSpaces(scope: IdentityOrgScope, principal: Principal, orgRole: OrgRole): Promise<Space[]> {
+  const { rows } = await scope.pool.query(
+    `SELECT ${SPACE_COLUMNS}, sm.role_key
+       FROM spaces s
+       LEFT JOIN space_members sm ON sm.space_id = s.id AND sm.user_id = $2
+      WHERE s.org_id = $1
+        AND ($4::text IS NULL OR s.id = $4)
+        AND CASE WHEN s.kind = 'personal' THEN s.owner_user_id = $2 OR (s.owner_user_id IS NULL AND $3)
+                 ELSE $3 OR sm.user_id IS NOT NULL END
+      ORDER BY s.is_default DESC, s.kind DESC, s.created_at, s.id`,
+    [scope.orgId, principal.userId, orgRoleCoversSpaces(orgRole), principal.boundSpaceId ?? null],
+  );
+  return rows.map(toSpace);
+}
+
+/** A new team space; a creator whose organization role does not cover every space becomes its space admin. */
+export async function createSpace(scope: IdentityOrgScope, orgRole: OrgRole, input: { name: string }): Promise<Space> {
+  return changeIdentity(scope, async (client) => {
+    const id = newId('spc');
+    const { rows } = await client.query(
+      `INSERT INTO spaces (id, org_id, name, kind) VALUES ($1, $2, $3, 'team') RETURNING ${SPACE_COLUMNS.replace(/s\./g, '')}, NULL::text AS role_key`,
+      [id, scope.orgId, input.name.trim()],
+    );
+    if (!orgRoleCoversSpaces(orgRole)) {
+      await client.query('INSERT INTO space_members (space_id, user_id, org_id, role_key) VALUES ($1, $2, $3, $4)', [id, scope.actor.userId, scope.orgId, 'space_admin']);
+      rows[0].role_key = 'space_admin';
+    }
+    return toSpace(rows[0]);
+  });
+}
+
+export async function updateSpace(scope: IdentityOrgScope, access: SpaceAccess, patch: { name?: string; isDefault?: true }): Promise<Space> {
+  requireSpacePermission(access, 'spaces:write');
+  const { space } = access;
+  if (space.kind === 'personal' && patch.isDefault !== undefined) {
+    throw problem('personal_space_immutable', { detail: 'Only the name of a personal space can change.' });
+  }
+  if (patch.isDefault && !orgRoleCoversSpaces(access.orgRole)) {
+    throw problem('forbidden', { detail: 'Only organization owners and admins choose the default space.' });
+  }
+  return changeIdentity(scope, async (client) => {
+    if (patch.isDefault) await client.query('UPDATE spaces SET is_default = false, updated_at = now() WHERE org_id = $1 AND is_default AND id <> $2', [scope.orgId, space.id]);
+    const { rows } = await client.query(
+      `UPDATE spaces SET name = COALESCE($3, name), is_default = is_default OR $4, updated_at = now()
+        WHERE id = $1 AND org_id = $2
+        RETURNING ${SPACE_COLUMNS.replace(/s\./g, '')}, $5::text AS role_key`,
+      [space.id, scope.orgId, patch.name?.trim() ?? null, patch.isDefault === true, space.roleKey],
+    );
+    if (!rows[0]) throw problem('not_found', { detail: 'No such space.' });
+    return toSpace(rows[0]);
+  });
+}
+
+export async function deleteSpace(scope: IdentityOrgScope, access: SpaceAccess): Promise<void> {
+  requireSpacePermission(access, 'spaces:delete');
+  const { space } = access;
+  if (space.isDefault) throw problem('default_space_not_deletable', { detail: 'Choose another default space first.' });
+  if (space.kind === 'personal' && space.ownerUserId !== null) {
+    throw problem('personal_space_not_deletable', { detail: 'A personal space is removed when its owner leaves the organization.' });
+  }
+  await changeIdentity(scope, async (client) => {
+    const locked = await client.query('SELECT is_default FROM spaces WHERE id = $1 AND org_id = $2 FOR UPDATE', [space.id, scope.orgId]);
+    if (!locked.rows[0]) throw problem('not_found', { detail: 'No such space.' });
+    if (locked.rows[0].is_default) throw problem('default_space_not_deletable', { detail: 'Choose another default space first.' });
+    await assertSpaceRemovable(client, scope.orgId, space.id);
+    await removeSpace(client, scope.orgId, space.id);
+  });
+}

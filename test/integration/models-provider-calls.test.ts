@@ -1,0 +1,125 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { searchOpenRouterModels } from '../../api/modules/core-providers/openrouter.ts';
+import { probeChatCompletion } from '../../api/modules/core-providers/provider-client.ts';
+import { isProblem } from '../../lib/problem.ts';
+import { aClosedPort, aCredential, aModel, aModelWorld, aScriptedProvider, PROVIDER_KEY } from './models-harness.ts';
+
+const w = await aModelWorld();
+after(() => w.close());
+const inline = (base_url: string) => ({ provider: 'openai-compatible', base_url, api_key: PROVIDER_KEY });
+
+test('testing a credential lists the provider\'s models; nothing is stored', async () => {
+  const res = await w.api.post('/api/model-provider-credentials/test', inline(w.model.url));
+  assert.equal(res.status, 200);
+  assert.equal(res.body.ok, true);
+  assert.ok(res.body.models.includes('fake'));
+  assert.equal(typeof res.body.latency_ms, 'number');
+  assert.deepEqual((await w.api.get('/api/model-provider-credentials')).body.data, []);
+});
+
+test('an unreachable provider is 502 network_error; a provider error is 502 provider_error with its status', async () => {
+  const down = await w.api.post('/api/model-provider-credentials/test', inline(`http://127.0.0.1:${await aClosedPort()}/v1`));
+  assert.equal(down.status, 502);
+  assert.equal(down.body.code, 'network_error');
+
+  const wrongPath = await w.api.post('/api/model-provider-credentials/test', inline(w.model.url.replace(/\/v1$/, '/nowhere')));
+  assert.equal(wrongPath.status, 502);
+  assert.equal(wrongPath.body.code, 'provider_error');
+  assert.equal(wrongPath.body.provider_status, 404);
+});
+
+test('a provider message that echoes the key is answered without it', async (t) => {
+  const echo = await aScriptedProvider(401, { error: { message: `Incorrect API key provided: ${PROVIDER_KEY}` } });
+  t.after(() => echo.close());
+  const res = await w.api.post('/api/model-provider-credentials/test', inline(echo.url));
+  assert.equal(res.status, 502);
+  assert.equal(res.body.code, 'provider_error');
+  assert.equal(res.body.provider_status, 401);
+  assert.equal(res.text.includes(PROVIDER_KEY), false);
+  assert.match(res.body.detail, /\[redacted\]/);
+});
+
+test('a stored credential is tested and its models discovered, each naming the model already added', async () => {
+  const cred = await aCredential(w);
+  const tested = await w.api.post(`/api/model-provider-credentials/${cred.id}/test`);
+  assert.equal(tested.status, 200);
+  assert.ok(tested.body.models.includes('fake-text'));
+
+  const added = await aModel(w, cred.id, { model: 'fake-text' });
+  const found = await w.api.post('/api/model-provider-credentials/discover', { credential_id: cred.id });
+  assert.equal(found.status, 200);
+  assert.equal(found.body.data.find((m: any) => m.id === 'fake-text').model_id, added.id);
+  assert.equal(found.body.data.find((m: any) => m.id === 'fake').model_id, null);
+
+  const described = await w.api.post('/api/model-provider-credentials/discover', inline(w.model.url));
+  assert.equal(described.status, 200);
+  assert.ok(described.body.data.every((m: any) => m.model_id === null));
+});
+
+test('testing a model sends a one-token completion with the credential\'s key', async () => {
+  const cred = await aCredential(w);
+  const before = w.model.requests.length;
+  const res = await w.api.post('/api/models/test', { credential_id: cred.id, model: 'fake' });
+  assert.equal(res.status, 200);
+  assert.deepEqual({ ok: res.body.ok, model: res.body.model }, { ok: true, model: 'fake' });
+  const sent = w.model.requests.slice(before);
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].authorization, `Bearer ${PROVIDER_KEY}`);
+  assert.equal(sent[0].body.max_tokens, 1);
+
+  const model = await aModel(w, cred.id, { model: 'fake', name: 'Fake' });
+  const stored = await w.api.post(`/api/models/${model.id}/test`);
+  assert.equal(stored.status, 200);
+});
+
+test('model test failures: provider_error, model_not_offered, model_credential_missing', async (t) => {
+  const cred = await aCredential(w);
+  const failing = await w.api.post('/api/models/test', { credential_id: cred.id, model: 'fake-error' });
+  assert.equal(failing.status, 502);
+  assert.equal(failing.body.code, 'provider_error');
+  assert.equal(failing.body.provider_status, 500);
+
+  const missing = await aScriptedProvider(404, { error: { message: 'The model `gpt-9` does not exist', type: 'invalid_request_error', code: 'model_not_found' } });
+  t.after(() => missing.close());
+  const elsewhere = await aCredential(w, { base_url: missing.url });
+  const notOffered = await w.api.post('/api/models/test', { credential_id: elsewhere.id, model: 'gpt-9' });
+  assert.equal(notOffered.status, 400);
+  assert.equal(notOffered.body.code, 'model_not_offered');
+
+  const keyless = await aCredential(w, { api_key: undefined });
+  const noKey = await w.api.post('/api/models/test', { credential_id: keyless.id, model: 'fake' });
+  assert.equal(noKey.status, 400);
+  assert.equal(noKey.body.code, 'model_credential_missing');
+});
+
+test('a provider that does not answer in time is 504 timeout', async () => {
+  const started = Date.now();
+  const err = await probeChatCompletion({ provider: 'openai-compatible', baseUrl: w.model.url, apiKey: PROVIDER_KEY }, 'fake-hang', {}, {
+    egress: { allowInternalHosts: ['127.0.0.1'] },
+    timeoutMs: 300,
+  }).then(() => null, (e: unknown) => e);
+  assert.ok(isProblem(err));
+  assert.equal(err.code, 'timeout');
+  assert.equal(err.status, 504);
+  assert.ok(Date.now() - started < 5_000);
+});
+
+test('test routes allow 5 calls a minute per caller', async () => {
+  const api = await w.freshApi();
+  for (let i = 0; i < 5; i++) assert.equal((await api.post('/api/model-provider-credentials/test', inline(w.model.url))).status, 200);
+  const refused = await api.post('/api/model-provider-credentials/test', inline(w.model.url));
+  assert.equal(refused.status, 429);
+  assert.equal(refused.body.code, 'rate_limited');
+  assert.equal(refused.headers.get('ratelimit-policy'), '5;w=60');
+  const discover = await api.post('/api/model-provider-credentials/discover', inline(w.model.url));
+  assert.equal(discover.headers.get('ratelimit-policy'), '6;w=60');
+});
+
+test('the OpenRouter catalog search filters by id and caps the count (against a stand-in catalog)', async () => {
+  const pdeps = { secrets: w.app.deps.secrets, egress: { allowInternalHosts: ['127.0.0.1'] } };
+  const found = await searchOpenRouterModels(pdeps, { q: 'TEXT', limit: 20 }, w.model.url);
+  assert.deepEqual(found.data.map((m) => m.id), ['fake-text']);
+  const capped = await searchOpenRouterModels(pdeps, { limit: 2 }, w.model.url);
+  assert.equal(capped.data.length, 2);
+});
