@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { AppDeps } from '../deps.ts';
 import { createRateLimiter } from '../middleware/rate-limit.ts';
+import { ProblemSchema } from '../openapi.ts';
 import { created, noContent, ok, route, type HandlerInput, type Reply, type RouteDef } from '../route.ts';
 import * as accounts from '../services/accounts.ts';
 import { redeemBootstrap } from '../services/bootstrap.ts';
@@ -18,6 +19,9 @@ const Password = z.string().min(PASSWORD_MIN_LENGTH).max(PASSWORD_MAX_LENGTH);
 const User = z.object({ id: z.string(), email: z.string(), name: z.string(), createdAt: z.string() }).meta({ id: 'User' });
 const SessionInfo = z.object({ id: z.string(), expiresAt: z.string() });
 const SignedIn = z.object({ user: User, session: SessionInfo }).meta({ id: 'SignedIn' });
+
+const problemResponse = (description: string) => ({ description, schema: ProblemSchema, contentType: 'application/problem+json' });
+const UNAUTHORIZED = { 401: problemResponse('unauthorized: no valid session') };
 
 const limiters = new WeakMap<AppDeps, ReturnType<typeof createRateLimiter>>();
 
@@ -34,7 +38,7 @@ function authRoute<B>(def: AuthRouteDef<B>): RouteDef<B, unknown, any> {
     stage: 'auth',
     tenant: 'none',
     tag: 'Authentication',
-    responses: { ...def.responses, 429: { description: 'Too many attempts from this address (production only)' } },
+    responses: { ...def.responses, 429: problemResponse('rate_limited: too many attempts from this address (production only)') },
     handler: async (input: HandlerInput<B, unknown, any>) => {
       const { deps, req, res } = input;
       if (deps.config.NODE_ENV === 'production') {
@@ -70,7 +74,7 @@ export const authRoutes = [
   authRoute({
     method: 'post', path: '/api/auth/sign-in/email', summary: 'Sign in with email and password; sets the session cookie', productionLimit: 10,
     body: z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(PASSWORD_MAX_LENGTH) }).strict(),
-    responses: { 200: { description: 'Signed in; the session cookie is set', schema: SignedIn } },
+    responses: { 200: { description: 'Signed in; the session cookie is set', schema: SignedIn }, 401: problemResponse('unauthorized: the email or password is wrong') },
     handler: async (input) => signedInReply(200, input, await accounts.signInWithPassword(input.deps.database.pool, input.body, clientOf(input))),
   }),
   authRoute({
@@ -84,7 +88,7 @@ export const authRoutes = [
   }),
   authRoute({
     method: 'get', path: '/api/auth/session', summary: 'The signed-in user and session', productionLimit: 300,
-    responses: { 200: { description: 'The current session', schema: SignedIn } },
+    responses: { 200: { description: 'The current session', schema: SignedIn }, ...UNAUTHORIZED },
     handler: async ({ req, deps }) => {
       const s = await requireSignedInSession(req, deps);
       const user = await accounts.getUser(deps.database.pool, s.userId);
@@ -94,7 +98,7 @@ export const authRoutes = [
   authRoute({
     method: 'post', path: '/api/auth/change-password', summary: 'Change the password; ends the account\'s other sessions', productionLimit: 10,
     body: z.object({ currentPassword: z.string().min(1).max(PASSWORD_MAX_LENGTH), newPassword: Password }).strict(),
-    responses: { 204: { description: 'Changed; this session stays signed in' } },
+    responses: { 204: { description: 'Changed; this session stays signed in' }, ...UNAUTHORIZED, 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ req, deps, body }) => {
       const s = await requireSignedInSession(req, deps);
       await accounts.changePassword({ pool: deps.database.pool, authCache: deps.authCache }, s, body);
@@ -104,7 +108,7 @@ export const authRoutes = [
   authRoute({
     method: 'post', path: '/api/auth/set-password', summary: 'Set a first password on an account created without one', productionLimit: 10,
     body: z.object({ newPassword: Password }).strict(),
-    responses: { 204: { description: 'Set' } },
+    responses: { 204: { description: 'Set' }, ...UNAUTHORIZED, 409: problemResponse('password_already_set'), 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ req, deps, body }) => {
       const s = await requireSignedInSession(req, deps);
       await accounts.setPassword({ pool: deps.database.pool, authCache: deps.authCache }, s, body.newPassword);
@@ -124,7 +128,7 @@ export const authRoutes = [
   authRoute({
     method: 'post', path: '/api/auth/reset-password', summary: 'Set a new password with a reset token; ends every session of the account', productionLimit: 10,
     body: z.object({ token: z.string().min(1).max(200), newPassword: Password }).strict(),
-    responses: { 204: { description: 'Password replaced; sign in again' } },
+    responses: { 204: { description: 'Password replaced; sign in again' }, 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ deps, body }) => {
       await accounts.resetPassword({ pool: deps.database.pool, authCache: deps.authCache }, body);
       return noContent();
@@ -140,7 +144,12 @@ export const authRoutes = [
       name: z.string().trim().min(1).max(200),
       organization_name: z.string().trim().min(1).max(200).optional(),
     }).strict(),
-    responses: { 201: { description: 'Redeemed; the session cookie is set', schema: z.object({ user_id: z.string(), org_id: z.string(), space_id: z.string() }) } },
+    responses: {
+      201: { description: 'Redeemed; the session cookie is set', schema: z.object({ user_id: z.string(), org_id: z.string(), space_id: z.string() }) },
+      401: problemResponse('bootstrap_token_invalid'),
+      410: problemResponse('bootstrap_token_unavailable'),
+      422: problemResponse('bootstrap_signup_rejected (password policy)'),
+    },
     handler: async (input) => {
       const { deps, body } = input;
       const store = { pool: deps.database.pool, authCache: deps.authCache, config: deps.config, bootstrapToken: deps.bootstrapToken };

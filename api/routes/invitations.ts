@@ -1,6 +1,8 @@
 // Invitations: issued by members holding members:write; the token is returned once at creation
 // (no mail is sent) and accepted by the invited person while signed in.
 import { z } from 'zod';
+import { refuseUnsupportedIdempotencyKey } from '../middleware/idempotency.ts';
+import { ProblemSchema } from '../openapi.ts';
 import { created, noContent, ok, route } from '../route.ts';
 import * as invitations from '../services/invitations.ts';
 import { reachOrg } from '../services/org-access.ts';
@@ -53,8 +55,14 @@ export const invitationRoutes = [
     method: 'post', path: '/api/invitations/{token}/accept', summary: 'Accept an invitation as the signed-in user', tag: TAG,
     // Outside the authentication chain: without a session the answer is 401 authentication_required.
     stage: 'auth', tenant: 'none', params: z.object({ token: z.string() }),
-    responses: { 200: { description: 'Joined', schema: z.object({ orgId: z.string(), role: z.string(), personalSpaceId: z.string() }) } },
+    responses: {
+      200: { description: 'Joined', schema: z.object({ orgId: z.string(), role: z.string(), personalSpaceId: z.string() }) },
+      401: { description: 'authentication_required', schema: ProblemSchema, contentType: 'application/problem+json' },
+      410: { description: 'invitation_expired, invitation_cancelled or invitation_accepted', schema: ProblemSchema, contentType: 'application/problem+json' },
+    },
     handler: async ({ req, deps, params }) => {
+      // Outside /api/auth/*, an Idempotency-Key is refused as on any other operation that does not declare it.
+      refuseUnsupportedIdempotencyKey(req);
       const session = await requireSignedInSession(req, deps, 'authentication_required');
       return ok(await invitations.acceptInvitation({ pool: deps.database.pool, authCache: deps.authCache }, session, params.token));
     },

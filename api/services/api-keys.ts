@@ -68,11 +68,11 @@ export async function createApiKey(
   const scopes = resolveKeyScopes(input.scopes, held);
   const { key, prefix } = newApiKey();
   const id = newId('key');
-  const { rows } = await scope.pool.query(
+  const { rows } = await changeIdentity(scope, (client) => client.query(
     `INSERT INTO api_keys (id, org_id, space_id, created_by, name, key_hash, key_prefix, scopes, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
     [id, scope.orgId, scope.spaceId, scope.actor.userId, input.name.trim(), sha256Hex(key), prefix, scopes, expiresAt],
-  );
+  ));
   return {
     id, key, keyPrefix: prefix, name: input.name.trim(), scopes, spaceId: scope.spaceId,
     expiresAt: expiresAt?.toISOString() ?? null, createdAt: rows[0].created_at.toISOString(),

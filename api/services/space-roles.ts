@@ -47,10 +47,10 @@ export async function createSpaceRole(scope: IdentityOrgScope, input: { key: str
   if (presetRole(input.key)) throw problem('role_key_taken', { detail: `"${input.key}" is a preset role.` });
   const permissions = checkPermissions(input.permissions);
   try {
-    const { rows } = await scope.pool.query(
+    const { rows } = await changeIdentity(scope, (client) => client.query(
       'INSERT INTO space_roles (id, org_id, key, name, permissions) VALUES ($1, $2, $3, $4, $5) RETURNING id, key, name, permissions, created_at, updated_at',
       [newId('role'), scope.orgId, input.key, input.name.trim(), permissions],
-    );
+    ));
     return toRole(rows[0]);
   } catch (err) {
     if (isUniqueViolation(err, 'space_roles_key_uq')) throw problem('role_key_taken', { detail: `A role with key "${input.key}" exists.` });

@@ -1,0 +1,119 @@
+// The platform as a real child process (`node bin/start.mjs platform`), over a fresh database and
+// a temporary data directory, with its embedded Restate. For end-to-end and fault tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { freshDatabase, type TestDatabase } from './db.ts';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface PlatformProcess {
+  url: string;
+  dataDir: string;
+  db: TestDatabase;
+  env: Record<string, string>;
+  proc: ChildProcess;
+  output(): string;
+  /** the embedded Restate admin address, from the ports kept in the data directory */
+  restateAdminUrl(): string;
+  /** starts the process again on the same data directory, database and port */
+  restart(): Promise<void>;
+  kill(signal: NodeJS.Signals): Promise<number | null>;
+  /** SIGTERM, wait, and remove the data directory and database */
+  stop(): Promise<void>;
+}
+
+export interface PlatformProcessOptions {
+  env?: Record<string, string>;
+  /** share a database with another process */
+  db?: TestDatabase;
+  readyTimeoutMs?: number;
+}
+
+export async function startPlatformProcess(opts: PlatformProcessOptions = {}): Promise<PlatformProcess> {
+  const db = opts.db ?? (await freshDatabase());
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-'));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    BOOTSTRAP_TOKEN: 'process-bootstrap-token-0123456789',
+    EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1',
+    ...opts.env,
+  };
+  let output = '';
+  const launch = async (): Promise<ChildProcess> => {
+    const proc = spawn(process.execPath, ['bin/start.mjs', 'platform'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    proc.stdout!.on('data', (d) => (output += d));
+    proc.stderr!.on('data', (d) => (output += d));
+    const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`the platform exited (${proc.exitCode}):\n${output.slice(-4000)}`);
+      const ok = await fetch(`${url}/health/ready`).then((r) => r.status === 200, () => false);
+      if (ok) return proc;
+      if (Date.now() > deadline) throw new Error(`the platform was not ready in time:\n${output.slice(-4000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  const handle: PlatformProcess = {
+    url,
+    dataDir,
+    db,
+    env,
+    proc: await launch(),
+    output: () => output,
+    restateAdminUrl() {
+      const ports = JSON.parse(fs.readFileSync(path.join(dataDir, 'ports.json'), 'utf8')) as { restateAdmin: number };
+      return `http://127.0.0.1:${ports.restateAdmin}`;
+    },
+    async restart() {
+      handle.proc = await launch();
+    },
+    async kill(signal) {
+      const p = handle.proc;
+      if (p.exitCode !== null) return p.exitCode;
+      const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
+      p.kill(signal);
+      return Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 40_000))]);
+    },
+    async stop() {
+      if (handle.proc.exitCode === null) {
+        await handle.kill('SIGTERM');
+        if (handle.proc.exitCode === null) handle.proc.kill('SIGKILL');
+      }
+      // A killed platform leaves its embedded Restate behind; the next start adopts it, but a
+      // finished test stops it.
+      const pidFile = path.join(dataDir, 'restate.pid');
+      if (fs.existsSync(pidFile)) {
+        try {
+          process.kill(Number(fs.readFileSync(pidFile, 'utf8')), 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.db) await db.drop();
+    },
+  };
+  return handle;
+}
