@@ -1,9 +1,11 @@
 // The per-run agent runtime. Started ahead of need (warm pool): it loads the agent loop, prints
-// {"ready":true}, then takes {workspace, sidecarUrl, maxSteps?} as one line on stdin.
-// It holds no credential: its only address is the sidecar's.
+// {"ready":true}, then takes {workspace, sidecarUrl, sidecarSocket?, maxSteps?} as one line on stdin.
+// It holds no credential: its only address is the sidecar's (over sidecarSocket when given, the
+// way in from a sandbox with its own network namespace). It ends when stdin closes.
 import { reportOutcome } from './report.ts';
 import { runAgent, type AgentOutcome } from './run-agent.ts';
-import { announceReady, readFirstLine, warmFetch } from './warm-start.ts';
+import { sidecarFetch } from './sidecar-fetch.ts';
+import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from './warm-start.ts';
 
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
 
@@ -12,6 +14,7 @@ const MAX_MESSAGE_CHARS = 2000;
 interface RuntimeAssignment {
   workspace: string;
   sidecarUrl: string;
+  sidecarSocket?: string;
   maxSteps?: number;
 }
 
@@ -22,7 +25,10 @@ function parseAssignment(line: string): RuntimeAssignment {
   if (raw.maxSteps !== undefined && !(Number.isInteger(raw.maxSteps) && raw.maxSteps > 0)) {
     throw new Error('maxSteps must be a positive integer');
   }
-  return { workspace: raw.workspace, sidecarUrl: raw.sidecarUrl.replace(/\/+$/, ''), maxSteps: raw.maxSteps };
+  if (raw.sidecarSocket !== undefined && (typeof raw.sidecarSocket !== 'string' || !raw.sidecarSocket.startsWith('/'))) {
+    throw new Error('sidecarSocket must be an absolute path');
+  }
+  return { workspace: raw.workspace, sidecarUrl: raw.sidecarUrl.replace(/\/+$/, ''), sidecarSocket: raw.sidecarSocket, maxSteps: raw.maxSteps };
 }
 
 await warmFetch();
@@ -41,12 +47,14 @@ try {
   process.stderr.write(`agent-runtime: ${(err as Error).message}\n`);
   process.exit(2);
 }
+exitWhenStdinEnds();
 
+const toSidecar = sidecarFetch(assignment.sidecarSocket);
 let outcome: AgentOutcome;
 try {
-  outcome = await runAgent(assignment);
+  outcome = await runAgent({ ...assignment, fetch: toSidecar });
 } catch (err) {
   const message = err instanceof Error ? err.message : String(err);
   outcome = { type: 'failed', code: 'agent_error', message: message.slice(0, MAX_MESSAGE_CHARS) };
 }
-process.exit((await reportOutcome(assignment.sidecarUrl, outcome)) ? 0 : 1);
+process.exit((await reportOutcome(assignment.sidecarUrl, outcome, toSidecar)) ? 0 : 1);

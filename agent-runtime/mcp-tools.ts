@@ -16,9 +16,9 @@ function textOf(content: unknown): string {
     .join('\n');
 }
 
-export async function connectSidecarTools(sidecarUrl: string): Promise<SidecarTools> {
+export async function connectSidecarTools(sidecarUrl: string, sidecarFetch?: typeof fetch): Promise<SidecarTools> {
   const client = new Client({ name: 'agent-runtime', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${sidecarUrl}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${sidecarUrl}/mcp`), { fetch: sidecarFetch }));
   const listed = [];
   let cursor: string | undefined;
   do {

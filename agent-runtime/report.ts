@@ -3,10 +3,10 @@ import type { AgentOutcome } from './run-agent.ts';
 
 const ATTEMPTS = 5;
 
-export async function reportOutcome(sidecarUrl: string, outcome: AgentOutcome): Promise<boolean> {
+export async function reportOutcome(sidecarUrl: string, outcome: AgentOutcome, sidecarFetch: typeof fetch = fetch): Promise<boolean> {
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     try {
-      const res = await fetch(`${sidecarUrl}/runtime/events`, {
+      const res = await sidecarFetch(`${sidecarUrl}/runtime/events`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(outcome),

@@ -14,6 +14,8 @@ export interface AgentRunOptions {
   workspace: string;
   sidecarUrl: string;
   maxSteps?: number;
+  /** how requests reach the sidecar; the global fetch when absent */
+  fetch?: typeof fetch;
 }
 
 export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
@@ -21,9 +23,9 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
   if (ws.prompt.trim() === '') return { type: 'failed', code: 'empty_prompt', message: 'prompt.md is empty' };
 
   // the sidecar swaps in the real model name and key: the runtime names neither
-  const provider = createOpenAICompatible({ baseURL: `${opts.sidecarUrl}/v1`, name: 'sidecar' });
+  const provider = createOpenAICompatible({ baseURL: `${opts.sidecarUrl}/v1`, name: 'sidecar', fetch: opts.fetch });
   const model = provider.chatModel('run-model');
-  const sidecarTools = await connectSidecarTools(opts.sidecarUrl);
+  const sidecarTools = await connectSidecarTools(opts.sidecarUrl, opts.fetch);
   try {
     const stopWhen = stepCountIs(opts.maxSteps ?? DEFAULT_MAX_STEPS);
     const system = buildSystemPrompt(ws, sidecarTools.names);

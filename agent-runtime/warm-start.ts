@@ -1,5 +1,6 @@
 // The warm-pool handshake: announce readiness as one JSON line on stdout, then wait for one JSON
-// line on stdin. A pool parent that goes away before assigning ends the process.
+// line on stdin. A pool parent that goes away (stdin ends), before or after assigning, ends the
+// process, so a killed platform leaves no orphan behind.
 
 export function announceReady(fields: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ ready: true, ...fields })}\n`);
@@ -29,6 +30,15 @@ export function readFirstLine(): Promise<string> {
     process.stdin.on('data', onData);
     process.stdin.on('end', onEnd);
   });
+}
+
+/** Ends the process once stdin closes: the pool parent is gone. Call after the first line. */
+export function exitWhenStdinEnds(): void {
+  process.stdin.on('end', () => process.exit(0));
+  process.stdin.on('error', () => process.exit(0));
+  // later input is ignored; reading keeps the end-of-file observable
+  process.stdin.on('data', () => undefined);
+  process.stdin.resume();
 }
 
 /** Loads node's fetch implementation (lazily loaded on first use) without touching the network. */

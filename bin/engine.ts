@@ -46,39 +46,66 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** Starts the embedded server, or adopts the one a killed platform process left running. */
+/**
+ * Starts the embedded server, or adopts the one a killed platform process left running, and
+ * keeps it running: if it dies while the platform runs, it is started again on the same ports and
+ * data, and its in-flight invocations resume.
+ */
 async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
   const pidFile = path.join(dataDir, 'restate.pid');
   const ingressUrl = `http://127.0.0.1:${ports.restateIngress}`;
   const adminUrl = `http://127.0.0.1:${ports.restateAdmin}`;
+  const launch = async () => {
+    const server = await startRestateServer({
+      baseDir: path.join(dataDir, 'restate'),
+      ingressPort: ports.restateIngress,
+      adminPort: ports.restateAdmin,
+      nodePort: ports.restateNode,
+      logFile: path.join(dataDir, 'restate.log'),
+    });
+    fs.writeFileSync(pidFile, String(server.pid));
+    log.info('embedded Restate started', { ms: server.startedInMs });
+    return { pid: server.pid, stop: () => server.stop() };
+  };
+  const killPid = async (pid: number) => {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      return;
+    }
+    for (let i = 0; i < 100 && pidAlive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+    if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
+  };
+
+  let current: { pid: number; stop: () => Promise<void> };
   const oldPid = Number(fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : NaN);
   if (Number.isInteger(oldPid) && pidAlive(oldPid) && (await healthy(`${adminUrl}/health`))) {
     log.info('adopting the running embedded Restate server', { pid: oldPid });
-    return {
-      ingressUrl,
-      adminUrl,
-      async stop() {
-        process.kill(oldPid, 'SIGTERM');
-        for (let i = 0; i < 100 && pidAlive(oldPid); i++) await new Promise((r) => setTimeout(r, 50));
-        if (pidAlive(oldPid)) process.kill(oldPid, 'SIGKILL');
-        fs.rmSync(pidFile, { force: true });
-      },
-    };
+    current = { pid: oldPid, stop: () => killPid(oldPid) };
+  } else {
+    current = await launch();
   }
-  const server = await startRestateServer({
-    baseDir: path.join(dataDir, 'restate'),
-    ingressPort: ports.restateIngress,
-    adminPort: ports.restateAdmin,
-    nodePort: ports.restateNode,
-    logFile: path.join(dataDir, 'restate.log'),
-  });
-  fs.writeFileSync(pidFile, String(server.pid));
-  log.info('embedded Restate started', { ms: server.startedInMs });
+
+  let stopping = false;
+  let restarting = false;
+  const watchdog = setInterval(() => {
+    if (stopping || restarting || pidAlive(current.pid)) return;
+    restarting = true;
+    log.warn('the embedded Restate server exited; starting it again', { pid: current.pid });
+    launch()
+      .then((next) => (current = next))
+      .catch((err) => log.error('restarting the embedded Restate server failed', { error: String(err) }))
+      .finally(() => (restarting = false));
+  }, 500);
+  watchdog.unref();
+
   return {
-    ingressUrl: server.ingressUrl,
-    adminUrl: server.adminUrl,
+    ingressUrl,
+    adminUrl,
     async stop() {
-      await server.stop();
+      stopping = true;
+      clearInterval(watchdog);
+      await current.stop();
       fs.rmSync(pidFile, { force: true });
     },
   };

@@ -1,4 +1,5 @@
 // The execution backend chosen by RUN_ADAPTER, and the run activities that use it.
+import fs from 'node:fs';
 import path from 'node:path';
 import type { AppDeps } from '../api/deps.ts';
 import { resolveRunModel } from '../api/modules/core-providers/resolve-model.ts';
@@ -13,7 +14,15 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
   if (config.RUN_ADAPTER !== 'process') {
     throw new Error(`RUN_ADAPTER=${config.RUN_ADAPTER} is not available in this build; use RUN_ADAPTER=process.`);
   }
-  return createProcessAdapter({ warmPool: config.SANDBOX_WARM_POOL, workDir: path.join(dataDir, 'sandboxes'), log: deps.log });
+  const workDir = path.join(dataDir, 'sandboxes');
+  // Sandboxes do not outlive the process that started them: folders left by a crash are stale.
+  fs.rmSync(workDir, { recursive: true, force: true });
+  return createProcessAdapter({
+    warmPool: config.SANDBOX_WARM_POOL,
+    workDir,
+    log: deps.log,
+    poolMemoryMb: config.PLATFORM_RUN_LIMITS.agent_memory_ceiling_mb,
+  });
 }
 
 export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunActivities {

@@ -48,7 +48,7 @@ export async function ensureBundle() {
   fs.writeFileSync(stamp, new Date().toISOString());
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const name = process.argv[2] ?? 'platform';
   if (!ENTRIES[name]) {
     process.stderr.write(`unknown program ${name}; one of ${Object.keys(ENTRIES).join(', ')}\n`);

@@ -21,6 +21,8 @@ export interface SidecarAssignment {
   memoryUrl?: string;
   /** folder publish_file writes into; absent means the tool answers that publishing is unavailable */
   filesDir?: string;
+  /** absolute path of a unix socket to serve on as well: the way in for an agent in its own network namespace */
+  socketPath?: string;
 }
 
 function fail(message: string): never {
@@ -72,6 +74,9 @@ export function parseAssignment(line: string): SidecarAssignment {
   if (!Array.isArray(runtimeTools) || !runtimeTools.every((t) => typeof t === 'string')) fail('runtimeTools must be an array of strings');
   if (typeof heartbeatSeconds !== 'number' || !(heartbeatSeconds > 0)) fail('heartbeatSeconds must be a positive number');
   if (raw.filesDir !== undefined && typeof raw.filesDir !== 'string') fail('filesDir must be a string');
+  if (raw.socketPath !== undefined && (typeof raw.socketPath !== 'string' || !raw.socketPath.startsWith('/'))) {
+    fail('socketPath must be an absolute path');
+  }
   return {
     runId,
     eventsUrl: httpUrl(eventsUrl, 'eventsUrl'),
@@ -83,5 +88,6 @@ export function parseAssignment(line: string): SidecarAssignment {
     historyUrl: optionalUrl(raw.historyUrl, 'historyUrl'),
     memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
     filesDir: (raw.filesDir as string | undefined) || undefined,
+    socketPath: raw.socketPath as string | undefined,
   };
 }

@@ -67,20 +67,34 @@ function acceptRuntimeEvent(res: ServerResponse, raw: Buffer, events: EventPoste
 export class SidecarHttpServer {
   private run: AssignedRun | null = null;
   readonly server: Server;
+  private socketServer: Server | null = null;
 
   constructor() {
-    this.server = createServer((req, res) => {
-      this.route(req, res).catch(() => {
-        if (!res.headersSent) sendJson(res, 500, { error: 'sidecar error' });
-        else res.destroy();
-      });
-    });
+    this.server = createServer(this.handle);
   }
+
+  private readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    this.route(req, res).catch(() => {
+      if (!res.headersSent) sendJson(res, 500, { error: 'sidecar error' });
+      else res.destroy();
+    });
+  };
 
   listen(): Promise<number> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as AddressInfo).port));
+    });
+  }
+
+  /** Serves the same routes on a unix socket too (for an agent confined to its own network namespace). */
+  listenOnSocket(path: string): Promise<void> {
+    if (this.socketServer) return Promise.reject(new Error('the sidecar already serves a socket'));
+    const server = createServer(this.handle);
+    this.socketServer = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(path, () => resolve());
     });
   }
 

@@ -1,12 +1,17 @@
 // The per-run sidecar. Started ahead of need (warm pool): it loads everything, listens on
-// 127.0.0.1, prints {"ready":true,"port":N}, then takes its run assignment as one line on stdin.
+// 127.0.0.1, prints {"ready":true,"port":N}, then takes its run assignment as one line on stdin
+// and answers {"assigned":true} once it serves the run (on its socketPath too, when given).
+// It ends when stdin closes: the parent that started it is gone.
 import { parseAssignment } from './assignment.ts';
 import { SidecarHttpServer } from './http-server.ts';
-import { announceReady, readFirstLine, warmFetch } from './warm-start.ts';
+import { prepareOutputValidator } from './output-validator.ts';
+import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from './warm-start.ts';
 
 await warmFetch();
+prepareOutputValidator();
 const sidecar = new SidecarHttpServer();
 const port = await sidecar.listen();
+await warmFetch(`http://127.0.0.1:${port}/warm`);
 announceReady({ port });
 
 let line: string;
@@ -16,9 +21,13 @@ try {
   process.exit(0);
 }
 try {
-  sidecar.assign(parseAssignment(line));
+  const assignment = parseAssignment(line);
+  if (assignment.socketPath) await sidecar.listenOnSocket(assignment.socketPath);
+  sidecar.assign(assignment);
 } catch (err) {
   // the message names fields only: the assignment holds secrets
   process.stderr.write(`sidecar: ${(err as Error).message}\n`);
   process.exit(2);
 }
+process.stdout.write(`${JSON.stringify({ assigned: true })}\n`);
+exitWhenStdinEnds();

@@ -8,11 +8,21 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 
 export type OutputCheck = (value: unknown) => string[];
 
+const newAjv = () => addFormats(new Ajv2020({ strict: false, allErrors: true, validateSchema: false }));
+// built while the sidecar waits in the warm pool: ajv's first instance and compile are slow
+let prepared: Ajv2020 | undefined;
+
+/** Loads and exercises the validator ahead of need, so the run's own compile is quick. */
+export function prepareOutputValidator(): void {
+  newAjv().compile({ type: 'object', properties: { at: { type: 'string', format: 'date-time' }, n: { type: 'integer', minimum: 0 } } });
+  prepared = newAjv();
+}
+
 /** A checker that lists problems as "<path> <message>"; no checker (always fine) for a schema ajv cannot compile. */
 export function outputChecker(schema: Record<string, unknown> | null): OutputCheck {
   if (!schema) return () => [];
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
-  addFormats(ajv);
+  const ajv = prepared ?? newAjv();
+  prepared = undefined;
   let validate: ReturnType<Ajv2020['compile']>;
   try {
     validate = ajv.compile(schema);

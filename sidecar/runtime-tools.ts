@@ -4,7 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RUN_LOG_LEVELS, type RunLogLevel } from '../lib/run-events.ts';
 import type { EventPoster } from './event-poster.ts';
-import { outputChecker } from './output-validator.ts';
+import { outputChecker, type OutputCheck } from './output-validator.ts';
 import { toolError, type SidecarTool } from './tool.ts';
 
 export const RUNTIME_TOOL_NAMES = ['output', 'log', 'note', 'pin', 'publish_file'] as const;
@@ -29,7 +29,10 @@ function outputTool(ctx: RuntimeToolsContext): SidecarTool {
   const schema = ctx.outputSchema;
   // MCP tool arguments are always an object: a non-object output schema travels wrapped in { output }
   const wrapped = schema !== null && !isObjectSchema(schema);
-  const check = outputChecker(schema);
+  // compiled right after the assignment is answered, off the path of the run's start
+  let check: OutputCheck | undefined;
+  const checker = () => (check ??= outputChecker(schema));
+  setImmediate(checker);
   return {
     name: 'output',
     description:
@@ -43,7 +46,7 @@ function outputTool(ctx: RuntimeToolsContext): SidecarTool {
     call(args) {
       const output = wrapped ? args.output : args;
       ctx.events.emit('output', { output });
-      const problems = check(output);
+      const problems = checker()(output);
       if (problems.length > 0) {
         return toolError(
           `Output recorded, but it does not match the output schema: ${problems.join('; ')}. ` +

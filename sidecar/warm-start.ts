@@ -1,5 +1,6 @@
 // The warm-pool handshake: announce readiness as one JSON line on stdout, then wait for one JSON
-// line on stdin. A pool parent that goes away before assigning ends the process.
+// line on stdin. A pool parent that goes away (stdin ends), before or after assigning, ends the
+// process, so a killed platform leaves no orphan behind.
 
 export function announceReady(fields: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ ready: true, ...fields })}\n`);
@@ -31,10 +32,22 @@ export function readFirstLine(): Promise<string> {
   });
 }
 
-/** Loads node's fetch implementation (lazily loaded on first use) without touching the network. */
-export async function warmFetch(): Promise<void> {
+/** Ends the process once stdin closes: the pool parent is gone. Call after the first line. */
+export function exitWhenStdinEnds(): void {
+  process.stdin.on('end', () => process.exit(0));
+  process.stdin.on('error', () => process.exit(0));
+  // later input is ignored; reading keeps the end-of-file observable
+  process.stdin.on('data', () => undefined);
+  process.stdin.resume();
+}
+
+/**
+ * Loads node's fetch implementation (lazily loaded on first use); given a URL of our own (the
+ * sidecar's loopback port), also runs its HTTP client path once, so the run's first event is quick.
+ */
+export async function warmFetch(url = 'data:,warm'): Promise<void> {
   try {
-    await (await fetch('data:,warm')).arrayBuffer();
+    await (await fetch(url)).arrayBuffer();
   } catch {
     // nothing to warm: the first real call pays instead
   }

@@ -94,7 +94,7 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
       if (p.exitCode !== null) return p.exitCode;
       const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
       p.kill(signal);
-      return Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 40_000))]);
+      return Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 40_000).unref())]);
     },
     async stop() {
       if (handle.proc.exitCode === null) {

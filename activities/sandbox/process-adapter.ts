@@ -1,0 +1,172 @@
+// RUN_ADAPTER=process: each run's sidecar and agent runtime are child processes of this host,
+// claimed from a warm pool. The agent runs under bubblewrap (own namespaces, no network, a
+// read-only view of the system) when bwrap is available, and under per-sandbox cgroup v2
+// ceilings when the host allows; otherwise it is an ordinary process with a V8 heap ceiling.
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from '../../lib/log.ts';
+import { projectRoot } from '../../lib/project-root.ts';
+import type { SandboxAdapter, SandboxSpec } from './adapter.ts';
+import { DEFAULT_CGROUP_ROOT, prepareCgroups } from './cgroup.ts';
+import { findBubblewrap, probeBubblewrap, SIDECAR_SOCKET_NAME } from './confinement.ts';
+import { agentHeapMb, SandboxPair, type PairSettings } from './sandbox-pair.ts';
+import { WarmPool } from './warm-pool.ts';
+import { checkWorkspacePaths } from './workspace-writer.ts';
+
+/** the platform's default agent_memory_ceiling_mb: pooled agents get the heap ceiling for it */
+const DEFAULT_POOL_MEMORY_MB = 1536;
+// sun_path holds 108 bytes including the terminating NUL
+const MAX_SOCKET_PATH = 107;
+
+export interface ProcessAdapterOptions {
+  /** project root holding dist/, node_modules and bin/start.mjs; found from this file when absent */
+  root?: string;
+  /** ready pairs kept waiting */
+  warmPool: number;
+  /** sandbox folders go under it: <workDir>/<sandboxId>/{workspace,files,ipc} */
+  workDir: string;
+  log?: Logger;
+  /** 'auto' confines the agent with bubblewrap when it works here; 'off' never does */
+  confine?: 'auto' | 'off';
+  /** memory limit pooled pairs are started for; a run with another limit gets a fresh pair */
+  poolMemoryMb?: number;
+  cgroupRoot?: string;
+}
+
+export interface SandboxIsolation {
+  confinement: 'bubblewrap' | 'none';
+  /** why the agent is not confined, when it is not */
+  confinementNote?: string;
+  cgroup: 'v2' | 'none';
+  cgroupNote?: string;
+}
+
+export interface SandboxProcesses {
+  sidecarPid: number;
+  /** the sidecar's TCP port on 127.0.0.1 (the unconfined agent's way in) */
+  sidecarPort: number;
+  /** the spawned agent process: bwrap when confined, node otherwise */
+  agentPid: number;
+  dir: string;
+  confined: boolean;
+}
+
+export interface ProcessSandboxAdapter extends SandboxAdapter {
+  readonly kind: 'process';
+  readonly isolation: SandboxIsolation;
+  /** the processes of a running sandbox, for diagnostics */
+  processes(sandboxId: string): SandboxProcesses | undefined;
+  warmCount(): number;
+  /** resolves once the warm pool is full */
+  whenWarm(): Promise<void>;
+}
+
+async function ensureProgramBundle(root: string): Promise<void> {
+  // loaded by path at run time so the bundler never inlines the build script into the platform
+  const starter = (await import(pathToFileURL(path.join(root, 'bin', 'start.mjs')).href)) as { ensureBundle(): Promise<void> };
+  await starter.ensureBundle();
+}
+
+async function chooseConfinement(opts: ProcessAdapterOptions, root: string, workDir: string): Promise<{ bwrap?: string; note?: string }> {
+  if (opts.confine === 'off') return { note: 'confinement turned off' };
+  const bwrap = findBubblewrap();
+  if (!bwrap) return { note: 'bwrap is not on PATH' };
+  const sampleSocket = path.join(workDir, `sbx_${'x'.repeat(20)}`, 'ipc', SIDECAR_SOCKET_NAME);
+  if (Buffer.byteLength(sampleSocket) > MAX_SOCKET_PATH) return { note: `workDir is too long for a unix socket path (${sampleSocket})` };
+  const probeDir = path.join(workDir, '.probe');
+  await mkdir(path.join(probeDir, 'ipc'), { recursive: true });
+  const probe = await probeBubblewrap(bwrap, { root, workspaceDir: probeDir, ipcDir: path.join(probeDir, 'ipc') });
+  await rm(probeDir, { recursive: true, force: true });
+  return probe.ok ? { bwrap } : { note: `bwrap cannot create its namespaces here: ${probe.reason}` };
+}
+
+export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise<ProcessSandboxAdapter> {
+  const root = opts.root ?? projectRoot();
+  const workDir = path.resolve(opts.workDir);
+  await mkdir(workDir, { recursive: true });
+  const [, confinement, cgroups] = await Promise.all([
+    ensureProgramBundle(root),
+    chooseConfinement(opts, root, workDir),
+    prepareCgroups(opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT),
+  ]);
+  const isolation: SandboxIsolation = {
+    confinement: confinement.bwrap ? 'bubblewrap' : 'none',
+    ...(confinement.note ? { confinementNote: confinement.note } : {}),
+    cgroup: cgroups.available ? 'v2' : 'none',
+    ...(cgroups.available ? {} : { cgroupNote: cgroups.reason }),
+  };
+  opts.log?.info('process sandbox adapter ready', { ...isolation, warmPool: opts.warmPool });
+
+  const settings: PairSettings = {
+    root,
+    workDir,
+    bwrap: confinement.bwrap,
+    cgroupBase: cgroups.available ? cgroups.base : undefined,
+    log: opts.log,
+  };
+  const poolHeapMb = agentHeapMb(opts.poolMemoryMb ?? DEFAULT_POOL_MEMORY_MB);
+  const pool = new WarmPool(Math.max(0, opts.warmPool), poolHeapMb, () => SandboxPair.spawn(settings, poolHeapMb), opts.log);
+  const active = new Map<string, SandboxPair>();
+  let closed = false;
+
+  // a platform that exits takes its sandboxes along (the programs also end on stdin EOF)
+  const killAll = () => {
+    for (const pair of [...active.values(), ...pool.pairs()]) pair.killNow();
+  };
+  process.once('exit', killAll);
+  pool.fill();
+
+  const stop = async (sandboxId: string): Promise<void> => {
+    const pair = active.get(sandboxId);
+    if (!pair) return;
+    await pair.stop();
+    active.delete(sandboxId);
+  };
+
+  return {
+    kind: 'process',
+    isolation,
+
+    async start(spec: SandboxSpec) {
+      if (closed) throw new Error('the process sandbox adapter is closed');
+      checkWorkspacePaths(spec.workspace);
+      const heapMb = agentHeapMb(spec.limits.memoryMb);
+      const pair = pool.take(heapMb) ?? (await SandboxPair.spawn(settings, heapMb));
+      if (closed) {
+        await pair.stop();
+        throw new Error('the process sandbox adapter is closed');
+      }
+      active.set(pair.id, pair);
+      try {
+        await pair.assign(spec);
+      } catch (err) {
+        await stop(pair.id);
+        throw err;
+      } finally {
+        pool.fill();
+      }
+      opts.log?.debug('sandbox started', { runId: spec.runId, sandboxId: pair.id });
+      return { sandboxId: pair.id };
+    },
+
+    async alive(sandboxId) {
+      return active.get(sandboxId)?.alive() ?? false;
+    },
+
+    stop,
+
+    async close() {
+      closed = true;
+      await Promise.all([pool.drain(), ...[...active.keys()].map(stop)]);
+      process.off('exit', killAll);
+    },
+
+    processes(sandboxId) {
+      const pair = active.get(sandboxId);
+      return pair && { sidecarPid: pair.sidecar.pid, sidecarPort: pair.sidecarPort, agentPid: pair.agent.pid, dir: pair.dir, confined: pair.confined };
+    },
+    warmCount: () => pool.warm,
+    whenWarm: () => pool.whenFull(),
+  };
+}

@@ -1,0 +1,133 @@
+// One child program of a sandbox (sidecar or agent runtime): spawned with its stdin kept open as
+// a pipe (the programs end when it closes), its stdout read as JSON lines for the warm-start
+// handshake, the tail of its stderr kept for diagnostics.
+import { spawn, type ChildProcess } from 'node:child_process';
+
+const STDERR_TAIL_CHARS = 4000;
+const MAX_QUEUED_LINES = 16;
+
+export interface ProgramProcess {
+  readonly pid: number;
+  readonly exited: Promise<void>;
+  running(): boolean;
+  /** the next JSON line on stdout; rejects if the process exits or the time runs out first */
+  nextLine(timeoutMs: number): Promise<Record<string, unknown>>;
+  /** writes one JSON line on stdin */
+  send(message: unknown): void;
+  stderrTail(): string;
+  /** SIGTERM, then SIGKILL after graceMs; resolves once the process is gone */
+  terminate(graceMs: number): Promise<void>;
+  /** SIGKILL now, synchronously (for the parent's exit hook) */
+  killNow(): void;
+}
+
+export function spawnProgram(
+  label: string,
+  command: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv },
+): ProgramProcess {
+  const child: ChildProcess = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  let stdoutBuffer = '';
+  const lines: string[] = [];
+  let waiter: (() => void) | null = null;
+  let gone = false;
+  // stdout is fully read once 'close' fires: only then does "no line" mean "no line ever"
+  let closed = false;
+
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      gone = true;
+      resolve();
+    });
+    // spawn failures (missing binary) end here instead of 'exit'
+    child.once('error', (err) => {
+      stderr += `${label}: ${err.message}\n`;
+      gone = true;
+      closed = true;
+      waiter?.();
+      resolve();
+    });
+  });
+  child.once('close', () => {
+    closed = true;
+    waiter?.();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-STDERR_TAIL_CHARS);
+  });
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdoutBuffer += chunk.toString();
+    let newline: number;
+    while ((newline = stdoutBuffer.indexOf('\n')) >= 0) {
+      lines.push(stdoutBuffer.slice(0, newline));
+      stdoutBuffer = stdoutBuffer.slice(newline + 1);
+    }
+    // only the handshake lines matter: a chatty program must not grow our memory
+    if (stdoutBuffer.length > 64 * 1024) stdoutBuffer = '';
+    if (lines.length > MAX_QUEUED_LINES) lines.splice(0, lines.length - MAX_QUEUED_LINES);
+    if (lines.length > 0) waiter?.();
+  });
+  // a write to a program that just died must not crash the parent
+  child.stdin!.on('error', () => undefined);
+
+  const running = () => !gone && child.exitCode === null && child.signalCode === null;
+
+  return {
+    pid: child.pid ?? -1,
+    exited,
+    running,
+    nextLine(timeoutMs) {
+      return new Promise((resolve, reject) => {
+        let timedOut = false;
+        const timer = setTimeout(() => {
+          timedOut = true;
+          settle();
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          waiter = null;
+        };
+        const settle = () => {
+          const line = lines.shift();
+          if (line !== undefined) {
+            done();
+            let parsed: unknown;
+            try {
+              parsed = JSON.parse(line);
+            } catch {
+              parsed = undefined;
+            }
+            if (typeof parsed === 'object' && parsed !== null) resolve(parsed as Record<string, unknown>);
+            else reject(new Error(`${label} printed an unexpected line: ${line.slice(0, 200)}`));
+          } else if (closed) {
+            done();
+            reject(new Error(`${label} exited (${child.exitCode ?? child.signalCode}): ${stderr.trim().slice(-1000)}`));
+          } else if (timedOut) {
+            done();
+            reject(new Error(`${label} gave no answer within ${timeoutMs} ms`));
+          }
+        };
+        waiter = settle;
+        settle();
+      });
+    },
+    send(message) {
+      if (running()) child.stdin!.write(`${JSON.stringify(message)}\n`);
+    },
+    stderrTail: () => stderr,
+    async terminate(graceMs) {
+      if (!running()) return exited;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => {
+        if (running()) child.kill('SIGKILL');
+      }, graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+    killNow() {
+      if (running()) child.kill('SIGKILL');
+    },
+  };
+}

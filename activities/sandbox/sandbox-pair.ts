@@ -1,0 +1,146 @@
+// One sandbox of the process backend: a sidecar and an agent runtime spawned together, ready and
+// waiting for their assignment, used for one run only. Its folder holds the agent's workspace,
+// the sidecar's published files and (when confined) the sidecar's socket.
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { randomBase62 } from '../../lib/ids.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { SandboxSpec } from './adapter.ts';
+import { confineToCgroup, processTree, removeCgroup } from './cgroup.ts';
+import { confinedArgv, SANDBOX_IPC_DIR, SANDBOX_PATH_ENV, SANDBOX_WORKSPACE, sandboxNodePath, SIDECAR_SOCKET_NAME } from './confinement.ts';
+import { spawnProgram, type ProgramProcess } from './program-process.ts';
+import { writeWorkspace } from './workspace-writer.ts';
+
+const READY_TIMEOUT_MS = 30_000;
+const ASSIGN_TIMEOUT_MS = 10_000;
+const STOP_GRACE_MS = 2_000;
+/** the sidecar relays bodies of up to 32 MiB; a fixed heap keeps a runaway one from growing without bound */
+export const SIDECAR_HEAP_MB = 256;
+// a small young generation: idle and per-run private memory drops by a third for a few more scavenges
+const NODE_MEMORY_FLAGS = ['--max-semi-space-size=1'];
+// what the sidecar may need from the host's environment: nothing secret, no platform setting
+const SIDECAR_ENV_KEYS = ['PATH', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TZ', 'LANG'];
+
+export interface PairSettings {
+  root: string;
+  workDir: string;
+  /** bwrap executable when the agent runs confined */
+  bwrap?: string;
+  /** cgroup v2 parent group when ceilings can be set */
+  cgroupBase?: string;
+  log?: Logger;
+}
+
+/** The agent's V8 heap ceiling for a memory limit: the rest is left to code, buffers and stacks. */
+export function agentHeapMb(memoryMb: number): number {
+  const margin = Math.min(256, Math.max(32, Math.floor(memoryMb / 4)));
+  return Math.max(64, Math.floor(memoryMb - margin));
+}
+
+function sidecarEnv(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { HOME: home };
+  for (const key of SIDECAR_ENV_KEYS) if (process.env[key] !== undefined) env[key] = process.env[key];
+  return env;
+}
+
+export class SandboxPair {
+  private cgroupDir: string | undefined;
+  private stopping: Promise<void> | undefined;
+  /** settles when either program has exited */
+  readonly ended: Promise<void>;
+
+  private constructor(
+    readonly id: string,
+    readonly dir: string,
+    readonly heapMb: number,
+    readonly confined: boolean,
+    readonly sidecar: ProgramProcess,
+    readonly agent: ProgramProcess,
+    readonly sidecarPort: number,
+    private readonly settings: PairSettings,
+  ) {
+    this.ended = Promise.race([sidecar.exited, agent.exited]);
+  }
+
+  static async spawn(settings: PairSettings, heapMb: number): Promise<SandboxPair> {
+    const id = `sbx_${randomBase62(20)}`;
+    const dir = path.join(settings.workDir, id);
+    const workspace = path.join(dir, 'workspace');
+    await mkdir(workspace, { recursive: true });
+    await mkdir(path.join(dir, 'files'));
+    await mkdir(path.join(dir, 'ipc'));
+
+    const node = sandboxNodePath();
+    const sidecar = spawnProgram('sidecar', node, [`--max-old-space-size=${SIDECAR_HEAP_MB}`, ...NODE_MEMORY_FLAGS, path.join(settings.root, 'dist', 'sidecar.js')], {
+      cwd: dir,
+      env: sidecarEnv(dir),
+    });
+    const agentCommand = [node, `--max-old-space-size=${heapMb}`, ...NODE_MEMORY_FLAGS, path.join(settings.root, 'dist', 'agent-runtime.js')];
+    // the agent's environment names no secret and no setting: PATH and HOME only
+    const agent = settings.bwrap
+      ? spawnProgram('agent-runtime', settings.bwrap, confinedArgv({ root: settings.root, workspaceDir: workspace, ipcDir: path.join(dir, 'ipc') }, agentCommand), {
+          cwd: workspace,
+          env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE },
+        })
+      : spawnProgram('agent-runtime', agentCommand[0], agentCommand.slice(1), {
+          cwd: workspace,
+          env: { PATH: process.env.PATH ?? SANDBOX_PATH_ENV, HOME: workspace },
+        });
+
+    const [sidecarReady, agentReady] = await Promise.allSettled([sidecar.nextLine(READY_TIMEOUT_MS), agent.nextLine(READY_TIMEOUT_MS)]);
+    const port = sidecarReady.status === 'fulfilled' ? sidecarReady.value.port : undefined;
+    if (sidecarReady.status === 'rejected' || agentReady.status === 'rejected' || typeof port !== 'number' || agentReady.value.ready !== true) {
+      await Promise.all([sidecar.terminate(0), agent.terminate(0)]);
+      await rm(dir, { recursive: true, force: true });
+      const reason = [sidecarReady, agentReady].map((r) => (r.status === 'rejected' ? (r.reason as Error).message : '')).filter(Boolean);
+      throw new Error(`sandbox programs did not start: ${reason.join('; ') || 'unexpected ready line'}`);
+    }
+    return new SandboxPair(id, dir, heapMb, settings.bwrap !== undefined, sidecar, agent, port, settings);
+  }
+
+  alive(): boolean {
+    return this.stopping === undefined && this.sidecar.running() && this.agent.running();
+  }
+
+  /** Writes the workspace, sets the ceilings, then assigns the sidecar and, once it serves the run, the agent. */
+  async assign(spec: SandboxSpec): Promise<void> {
+    const workspace = path.join(this.dir, 'workspace');
+    await writeWorkspace(workspace, spec.workspace);
+    if (this.settings.cgroupBase) {
+      try {
+        this.cgroupDir = await confineToCgroup(this.settings.cgroupBase, this.id, spec.limits, await processTree(this.agent.pid));
+      } catch (err) {
+        this.settings.log?.warn('sandbox runs without its cgroup ceilings', { sandboxId: this.id, error: (err as Error).message });
+      }
+    }
+    const socketPath = path.join(this.dir, 'ipc', SIDECAR_SOCKET_NAME);
+    this.sidecar.send({ ...spec.sidecar, filesDir: path.join(this.dir, 'files'), socketPath: this.confined ? socketPath : undefined });
+    const ack = await this.sidecar.nextLine(ASSIGN_TIMEOUT_MS);
+    if (ack.assigned !== true) throw new Error('the sidecar did not take its assignment');
+    this.agent.send(
+      this.confined
+        ? { workspace: SANDBOX_WORKSPACE, sidecarUrl: 'http://sidecar', sidecarSocket: `${SANDBOX_IPC_DIR}/${SIDECAR_SOCKET_NAME}` }
+        : { workspace, sidecarUrl: `http://127.0.0.1:${this.sidecarPort}` },
+    );
+  }
+
+  /** SIGTERM both programs, SIGKILL after the grace, then remove the folder and the cgroup. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await Promise.all([this.sidecar.terminate(STOP_GRACE_MS), this.agent.terminate(STOP_GRACE_MS)]);
+      await rm(this.dir, { recursive: true, force: true });
+      if (this.cgroupDir) {
+        await removeCgroup(this.cgroupDir).catch((err: Error) =>
+          this.settings.log?.warn('sandbox cgroup left behind', { sandboxId: this.id, error: err.message }),
+        );
+      }
+    })();
+    return this.stopping;
+  }
+
+  /** For the parent's exit hook: no waiting, no cleanup beyond the kill. */
+  killNow(): void {
+    this.sidecar.killNow();
+    this.agent.killNow();
+  }
+}

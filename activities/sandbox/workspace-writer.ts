@@ -1,0 +1,51 @@
+// Writes a run's workspace files under its sandbox folder. Paths come from packages and run
+// input, so each must stay inside the folder: relative, no '..', no NUL, no backslash tricks.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { WorkspaceFile } from './adapter.ts';
+
+export class UnsafeWorkspacePath extends Error {
+  constructor(readonly filePath: string) {
+    super(`workspace file path ${JSON.stringify(filePath.slice(0, 200))} is not a safe relative path`);
+  }
+}
+
+/** The normalized relative path, or an UnsafeWorkspacePath error. */
+export function safeWorkspacePath(filePath: string): string {
+  if (typeof filePath !== 'string' || filePath === '' || filePath.includes('\0') || filePath.includes('\\')) {
+    throw new UnsafeWorkspacePath(String(filePath));
+  }
+  if (filePath.startsWith('/') || filePath.split('/').some((segment) => segment === '..')) throw new UnsafeWorkspacePath(filePath);
+  const normalized = path.posix.normalize(filePath);
+  if (normalized === '.' || normalized.startsWith('../') || normalized.endsWith('/')) throw new UnsafeWorkspacePath(filePath);
+  return normalized;
+}
+
+/** Checks every path first, so a bad file never leaves half a workspace behind. */
+export function checkWorkspacePaths(files: WorkspaceFile[]): string[] {
+  const paths = files.map((f) => safeWorkspacePath(f.path));
+  const seen = new Set<string>();
+  for (const p of paths) {
+    if (seen.has(p)) throw new Error(`workspace file path ${JSON.stringify(p)} appears twice`);
+    seen.add(p);
+  }
+  return paths;
+}
+
+// below this total a run's start is quicker with direct writes than with thread-pool round trips
+const SYNC_WRITE_MAX_BYTES = 256 * 1024;
+
+export async function writeWorkspace(dir: string, files: WorkspaceFile[]): Promise<void> {
+  const paths = checkWorkspacePaths(files);
+  const folders = [...new Set(paths.map((p) => path.posix.dirname(p)).filter((d) => d !== '.'))];
+  // 'wx': never write through anything already there
+  const flag = 'wx';
+  if (files.reduce((sum, f) => sum + f.content.length, 0) <= SYNC_WRITE_MAX_BYTES) {
+    for (const folder of folders) mkdirSync(path.join(dir, folder), { recursive: true });
+    files.forEach((f, i) => writeFileSync(path.join(dir, paths[i]), f.content, { flag }));
+    return;
+  }
+  for (const folder of folders) await mkdir(path.join(dir, folder), { recursive: true });
+  await Promise.all(files.map((f, i) => writeFile(path.join(dir, paths[i]), f.content, { flag })));
+}
