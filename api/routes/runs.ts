@@ -9,12 +9,28 @@ import { created, noContent, ok, route } from '../route.ts';
 import { cancelRun, deleteRun, extendSink, readRun, readRunLogs, waitSeconds } from '../services/runs/control.ts';
 import { launchAgentRun, type LaunchContext } from '../services/runs/launch.ts';
 import { listRunRows, toRunWire } from '../services/runs/records.ts';
+import { requirePackageInSpace } from '../services/packages/placement.ts';
+import { isProblem, problem } from '../../lib/problem.ts';
+import type { SpaceScope } from '../../db/tenant.ts';
 import { RunSchema, RunListSchema, RunLogListSchema, AgentParams, agentIdOf } from './run-schemas.ts';
 
 const IdParams = z.object({ id: z.string() });
 
 export function launchContext(ctx: RequestContext, deps: AppDeps): LaunchContext {
   return { config: deps.config, secrets: deps.secrets, permissions: ctx.permissions, submitter: deps.submitter ?? null };
+}
+
+/** An agent that lives or is placed in the space (switched off still lists its past runs). */
+async function requireAgentInSpace(scope: SpaceScope, agentId: string): Promise<void> {
+  const notFound = () => problem('agent_not_found', { detail: `No agent ${agentId} is reachable in this space.` });
+  try {
+    const pkg = await requirePackageInSpace(scope, agentId);
+    if (pkg.type !== 'agent') throw notFound();
+  } catch (err) {
+    if (isProblem(err) && err.code === 'package_not_active_in_space') return;
+    if (isProblem(err) && (err.code === 'package_not_found' || err.code === 'package_not_placed')) throw notFound();
+    throw err;
+  }
 }
 
 function callerKey(ctx: RequestContext): string {
@@ -42,7 +58,10 @@ export const runRoutes = [
     responses: { 200: { description: 'A page of runs', schema: RunListSchema } },
     handler: async ({ ctx, params, query, req, deps }) => {
       const page = offsetPage(query, { def: 50, max: 100 });
-      const { rows, total } = await listRunRows(spaceScopeOf(ctx, deps.database), ctx.permissions, page, { agentId: agentIdOf(params) });
+      const scope = spaceScopeOf(ctx, deps.database);
+      const agentId = agentIdOf(params);
+      await requireAgentInSpace(scope, agentId);
+      const { rows, total } = await listRunRows(scope, ctx.permissions, page, { agentId });
       const { body, headers } = offsetList(req, page, rows.map(toRunWire), total);
       return ok(body, headers);
     },

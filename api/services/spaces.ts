@@ -1,6 +1,7 @@
 // Spaces of an organization: team spaces (shared, with members holding space roles) and personal
 // spaces (one per member, created on joining; only their name can change; removed when their
 // owner leaves the organization).
+import type { OrgScope } from '../../db/tenant.ts';
 import { orgRoleCoversSpaces, type OrgRole } from '../../lib/permissions.ts';
 import { newId } from '../../lib/ids.ts';
 import { problem } from '../../lib/problem.ts';
@@ -10,12 +11,13 @@ import { requireSpacePermission, toSpace, type Space, type SpaceAccess } from '.
 import { assertSpaceRemovable, removeSpace } from './space-removal.ts';
 
 const SPACE_COLUMNS = 's.id, s.name, s.kind, s.is_default, s.owner_user_id, s.created_at, s.updated_at';
+const RETURNING = 'id, name, kind, is_default, owner_user_id, created_at, updated_at';
 
 /**
  * The spaces the caller can see: every team space for owners and admins, the team spaces they
  * are a member of otherwise, plus their own personal space. An API key sees only its own space.
  */
-export async function listSpaces(scope: IdentityOrgScope, principal: Principal, orgRole: OrgRole): Promise<Space[]> {
+export async function listSpaces(scope: OrgScope, principal: Principal, orgRole: OrgRole): Promise<Space[]> {
   const { rows } = await scope.pool.query(
     `SELECT ${SPACE_COLUMNS}, sm.role_key
        FROM spaces s
@@ -35,7 +37,7 @@ export async function createSpace(scope: IdentityOrgScope, orgRole: OrgRole, inp
   return changeIdentity(scope, async (client) => {
     const id = newId('spc');
     const { rows } = await client.query(
-      `INSERT INTO spaces (id, org_id, name, kind) VALUES ($1, $2, $3, 'team') RETURNING ${SPACE_COLUMNS.replace(/s\./g, '')}, NULL::text AS role_key`,
+      `INSERT INTO spaces (id, org_id, name, kind) VALUES ($1, $2, $3, 'team') RETURNING ${RETURNING}, NULL::text AS role_key`,
       [id, scope.orgId, input.name.trim()],
     );
     if (!orgRoleCoversSpaces(orgRole)) {
@@ -60,7 +62,7 @@ export async function updateSpace(scope: IdentityOrgScope, access: SpaceAccess, 
     const { rows } = await client.query(
       `UPDATE spaces SET name = COALESCE($3, name), is_default = is_default OR $4, updated_at = now()
         WHERE id = $1 AND org_id = $2
-        RETURNING ${SPACE_COLUMNS.replace(/s\./g, '')}, $5::text AS role_key`,
+        RETURNING ${RETURNING}, $5::text AS role_key`,
       [space.id, scope.orgId, patch.name?.trim() ?? null, patch.isDefault === true, space.roleKey],
     );
     if (!rows[0]) throw problem('not_found', { detail: 'No such space.' });
