@@ -1,6 +1,7 @@
 // Every setting the platform reads, in one zod schema. Boot fails with a message naming the
 // setting (and the key, for JSON settings) when a value is wrong.
 import { z } from 'zod';
+import { isTrustRootEntry } from './afps/bundle-signature.ts';
 
 const MODULE_NAMES = ['oidc', 'webhooks', 'mcp', 'core-providers', 'chat', 'firecracker', 'codex', 'claude-code', 'observability', 'ee'] as const;
 export const DEFAULT_MODULES = ['oidc', 'webhooks', 'mcp', 'core-providers', 'chat'] as const;
@@ -117,7 +118,7 @@ export const ConfigSchema = z.object({
   TRUST_PROXY: z.string().default('false'),
   EGRESS_ALLOW_INTERNAL_HOSTS: csv,
   AFPS_SIGNATURE_POLICY: z.enum(['off', 'warn', 'required']).default('warn'),
-  AFPS_TRUST_ROOT: csv,
+  AFPS_TRUST_ROOT: csv.refine((entries) => entries.every(isTrustRootEntry), 'each entry must be the standard base64 of a raw 32-byte Ed25519 public key'),
   AFPS_SIGNING_KEY: z.string().optional(),
   /** repository imports read this host's REST API (git trees and blobs); GitHub Enterprise: https://<host>/api/v3 */
   GITHUB_API_URL: z.string().url().default('https://api.github.com'),

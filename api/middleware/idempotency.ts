@@ -51,7 +51,13 @@ export interface IdempotencyOutcome {
   settle?: (reply: Reply | null) => Promise<void>;
 }
 
-export function createIdempotency(store: CacheStore) {
+export interface IdempotencyOptions {
+  /** how long an in-progress key survives without renewal (its owner died) */
+  leaseMs?: number;
+}
+
+export function createIdempotency(store: CacheStore, opts: IdempotencyOptions = {}) {
+  const leaseMs = opts.leaseMs ?? LEASE_MS;
   return async function begin(req: Request, res: Response, rawBody: Buffer): Promise<IdempotencyOutcome> {
     const key = idempotencyKeyOf(req);
     if (key === undefined) return {};
@@ -65,11 +71,11 @@ export function createIdempotency(store: CacheStore) {
     const mine: InProgress = { state: 'in_progress', fp, lease };
     const mineText = JSON.stringify(mine);
 
-    if (!(await store.setIfAbsent(storeKey, mineText, LEASE_MS))) {
+    if (!(await store.setIfAbsent(storeKey, mineText, leaseMs))) {
       const existingText = await store.get(storeKey);
       if (existingText === null) {
         // expired between the two calls: try once more
-        if (!(await store.setIfAbsent(storeKey, mineText, LEASE_MS))) throw problem('idempotency_in_progress');
+        if (!(await store.setIfAbsent(storeKey, mineText, leaseMs))) throw problem('idempotency_in_progress');
       } else {
         const existing = JSON.parse(existingText) as Record_;
         if (existing.fp !== fp) {
@@ -90,8 +96,8 @@ export function createIdempotency(store: CacheStore) {
 
     // Keep the lease alive while the handler runs.
     const renew = setInterval(() => {
-      void store.get(storeKey).then((cur) => (cur === mineText ? store.set(storeKey, mineText, LEASE_MS) : undefined)).catch(() => {});
-    }, LEASE_MS / 3);
+      void store.get(storeKey).then((cur) => (cur === mineText ? store.set(storeKey, mineText, leaseMs) : undefined)).catch(() => {});
+    }, leaseMs / 3);
     renew.unref();
 
     return {

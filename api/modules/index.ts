@@ -16,6 +16,7 @@ export async function loadModules(names: readonly ModuleName[], deps: AppDeps): 
   for (const name of names) {
     const load = LOADERS[name];
     if (load) out.push(await load(deps));
+    else deps.log.warn('configured module is not available in this build; skipped', { module: name });
   }
   return out;
 }

@@ -43,7 +43,8 @@ export function publicRoutes(docs: PublicDocs): RouteDef<any, any, any>[] {
       handler: async ({ req }): Promise<Reply> => {
         const doc = docs.openapi!;
         const inm = req.headers['if-none-match'];
-        if (inm && inm.split(',').some((t) => t.trim() === doc.etag || t.trim() === '*')) {
+        // If-None-Match compares weakly (RFC 9110): W/"x" matches "x".
+        if (inm && inm.split(',').some((t) => t.trim().replace(/^W\//, '') === doc.etag || t.trim() === '*')) {
           return { status: 304, headers: { ETag: doc.etag } };
         }
         return { status: 200, body: doc.json, headers: { ETag: doc.etag, 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-cache' } };
