@@ -5,7 +5,7 @@
 import { reportOutcome } from './report.ts';
 import { runAgent, type AgentOutcome } from './run-agent.ts';
 import { sidecarFetch } from './sidecar-fetch.ts';
-import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from './warm-start.ts';
+import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from '../lib/warm-start.ts';
 
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
 

@@ -37,6 +37,15 @@ async function healthy(url: string): Promise<boolean> {
   }
 }
 
+async function healthyWithin(url: string, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await healthy(url)) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -79,10 +88,12 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
 
   let current: { pid: number; stop: () => Promise<void> };
   const oldPid = Number(fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : NaN);
-  if (Number.isInteger(oldPid) && pidAlive(oldPid) && (await healthy(`${adminUrl}/health`))) {
+  if (Number.isInteger(oldPid) && pidAlive(oldPid) && (await healthyWithin(`${adminUrl}/health`, 10_000))) {
     log.info('adopting the running embedded Restate server', { pid: oldPid });
     current = { pid: oldPid, stop: () => killPid(oldPid) };
   } else {
+    // A server that is alive but never answers would hold its ports for ever.
+    if (Number.isInteger(oldPid) && pidAlive(oldPid)) await killPid(oldPid);
     current = await launch();
   }
 

@@ -51,6 +51,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const dataDir = path.resolve(config.DATA_DIR);
   // Traversable so the embedded database can run as its own user when we are root; secrets inside are 0600.
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o755 });
+  // A directory that already existed (mkdtemp, umask 077) may not be: the database's user only needs to pass through.
+  if (!config.DATABASE_URL && process.getuid?.() === 0) {
+    const mode = fs.statSync(dataDir).mode & 0o777;
+    if ((mode & 0o011) !== 0o011) fs.chmodSync(dataDir, mode | 0o011);
+  }
   const ports = await portPlan(dataDir);
   const lifecycle = createLifecycle(config.SHUTDOWN_DRAIN_SECONDS);
   const bootStart = performance.now();

@@ -5,7 +5,7 @@
 import { parseAssignment } from './assignment.ts';
 import { SidecarHttpServer } from './http-server.ts';
 import { prepareOutputValidator } from './output-validator.ts';
-import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from './warm-start.ts';
+import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from '../lib/warm-start.ts';
 
 await warmFetch();
 prepareOutputValidator();

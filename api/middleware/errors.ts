@@ -10,6 +10,8 @@ function fromForeign(err: unknown): ProblemError {
   return problem('internal_error', { detail: 'An unexpected error occurred. Quote the request id when reporting it.' });
 }
 
+const EXPECTED_503 = new Set(['starting', 'shutting_down']);
+
 export function sendProblem(res: Response, err: ProblemError, requestId: string, typeBase: string): void {
   const body = problemBody(err, requestId, typeBase);
   res.status(err.status);
@@ -23,7 +25,8 @@ export function sendProblem(res: Response, err: ProblemError, requestId: string,
 export function errorHandler(typeBase: string, log: Logger) {
   return function handleError(err: unknown, req: Request, res: Response, _next: NextFunction): void {
     const p = isProblem(err) ? err : fromForeign(err);
-    if (p.status >= 500) log.error('request failed', { request_id: req.ctx?.requestId, method: req.method, path: req.path, error: err });
+    // The lifecycle gates answer 503 by design, for every request of a boot or a drain: not failures.
+    if (p.status >= 500 && !EXPECTED_503.has(p.code)) log.error('request failed', { request_id: req.ctx?.requestId, method: req.method, path: req.path, error: err });
     if (res.headersSent) {
       res.destroy();
       return;

@@ -111,9 +111,11 @@ export function createIdempotency(store: CacheStore, opts: IdempotencyOptions = 
           await store.deleteIfEquals(storeKey, mineText);
           return;
         }
+        // Header names are case-insensitive: a reply may spell ETag or etag.
+        const given = new Map(Object.entries(reply.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
         const headers: Record<string, string> = {};
         for (const h of REPLAYED_HEADERS) {
-          const v = reply.headers?.[h] ?? reply.headers?.[h.replace(/(^|-)\w/g, (m) => m.toUpperCase())] ?? res.getHeader(h);
+          const v = given.get(h) ?? res.getHeader(h);
           if (typeof v === 'string') headers[h] = v;
         }
         const done: Done = { state: 'done', fp, status: reply.status, headers, body };

@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import type { OrgScope } from '../../db/tenant.ts';
 import { NOTIFY_AUTH_CHANGED } from './auth-cache.ts';
+import { inTransaction } from '../../db/transaction.ts';
 
 /** What an identity change needs besides its data: the pool and the local credential cache. */
 export interface IdentityStore {
@@ -20,20 +21,7 @@ export function identityScope(scope: OrgScope, authCache: { clear(): void }): Id
   return { ...scope, authCache };
 }
 
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
-}
+export { inTransaction };
 
 /** Runs `work` in a transaction that announces an identity change; clears the local cache after commit. */
 export async function changeIdentity<T>(store: IdentityStore, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {

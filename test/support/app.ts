@@ -29,14 +29,18 @@ export interface TestAppOptions {
   redis?: boolean;
   /** start as not yet ready (503 starting) */
   notReady?: boolean;
+  /** Redis key prefix; two apps given the same one share rate-limit buckets and idempotency records */
+  cachePrefix?: string;
+  /** run over this database (another app's) instead of a fresh one; it is left in place on close */
+  databaseUrl?: string;
 }
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
-  const tdb = await freshDatabase();
+  const tdb = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : await freshDatabase();
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'error', DATABASE_URL: tdb.url, BOOTSTRAP_TOKEN: 'test-bootstrap-token-0123456789', ...opts.env });
   const log = createLogger(config.LOG_LEVEL);
   const database = connectDatabase(tdb.url, { max: 10 });
-  const cache = opts.redis ? createRedisStore(process.env.TEST_REDIS_URL!, `t:${randomBytes(4).toString('hex')}:`) : createMemoryStore();
+  const cache = opts.redis ? createRedisStore(process.env.TEST_REDIS_URL!, opts.cachePrefix ?? `t:${randomBytes(4).toString('hex')}:`) : createMemoryStore();
   const authCache = await createAuthCache(tdb.url, log);
   const lifecycle = createLifecycle(config.SHUTDOWN_DRAIN_SECONDS);
   const runFeed = await createRunStatusFeed(tdb.url, log);

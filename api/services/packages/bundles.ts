@@ -15,7 +15,8 @@ import { canRead, holds, packagePermission, requireHomeAuthority, type PackageSc
 import { resolveRunnableAgent } from './dependencies.ts';
 import { packageReadOptions } from './import.ts';
 import { findPackage, listVersions } from './rows.ts';
-import { withTransaction } from './store.ts';
+
+import { inTransaction } from '../../../db/transaction.ts';
 import { assertPublishable, draftIsDirty, insertVersion, isSystemPackage } from './versions.ts';
 
 let cachedSigner: { text: string; key: KeyObject } | undefined;
@@ -81,7 +82,7 @@ export async function importBundle(scope: PackageScope, bytes: Buffer): Promise<
 
   for (let attempt = 0; ; attempt++) {
     try {
-      const results = await withTransaction(scope.pool, async (tx) => {
+      const results = await inTransaction(scope.pool, async (tx) => {
         const out: BundleImportResult['packages'] = [];
         for (const pkg of checked) {
           const { manifest, files } = pkg.contents;

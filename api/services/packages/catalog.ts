@@ -7,7 +7,8 @@ import { holds, packagePermission, permissionsIn, requireHomeAuthority, type Pac
 import { dependentsOf } from './dependencies.ts';
 import { draftEtag } from './draft-tree.ts';
 import { headVersion, listVersions, readablePackage } from './rows.ts';
-import { withTransaction } from './store.ts';
+
+import { inTransaction } from '../../../db/transaction.ts';
 import { toVersionRecord, type VersionRecord } from './versions.ts';
 
 export interface PackageSummary {
@@ -131,7 +132,7 @@ export async function getPackage(scope: PackageScope, id: string): Promise<Packa
 export async function deletePackage(scope: PackageScope, id: string): Promise<void> {
   const readable = await readablePackage(scope, id);
   await requireHomeAuthority(scope, readable, 'delete');
-  await withTransaction(scope.pool, async (tx) => {
+  await inTransaction(scope.pool, async (tx) => {
     const pkg = await readablePackage(scope, id, tx, { lock: 'wait' });
     const dependents = await dependentsOf(tx, scope.orgId, pkg.id);
     if (dependents.length) throw problem('in_use', { detail: `${dependents.join(', ')} depend${dependents.length === 1 ? 's' : ''} on ${pkg.id}.` });

@@ -42,12 +42,36 @@ export async function dependentsOf(q: Queryable, orgId: string, id: string): Pro
   return rows.map((r) => r.id as string);
 }
 
+// Published versions never change: a loaded one is kept (keyed by its integrity too, so a
+// deleted and re-imported package id never serves stale files), bounded by total size.
+const VERSION_CACHE_BYTES = 64 * 1024 * 1024;
+const versionCache = new Map<string, { pkg: RunnablePackage; bytes: number }>();
+let versionCacheBytes = 0;
+
+function remember(key: string, pkg: RunnablePackage): void {
+  let bytes = 0;
+  for (const f of pkg.files.values()) bytes += f.length;
+  if (bytes > VERSION_CACHE_BYTES / 4) return;
+  while (versionCacheBytes + bytes > VERSION_CACHE_BYTES && versionCache.size) {
+    const [oldest, entry] = versionCache.entries().next().value!;
+    versionCache.delete(oldest);
+    versionCacheBytes -= entry.bytes;
+  }
+  versionCache.set(key, { pkg, bytes });
+  versionCacheBytes += bytes;
+}
+
 async function loadVersion(scope: SpaceScope, id: string, version: string, integrity: string): Promise<RunnablePackage> {
+  const key = `${scope.orgId}\0${id}\0${version}\0${integrity}`;
+  const hit = versionCache.get(key);
+  if (hit) return hit.pkg;
   const [manifest, files] = await Promise.all([
     versionManifest(scope.pool, scope.orgId, id, version),
     readTree(scope.pool, scope.orgId, id, version),
   ]);
-  return { id, version, integrity, manifest, files };
+  const pkg = { id, version, integrity, manifest, files };
+  remember(key, pkg);
+  return pkg;
 }
 
 type DependencyKind = 'skills' | 'integrations' | 'server';

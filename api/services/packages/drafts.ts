@@ -15,7 +15,8 @@ import {
 } from './draft-tree.ts';
 import { packageReadOptions } from './import.ts';
 import { draftSource, findPackage, headVersion, listVersions, readablePackage, versionManifest, type PackageRow, type VersionRow } from './rows.ts';
-import { blobOf, listTree, putBlobs, readBlob, readTree, treeIntegrityOf, withTransaction, type Blob, type Queryable, type TreeEntry } from './store.ts';
+import { blobOf, listTree, putBlobs, readBlob, readTree, treeIntegrityOf, type Blob, type Queryable, type TreeEntry } from './store.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 import { assertPublishable, insertVersion, type PublishedRef } from './versions.ts';
 
 export interface DraftRecord {
@@ -93,7 +94,7 @@ async function editDraft(
 ): Promise<DraftReply> {
   const readable = await readablePackage(scope, id);
   await requireHomeAuthority(scope, readable, 'write');
-  return withTransaction(scope.pool, async (tx: pg.PoolClient) => {
+  return inTransaction(scope.pool, async (tx: pg.PoolClient) => {
     const pkg = await findPackage(tx, scope.orgId, scope.spaceId, id, { lock: 'nowait' });
     if (!pkg) throw problem('package_not_found', { detail: `No package ${id} is reachable.` });
     checkIfMatch(ifMatch.header, draftEtag(pkg.draftIntegrity), ifMatch.required);
@@ -271,7 +272,7 @@ export async function publishDraft(scope: PackageScope, id: string, body: { vers
   }
   const readable = await readablePackage(scope, id);
   await requireHomeAuthority(scope, readable, 'write');
-  return withTransaction(scope.pool, async (tx) => {
+  return inTransaction(scope.pool, async (tx) => {
     const pkg = await findPackage(tx, scope.orgId, scope.spaceId, id, { lock: 'nowait' });
     if (!pkg) throw problem('package_not_found', { detail: `No package ${id} is reachable.` });
     const files = await readTree(tx, scope.orgId, id, draftSource(pkg));

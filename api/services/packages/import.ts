@@ -11,7 +11,8 @@ import { writeZip } from '../../../lib/zip/index.ts';
 import { problem } from '../../../lib/problem.ts';
 import { canRead, holds, packagePermission, requireHomeAuthority, type PackageScope } from './access.ts';
 import { findPackage, listVersions } from './rows.ts';
-import { entriesOf, treeIntegrityOf, withTransaction } from './store.ts';
+import { entriesOf, treeIntegrityOf, } from './store.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 import { assertPublishable, draftIsDirty, insertVersion, isSystemPackage, type PublishedRef } from './versions.ts';
 
 export interface ImportOutcome {
@@ -46,7 +47,7 @@ export async function importContents(scope: PackageScope, contents: PackageConte
 
   for (let attempt = 0; ; attempt++) {
     try {
-      return await withTransaction(scope.pool, async (tx) => {
+      return await inTransaction(scope.pool, async (tx) => {
         const existing = await findPackage(tx, scope.orgId, scope.spaceId, id, { lock: 'wait', includeDeleted: true });
         const nv = { version: manifest.version, manifest, files, archive };
 

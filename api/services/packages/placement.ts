@@ -7,7 +7,8 @@ import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { holds, packagePermission, requireHomeAuthority, type PackageScope } from './access.ts';
 import { findPackage, listVersions, readablePackage, type PackageRow } from './rows.ts';
-import { withTransaction, type Queryable } from './store.ts';
+import { type Queryable } from './store.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 
 export interface PlacementRecord {
   packageId: string;
@@ -97,7 +98,7 @@ export async function moveHome(scope: PackageScope, id: string, target: string |
   if (spaceId === pkg.homeSpaceId) throw problem('share_target_is_home', { detail: `${id} already lives in that space.` });
   const permission = packagePermission(pkg.type, 'write');
   if (!(await holds(scope, spaceId, permission))) throw problem('forbidden', { detail: `Moving ${id} there needs ${permission} in that space.` });
-  return withTransaction(scope.pool, async (tx) => {
+  return inTransaction(scope.pool, async (tx) => {
     const locked = await findPackage(tx, scope.orgId, scope.spaceId, id, { lock: 'wait' });
     if (!locked) throw problem('package_not_found', { detail: `No package ${id} is reachable.` });
     await tx.query('UPDATE packages SET home_space_id = $3, updated_at = now() WHERE org_id = $1 AND id = $2', [scope.orgId, id, spaceId]);

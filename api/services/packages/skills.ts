@@ -9,7 +9,8 @@ import { problem } from '../../../lib/problem.ts';
 import { holds, packagePermission, requireHomeAuthority, type PackageScope } from './access.ts';
 import { checkIfMatch, draftEtag } from './draft-tree.ts';
 import { draftSource, findPackage, headVersion, listVersions, readablePackage, resolveStored, type PackageRow } from './rows.ts';
-import { readTree, withTransaction, type Queryable } from './store.ts';
+import { readTree, type Queryable } from './store.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 
 export interface SkillPackageRecord {
   id: string;
@@ -104,7 +105,7 @@ export async function restoreSkillVersion(scope: PackageScope, id: string, spec:
   const readable = await readablePackage(scope, id);
   if (readable.type !== 'skill') throw problem('package_not_found', { detail: `${id} is not a skill.` });
   await requireHomeAuthority(scope, readable, 'write');
-  return withTransaction(scope.pool, async (tx) => {
+  return inTransaction(scope.pool, async (tx) => {
     const pkg = await findPackage(tx, scope.orgId, scope.spaceId, id, { lock: 'nowait' });
     if (!pkg) throw problem('package_not_found', { detail: `No package ${id} is reachable.` });
     checkIfMatch(ifMatch, draftEtag(pkg.draftIntegrity), false);

@@ -13,21 +13,6 @@ export const CHUNK_BYTES = 1024 * 1024;
 const CHUNKS_PER_STATEMENT = 4;
 const SMALL_BLOBS_PER_STATEMENT = 500;
 
-/** Runs fn inside a transaction on one client; rolls back on any throw. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
-}
 
 export interface TreeEntry {
   path: string;

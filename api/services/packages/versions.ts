@@ -5,7 +5,8 @@ import { checkPublishable, type Manifest, type PackageType } from '../../../lib/
 import { problem } from '../../../lib/problem.ts';
 import { requireHomeAuthority, type PackageScope } from './access.ts';
 import { headVersion, latestVersion, listVersions, readablePackage, type PackageRow, type VersionRow } from './rows.ts';
-import { blobOf, entriesOf, putBlobs, treeIntegrityOf, withTransaction, type Queryable } from './store.ts';
+import { blobOf, entriesOf, putBlobs, treeIntegrityOf, type Queryable } from './store.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 
 /** Ids under this scope belong to the platform. */
 export const SYSTEM_SCOPE = '@system';
@@ -120,7 +121,7 @@ export async function versionsOf(scope: PackageScope, id: string): Promise<{ ver
 export async function yankVersion(scope: PackageScope, id: string, version: string): Promise<VersionRecord> {
   const pkg = await readablePackage(scope, id);
   await requireHomeAuthority(scope, pkg, 'write');
-  return withTransaction(scope.pool, async (tx: pg.PoolClient) => {
+  return inTransaction(scope.pool, async (tx: pg.PoolClient) => {
     await readablePackage(scope, id, tx, { lock: 'wait' });
     const versions = await listVersions(tx, scope.orgId, id);
     const target = versions.find((v) => v.version === version);

@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { problem } from '../../../lib/problem.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 import { verifyRunEventSignature } from '../../../lib/run-events.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import type { TerminalSignal } from '../../../workflows/run-types.ts';
@@ -145,18 +146,7 @@ export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: R
   if (sink.sink_expires_at.getTime() <= Date.now()) throw problem('run_sink_expired', { detail: 'The run event sink has expired.' });
   const event = parseEvent(raw);
 
-  const client = await deps.pool.connect();
-  let signal: { started?: true; terminal?: TerminalSignal };
-  try {
-    await client.query('BEGIN');
-    signal = await recordEvent(client, sink, runId, messageId, event);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  const signal = await inTransaction(deps.pool, (client) => recordEvent(client, sink, runId, messageId, event));
 
   if (!deps.runs || (!signal.started && !signal.terminal)) return;
   try {

@@ -1,0 +1,95 @@
+// The credential-free resources: the OpenAPI 3.1 document (strong ETag, 304 on If-None-Match,
+// valid, generated from the loaded modules), the interactive reference served from this
+// instance only, /llms.txt and the health routes.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { call } from '../support/http.ts';
+
+let app: TestApp;
+
+before(async () => {
+  app = await startTestApp();
+});
+after(() => app.close());
+
+describe('GET /api/openapi.json', () => {
+  test('answers 200 JSON with a strong ETag, no credential needed', async () => {
+    const res = await call(app.url, 'GET', '/api/openapi.json');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /^application\/json/);
+    assert.match(res.headers.get('etag')!, /^"[^"]+"$/, 'a strong validator has no W/ prefix');
+    assert.equal(res.body.openapi, '3.1.0');
+  });
+
+  test('If-None-Match with the ETag, among others, or * answers 304 with the ETag and no body', async () => {
+    const etag = (await call(app.url, 'GET', '/api/openapi.json')).headers.get('etag')!;
+    for (const inm of [etag, `"stale", ${etag}`, '*', `W/${etag}`]) {
+      const res = await call(app.url, 'GET', '/api/openapi.json', { headers: { 'if-none-match': inm } });
+      assert.equal(res.status, 304, inm);
+      assert.equal(res.headers.get('etag'), etag);
+      assert.equal(res.text, '');
+    }
+  });
+
+  test('a stale If-None-Match gets the full document', async () => {
+    const res = await call(app.url, 'GET', '/api/openapi.json', { headers: { 'if-none-match': '"not-the-current-one"' } });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.openapi, '3.1.0');
+  });
+
+  test('the document passes OpenAPI validation', async () => {
+    const res = await call(app.url, 'GET', '/api/openapi.json');
+    const result = await validate(res.body);
+    assert.ok(result.valid, result.valid ? '' : compileErrors(result));
+  });
+
+  test("it includes the loaded modules' routes, the problem schema and the Idempotency-Key parameter where honored", async () => {
+    const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+    assert.ok(doc.paths['/api/models']?.get, 'core-providers: GET /api/models');
+    assert.ok(doc.paths['/api/end-users']?.post, 'POST /api/end-users');
+    assert.ok(doc.components.schemas.Problem, 'the Problem schema');
+    const createEndUser = doc.paths['/api/end-users'].post;
+    assert.ok(createEndUser.parameters.some((p: any) => p.in === 'header' && p.name === 'Idempotency-Key'));
+    assert.equal(createEndUser.responses['429'].content['application/problem+json'].schema.$ref, '#/components/schemas/Problem');
+    const listEndUsers = doc.paths['/api/end-users'].get;
+    assert.ok(!listEndUsers.parameters.some((p: any) => p.name === 'Idempotency-Key'));
+  });
+});
+
+describe('GET /api/docs', () => {
+  test('serves HTML whose every asset comes from this instance, and each asset loads', async () => {
+    const res = await call(app.url, 'GET', '/api/docs');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /^text\/html/);
+    assert.doesNotMatch(res.text, /https?:\/\/|(src|href)="\/\//, 'no CDN or absolute URL in the page');
+    const assets = [...res.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    assert.ok(assets.length >= 3, `assets: ${assets.join(', ')}`);
+    for (const asset of assets) {
+      assert.match(asset, /^\/api\/docs\//, asset);
+      const loaded = await fetch(app.url + asset);
+      assert.equal(loaded.status, 200, asset);
+      assert.ok((await loaded.arrayBuffer()).byteLength > 0, asset);
+    }
+    assert.ok(assets.some((a) => a.startsWith('/api/docs/assets/')), 'the bundled UI is served under /api/docs/assets');
+  });
+});
+
+test('GET /llms.txt lists the operations as text', async () => {
+  const res = await call(app.url, 'GET', '/llms.txt');
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type')!, /^text\/plain/);
+  assert.match(res.text, /^# /);
+  assert.match(res.text, /`POST \/api\/end-users`/);
+  assert.match(res.text, /`GET \/api\/models`/);
+  assert.match(res.text, /\/api\/openapi\.json/);
+});
+
+test('health: live and ready answer 200 ok without a credential', async () => {
+  for (const path of ['/health/live', '/health/ready']) {
+    const res = await call(app.url, 'GET', path);
+    assert.equal(res.status, 200, path);
+    assert.deepEqual(res.body, { status: 'ok' });
+  }
+});
