@@ -4,19 +4,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { KEY_SCOPES } from '../../lib/permissions.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { useTestApp } from '../support/app.ts';
 import { aKey, aMember, anOrg, aSession, aSpace } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 
-let app: TestApp;
-before(async () => {
-  app = await startTestApp();
-});
-after(() => app.close());
-
-const pool = () => app.deps.database.pool;
-const api = () => client(app.url);
-const sessionOf = async (userId: string) => (await aSession(pool(), userId)).cookie;
+const { app: currentApp, pool, api, sessionOf } = useTestApp();
 
 describe('creating a key', () => {
   test('answers the key once, in the apst_ format; only its hash and prefix are stored', async () => {
@@ -82,7 +74,7 @@ describe('creating a key', () => {
     assert.equal(res.status, 201);
     assert.equal(res.body.expiresAt, soon);
     await pool().query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [res.body.id]);
-    app.deps.authCache.clear();
+    currentApp().deps.authCache.clear();
     assert.equal((await api().get('/api/spaces', { key: res.body.key })).status, 401);
   });
 

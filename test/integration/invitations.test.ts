@@ -2,19 +2,11 @@
 // address while signed in, and every way an acceptance can be refused.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { useTestApp } from '../support/app.ts';
 import { aMember, anOrg, aSession, aUser } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 
-let app: TestApp;
-before(async () => {
-  app = await startTestApp();
-});
-after(() => app.close());
-
-const pool = () => app.deps.database.pool;
-const api = () => client(app.url);
-const sessionOf = async (userId: string) => (await aSession(pool(), userId)).cookie;
+const { app: currentApp, pool, api, sessionOf } = useTestApp();
 
 async function invite(orgId: string, cookie: string, email: string, role = 'member') {
   const res = await api().post(`/api/orgs/${orgId}/invitations`, { email, role }, { cookie });

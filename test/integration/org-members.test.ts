@@ -2,19 +2,11 @@
 // owner; only owners touch the owner role; leaving revokes keys and takes the personal space.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { useTestApp } from '../support/app.ts';
 import { aKey, aMember, anOrg, aSession, aSpace } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 
-let app: TestApp;
-before(async () => {
-  app = await startTestApp();
-});
-after(() => app.close());
-
-const pool = () => app.deps.database.pool;
-const api = () => client(app.url);
-const sessionOf = async (userId: string) => (await aSession(pool(), userId)).cookie;
+const { app: currentApp, pool, api, sessionOf } = useTestApp();
 
 describe('listing', () => {
   test('members read the list; guests cannot', async () => {

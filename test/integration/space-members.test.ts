@@ -1,19 +1,11 @@
 // Space members: adding, changing and removing space roles, and the rules that refuse them.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { useTestApp } from '../support/app.ts';
 import { aMember, anOrg, aSession, aSpace, aUser } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 
-let app: TestApp;
-before(async () => {
-  app = await startTestApp();
-});
-after(() => app.close());
-
-const pool = () => app.deps.database.pool;
-const api = () => client(app.url);
-const sessionOf = async (userId: string) => (await aSession(pool(), userId)).cookie;
+const { app: currentApp, pool, api, sessionOf } = useTestApp();
 
 describe('managing members of a team space', () => {
   test('a space admin adds a member, changes their role and removes them; the new member sees the space at once', async () => {

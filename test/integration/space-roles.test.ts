@@ -3,19 +3,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SPACE_ROLE_PRESETS } from '../../lib/permissions.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { useTestApp } from '../support/app.ts';
 import { aMember, anOrg, aSession } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 
-let app: TestApp;
-before(async () => {
-  app = await startTestApp();
-});
-after(() => app.close());
-
-const pool = () => app.deps.database.pool;
-const api = () => client(app.url);
-const sessionOf = async (userId: string) => (await aSession(pool(), userId)).cookie;
+const { app: currentApp, pool, api, sessionOf } = useTestApp();
 
 describe('space roles', () => {
   test('the list starts with the presets, marked read-only; members may read it', async () => {

@@ -3,19 +3,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { useTestApp } from '../support/app.ts';
 import { aKey, aMember, anOrg, aSession, aSpace } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 
-let app: TestApp;
-before(async () => {
-  app = await startTestApp();
-});
-after(() => app.close());
-
-const pool = () => app.deps.database.pool;
-const api = () => client(app.url);
-const sessionOf = async (userId: string) => (await aSession(pool(), userId)).cookie;
+const { app: currentApp, pool, api, sessionOf } = useTestApp();
 const ids = (res: { body: { data: Array<{ id: string }> } }) => res.body.data.map((s) => s.id).sort();
 
 /**

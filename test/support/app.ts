@@ -16,6 +16,9 @@ import { loadConfig } from '../../lib/config.ts';
 import { createSecretBox } from '../../lib/crypto.ts';
 import { createLogger } from '../../lib/log.ts';
 import { freshDatabase } from './db.ts';
+import { after, before } from 'node:test';
+import { aSession } from './builders.ts';
+import { client } from './http.ts';
 
 export interface TestApp {
   url: string;
@@ -68,5 +71,24 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
       await database.close();
       await tdb.drop();
     },
+  };
+}
+
+/**
+ * Registers before/after hooks that start and close an app for the file, and answers accessors
+ * (the app exists only once the hooks ran).
+ */
+export function useTestApp(opts: TestAppOptions = {}) {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp(opts);
+  });
+  after(() => app.close());
+  const pool = () => app.deps.database.pool;
+  return {
+    app: () => app,
+    pool,
+    api: () => client(app.url),
+    sessionOf: async (userId: string) => (await aSession(pool(), userId)).cookie,
   };
 }
