@@ -1,0 +1,130 @@
+// How runs end on a really started platform: no output (after one corrective re-prompt), an
+// output that fails the schema, the timeout clamped to the ceiling, a cancel while running, an
+// inline run, and a remote run reporting through its sink.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { signedRunEventHeaders } from '../../lib/run-events.ts';
+import { startFakeModel } from '../fixtures/fake-model/server.ts';
+import { aKey, anOrg } from '../support/builders.ts';
+import { call, client } from '../support/http.ts';
+import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
+import { aDefaultModel, importFixture } from '../support/runs.ts';
+
+let platform: PlatformProcess;
+let fake: Awaited<ReturnType<typeof startFakeModel>>;
+let api: ReturnType<typeof client>;
+const models: Record<string, string> = {};
+const ECHO = '/api/agents/@fixtures/agent-echo/run';
+
+before(async () => {
+  fake = await startFakeModel();
+  platform = await startPlatformProcess({
+    env: { SANDBOX_WARM_POOL: '2', RUN_HEARTBEAT_SECONDS: '1', PLATFORM_RUN_LIMITS: '{"timeout_ceiling_seconds": 4}' },
+  });
+  const pool = new pg.Pool({ connectionString: platform.db.url, max: 1 });
+  const org = await anOrg(pool);
+  const { key } = await aKey(pool, { ...org, userId: org.ownerId });
+  await pool.end();
+  api = client(platform.url, { key });
+  await importFixture(platform.url, key, 'agent-echo');
+  models.fake = await aDefaultModel(platform.url, key, fake.url, 'fake');
+  const credential = (await api.get('/api/model-provider-credentials')).body.data[0].id;
+  for (const m of ['fake-text', 'fake-bad-output', 'fake-hang']) {
+    const res = await api.post('/api/models', { credential_id: credential, model: m, name: m });
+    assert.equal(res.status, 201, res.text);
+    models[m] = res.body.id;
+  }
+});
+after(async () => {
+  await platform?.stop();
+  await fake?.close();
+});
+
+async function runToEnd(path: string, body: unknown): Promise<any> {
+  const launched = await api.post(path, body);
+  assert.equal(launched.status, 201, launched.text);
+  const done = await api.get(`/api/runs/${launched.body.id}?wait=40`);
+  assert.ok(!['pending', 'running'].includes(done.body.status), `still ${done.body.status}`);
+  return done.body;
+}
+
+describe('endings', () => {
+  test('a model that never calls output: re-prompted once, then failed no_output', async () => {
+    const before = fake.requests.filter((r) => r.model === 'fake-text').length;
+    const run = await runToEnd(ECHO, { input: { message: 'x' }, model_id: models['fake-text'] });
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error.code, 'no_output');
+    assert.ok(fake.requests.filter((r) => r.model === 'fake-text').length - before >= 2, 'the agent re-prompted once');
+  });
+
+  test('an output that fails the output schema: failed output_invalid with the validation errors', async () => {
+    const run = await runToEnd(ECHO, { input: { message: 'x' }, model_id: models['fake-bad-output'] });
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error.code, 'output_invalid');
+    assert.ok(Array.isArray(run.error.details) && run.error.details.length > 0);
+    assert.ok(run.error.details.some((e: any) => e.field.startsWith('output')));
+  });
+
+  test('the agent timeout is clamped to the ceiling: status timeout, run_timeout', async () => {
+    const started = Date.now();
+    const run = await runToEnd(ECHO, { input: { message: 'x' }, model_id: models['fake-hang'] });
+    assert.equal(run.timeout_seconds, 4);
+    assert.equal(run.status, 'timeout');
+    assert.equal(run.error.code, 'run_timeout');
+    assert.ok(Date.now() - started < 30_000);
+  });
+
+  test('a cancel while running ends the run and tears its sandbox down', async () => {
+    const launched = (await api.post(ECHO, { input: { message: 'x' }, model_id: models['fake-hang'] })).body;
+    for (let i = 0; i < 100 && (await api.get(`/api/runs/${launched.id}`)).body.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 100));
+    const cancelled = await api.post(`/api/runs/${launched.id}/cancel`, { reason: 'changed my mind' });
+    assert.equal(cancelled.status, 200, cancelled.text);
+    assert.equal(cancelled.body.status, 'cancelled');
+    // The sandbox's folder goes with it.
+    const deadline = Date.now() + 15_000;
+    let left = -1;
+    while (Date.now() < deadline) {
+      left = Number(execFileSync('sh', ['-c', `ls ${platform.dataDir}/sandboxes 2>/dev/null | wc -l`], { encoding: 'utf8' }).trim());
+      const warm = Number(execFileSync('sh', ['-c', `ps -o args= --ppid ${platform.proc.pid} | grep -c sidecar.js || true`], { encoding: 'utf8' }).trim());
+      if (warm <= 2 && left <= 2) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    assert.ok(left <= 2, `sandbox folders left: ${left}`);
+  });
+});
+
+describe('runs of other kinds', () => {
+  test('an inline run succeeds with its output checked against its inline output schema', async () => {
+    const run = await runToEnd('/api/runs/inline', {
+      manifest: {
+        name: '@inline/summary', version: '1.0.0', type: 'agent', schema_version: '0.3',
+        output: { schema: { type: 'object', properties: { summary: { type: 'string' } }, required: ['summary'] } },
+        runtime_tools: ['output'],
+      },
+      prompt: 'Summarize the input and call output.',
+      input: { text: 'a long text' },
+    });
+    assert.equal(run.status, 'success', JSON.stringify(run.error));
+    assert.equal(typeof run.result.output.summary, 'string');
+  });
+
+  test('a remote run ends when its runner reports completion through the sink', async () => {
+    const created = await api.post('/api/runs/remote', { packageId: '@fixtures/agent-echo', input: { message: 'remote' } });
+    assert.equal(created.status, 201, created.text);
+    const { events_url: url, secret } = created.body.sink;
+    let seq = 0;
+    const post = async (type: string, data: Record<string, unknown>) => {
+      const raw = JSON.stringify({ sequence: ++seq, type, at: new Date().toISOString(), data });
+      const res = await call(platform.url, 'POST', new URL(url).pathname, { rawBody: raw, headers: { 'content-type': 'application/json', ...signedRunEventHeaders(secret, raw) } });
+      assert.equal(res.status, 204, res.text);
+    };
+    await post('started', {});
+    await post('output', { output: { echo: 'from elsewhere' } });
+    await post('completed', { text: 'done' });
+    const done = await api.get(`/api/runs/${created.body.id}?wait=20`);
+    assert.equal(done.body.status, 'success', JSON.stringify(done.body.error));
+    assert.deepEqual(done.body.result.output, { echo: 'from elsewhere' });
+  });
+});

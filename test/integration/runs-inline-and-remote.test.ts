@@ -1,0 +1,102 @@
+// Inline runs (a manifest and prompt sent with the launch, under INLINE_RUN_LIMITS, emptied after
+// the retention period) and remote runs (executed elsewhere, reporting through the same sink).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { purgeExpiredInlineRuns } from '../../api/services/runs/retention.ts';
+import { signedRunEventHeaders } from '../../lib/run-events.ts';
+import { startFakeModel } from '../fixtures/fake-model/server.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { aKey, anOrg } from '../support/builders.ts';
+import { call, client } from '../support/http.ts';
+import { aDefaultModel, importFixture } from '../support/runs.ts';
+
+let fake: Awaited<ReturnType<typeof startFakeModel>>;
+let app: TestApp;
+let api: ReturnType<typeof client>;
+
+const manifest = (extra: Record<string, unknown> = {}) => ({
+  name: '@inline/greeter', version: '0.1.0', type: 'agent', schema_version: '0.3',
+  input: { schema: { type: 'object', properties: { who: { type: 'string' } }, required: ['who'] } },
+  ...extra,
+});
+
+before(async () => {
+  fake = await startFakeModel();
+  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1', INLINE_RUN_LIMITS: '{"manifest_bytes": 2000, "prompt_bytes": 100, "max_skills": 1}' } });
+  const org = await anOrg(app.deps.database.pool);
+  const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
+  api = client(app.url, { key });
+  await importFixture(app.url, key, 'agent-echo');
+  await aDefaultModel(app.url, key, fake.url);
+});
+after(async () => {
+  await app.close();
+  await fake.close();
+});
+
+describe('inline runs', () => {
+  test('validate answers the normalized manifest; launch answers a pending inline run', async () => {
+    const body = { manifest: manifest(), prompt: 'Greet {{who}}.', input: { who: 'Ada' } };
+    const checked = await api.post('/api/runs/inline/validate', body);
+    assert.equal(checked.status, 200, checked.text);
+    assert.equal(checked.body.valid, true);
+    const run = await api.post('/api/runs/inline', body);
+    assert.equal(run.status, 201, run.text);
+    assert.equal(run.body.kind, 'inline');
+    assert.equal(run.body.packageId, '@inline/greeter');
+    assert.deepEqual(run.body.input, { who: 'Ada' });
+  });
+
+  test('an invalid manifest, a manifest over manifest_bytes or over max_skills is 400 invalid_inline_manifest', async () => {
+    const bad = await api.post('/api/runs/inline', { manifest: { name: 'nope', version: 'x', type: 'agent' }, prompt: 'hi' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.code, 'invalid_inline_manifest');
+    assert.ok(bad.body.errors.every((e: any) => e.field.startsWith('manifest.')));
+    const big = await api.post('/api/runs/inline', { manifest: manifest({ description: 'x'.repeat(3000) }), prompt: 'hi', input: { who: 'a' } });
+    assert.equal(big.status, 400);
+    assert.equal(big.body.code, 'invalid_inline_manifest');
+    const skills = await api.post('/api/runs/inline', { manifest: manifest({ dependencies: { skills: { '@a/one': '^1.0.0', '@a/two': '^1.0.0' } } }), prompt: 'hi', input: { who: 'a' } });
+    assert.equal(skills.status, 400);
+    assert.equal(skills.body.code, 'invalid_inline_manifest');
+  });
+
+  test('a prompt over prompt_bytes is refused; input is checked against the inline input schema', async () => {
+    const long = await api.post('/api/runs/inline', { manifest: manifest(), prompt: 'p'.repeat(101), input: { who: 'a' } });
+    assert.equal(long.status, 400);
+    assert.equal(long.body.errors[0].field, 'prompt');
+    const input = await api.post('/api/runs/inline', { manifest: manifest(), prompt: 'hi', input: {} });
+    assert.equal(input.status, 400);
+    assert.equal(input.body.code, 'invalid_input');
+  });
+
+  test('after the retention period the manifest and prompt are emptied and logs deleted; the run record stays', async () => {
+    const run = (await api.post('/api/runs/inline', { manifest: manifest(), prompt: 'hi', input: { who: 'a' } })).body;
+    const pool = app.deps.database.pool;
+    await pool.query(`UPDATE runs SET status = 'success', created_at = now() - interval '31 days' WHERE id = $1`, [run.id]);
+    await pool.query(`INSERT INTO run_logs (run_id, sequence, level, message) VALUES ($1, 1, 'info', 'old')`, [run.id]);
+    assert.ok((await purgeExpiredInlineRuns(pool, 30)) >= 1);
+    const { rows } = await pool.query('SELECT inline_manifest, inline_prompt, purged_at FROM runs WHERE id = $1', [run.id]);
+    assert.equal(rows[0].inline_manifest, null);
+    assert.equal(rows[0].inline_prompt, null);
+    assert.ok(rows[0].purged_at);
+    assert.equal((await pool.query('SELECT 1 FROM run_logs WHERE run_id = $1', [run.id])).rowCount, 0);
+    assert.equal((await api.get(`/api/runs/${run.id}`)).status, 200);
+  });
+});
+
+describe('remote runs', () => {
+  test('the sink address and secret are answered once; the remote runner reports through them', async () => {
+    const created = await api.post('/api/runs/remote', { packageId: '@fixtures/agent-echo', input: { message: 'elsewhere' } });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.kind, 'remote');
+    const { events_url: eventsUrl, secret } = created.body.sink;
+    assert.match(secret, /^whsec_/);
+    assert.match(eventsUrl, new RegExp(`/internal/runs/${created.body.id}/events$`));
+    const raw = JSON.stringify({ sequence: 1, type: 'started', at: new Date().toISOString(), data: {} });
+    const posted = await call(app.url, 'POST', new URL(eventsUrl).pathname, { rawBody: raw, headers: { 'content-type': 'application/json', ...signedRunEventHeaders(secret, raw) } });
+    assert.equal(posted.status, 204);
+    const read = await api.get(`/api/runs/${created.body.id}`);
+    assert.equal(read.body.status, 'running');
+    assert.equal(read.body.sink, undefined, 'the secret is not shown again');
+  });
+});
