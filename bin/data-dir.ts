@@ -5,6 +5,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { freePort } from '../lib/free-port.ts';
+export { freePort };
 
 export interface PortPlan {
   postgres: number;
@@ -14,17 +16,6 @@ export interface PortPlan {
   worker: number;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Reads the kept ports, choosing and saving any that are missing. */
 export async function portPlan(dataDir: string): Promise<PortPlan> {

@@ -46,12 +46,20 @@ async function healthyWithin(url: string, ms: number): Promise<boolean> {
   return false;
 }
 
+/** Alive and still a Restate server: a zombie, or a pid reused by another program, is not. */
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false;
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('restate-server');
+  } catch {
+    // No /proc (not Linux): the signal check is all there is.
+    return true;
   }
 }
 

@@ -39,7 +39,11 @@ export class ProblemError extends Error {
 
   constructor(code: ErrorCode, opts: ProblemOptions = {}) {
     const entry = errorCatalog[code];
+    // A client error is answered, never logged with a stack: skip capturing one (it is costly).
+    const limit = Error.stackTraceLimit;
+    if ((opts.status ?? entry.status) < 500) Error.stackTraceLimit = 0;
     super(opts.detail ?? entry.title);
+    Error.stackTraceLimit = limit;
     this.name = 'ProblemError';
     this.code = code;
     this.status = opts.status ?? entry.status;

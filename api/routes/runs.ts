@@ -81,10 +81,18 @@ export const runRoutes = [
     method: 'get', path: '/api/runs/{id}', summary: 'Read a run; ?wait=<seconds>|true long-polls up to 55 s for a terminal status', tag: 'Runs',
     permission: 'runs:read', params: IdParams, query: z.object({ wait: z.string().optional() }),
     responses: { 200: { description: 'The run', schema: RunSchema } },
-    handler: async ({ ctx, params, query, req, deps }) => {
-      const aborted = new AbortController();
-      req.once('close', () => aborted.abort());
-      return ok(await readRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, waitSeconds(query.wait), deps.runFeed ?? null, callerKey(ctx), aborted.signal));
+    handler: async ({ ctx, params, query, req, res, deps }) => {
+      const seconds = waitSeconds(query.wait);
+      // Only a long poll needs to notice the client leaving early.
+      let signal: AbortSignal | undefined;
+      if (seconds > 0) {
+        const aborted = new AbortController();
+        req.once('close', () => {
+          if (!res.writableEnded) aborted.abort();
+        });
+        signal = aborted.signal;
+      }
+      return ok(await readRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, seconds, deps.runFeed ?? null, callerKey(ctx), signal));
     },
   }),
   route({

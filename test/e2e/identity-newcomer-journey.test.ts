@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { sessionCookieFrom } from '../support/builders.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { client } from '../support/http.ts';
+import { freePort } from '../../lib/free-port.ts';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const TOKEN = 'journey-bootstrap-token-0123456789';
@@ -21,15 +22,6 @@ let proc: ChildProcess;
 let base: string;
 let output = '';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitReady(url: string, ms: number): Promise<void> {
   const deadline = Date.now() + ms;

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { restateServerBinary, startRestateServer } from '../../restate/launcher.ts';
-import { freePort } from '../../restate/ports.ts';
+import { freePort } from '../../lib/free-port.ts';
 
 /** host:port of every TCP socket the process listens on, from /proc (Linux). */
 function listeningAddresses(pid: number): string[] {

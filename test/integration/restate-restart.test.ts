@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRestateServer, type RestateServerOptions } from '../../restate/launcher.ts';
-import { freePort } from '../../restate/ports.ts';
+import { freePort } from '../../lib/free-port.ts';
 import { findWorkflowInvocation, registerDeployment } from '../../restate/admin.ts';
 import { startWorkflowEndpoint } from '../../workflows/endpoint.ts';
 import { createRunWorkflow } from '../../workflows/run.ts';

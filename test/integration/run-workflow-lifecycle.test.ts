@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startRestateServer, type RestateServer } from '../../restate/launcher.ts';
-import { freePort } from '../../restate/ports.ts';
+import { freePort } from '../../lib/free-port.ts';
 import { cancelInvocation, queryInvocations, registerDeployment, sqlString } from '../../restate/admin.ts';
 import { startWorkflowEndpoint, type WorkflowEndpoint } from '../../workflows/endpoint.ts';
 import { createRunWorkflow } from '../../workflows/run.ts';

@@ -6,18 +6,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freshDatabase, type TestDatabase } from './db.ts';
+import { freePort } from '../../lib/free-port.ts';
+export { freePort };
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export interface PlatformProcess {
   url: string;

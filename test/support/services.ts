@@ -8,6 +8,7 @@ import pg from 'pg';
 import { connectDatabase } from '../../db/client.ts';
 import { startEmbeddedPostgres } from '../../db/embedded-postgres.ts';
 import { applyMigrations, MIGRATIONS_DIR } from '../../db/migrate.ts';
+import { freePort } from '../../lib/free-port.ts';
 
 function pidAlive(pid: number): boolean {
   try {
@@ -27,17 +28,8 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
-}
 
-async function canConnect(url: string): Promise<boolean> {
+export async function canConnect(url: string): Promise<boolean> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
   try {
     await c.connect();

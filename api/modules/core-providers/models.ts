@@ -6,6 +6,7 @@ import { newId } from '../../../lib/ids.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { OrgScope } from '../../../db/tenant.ts';
 import { checkModelSettings } from './model-settings.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 
 export interface Model {
   id: string;
@@ -78,20 +79,6 @@ function toWire(r: Row): Model {
 
 const notFound = () => problem('not_found', { detail: 'No such model in this organization.' });
 
-async function inTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
-  const tx = await pool.connect();
-  try {
-    await tx.query('BEGIN');
-    const out = await fn(tx);
-    await tx.query('COMMIT');
-    return out;
-  } catch (err) {
-    await tx.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    tx.release();
-  }
-}
 
 /** One writer of an organization's default at a time. */
 async function lockDefault(tx: pg.PoolClient, orgId: string): Promise<void> {

@@ -128,7 +128,7 @@ export async function admitAndSubmit(scope: SpaceScope, ctx: LaunchContext, row:
 }
 
 export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, packageId: string, body: AgentLaunchBody): Promise<RunWire> {
-  const agent = await resolveRunnableAgent(scope, packageId, body.version);
+  const [agent, config] = await Promise.all([resolveRunnableAgent(scope, packageId, body.version), agentConfig(scope, packageId)]);
   const prompt = agent.files.get('prompt.md');
   if (!prompt || prompt.toString('utf8').trim() === '') throw problem('empty_prompt', { detail: `The prompt of ${packageId}@${agent.version} is empty.` });
 
@@ -142,7 +142,6 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     given ??= (previous.input ?? {}) as Record<string, unknown>;
     rerunOf = previous.id;
   }
-  const config = await agentConfig(scope, packageId);
   const input = checkInput(agent.manifest, given ?? {}, config.locked_input);
   const model = await resolveRunModel(scope, ctx.secrets, body.model_id ?? config.model_id);
   const row = newRunRow(scope, ctx, {
