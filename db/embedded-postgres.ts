@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import { projectRoot } from '../lib/project-root.ts';
 
 export interface EmbeddedPostgresHandle {
   url: string;
@@ -20,6 +21,21 @@ interface Options {
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 const USER = 'platform';
 const DB_NAME = 'platform';
+
+function ensureTraversable(target: string, log?: (line: string) => void): void {
+  fs.mkdirSync(target, { recursive: true });
+  let dir = path.resolve(target);
+  for (;;) {
+    const mode = fs.statSync(dir).mode;
+    if ((mode & 0o001) === 0) {
+      fs.chmodSync(dir, (mode & 0o7777) | 0o001);
+      log?.(`made ${dir} traversable (o+x) for the embedded database's user`);
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) return;
+    dir = parent;
+  }
+}
 
 function pidAlive(pid: number): boolean {
   try {
@@ -74,6 +90,11 @@ export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPost
     onError: (e) => opts.log?.(String(e)),
   });
 
+  if (process.getuid?.() === 0) {
+    // The database runs as its own user: it must be able to pass through to its binaries (in
+    // node_modules) and to its data. Only the traverse bit is added, never read access.
+    for (const dir of [projectRoot(), opts.dir]) ensureTraversable(dir, opts.log);
+  }
   const stalePid = readPostmasterPid(clusterDir);
   let adoptedPid: number | null = null;
   if (stalePid && pidAlive(stalePid) && (await portOpen(opts.port))) {
