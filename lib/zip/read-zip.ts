@@ -103,7 +103,9 @@ function extractEntry(bytes: Buffer, name: string, entry: CentralDirectoryEntry)
     if (entry.compressedSize !== entry.uncompressedSize) {
       throw unreadable(`Archive entry ${printableEntryName(name)} is stored but its sizes differ.`);
     }
-    data = Buffer.from(stored); // a copy, so the caller never holds a view of the whole upload
+    // A view, not a copy: a stored entry costs no memory of its own. Entries live as long as the
+    // request that read them; anything kept longer (a cache) must copy.
+    data = stored;
   } else {
     data = inflateCapped(stored, name, entry.uncompressedSize);
   }
