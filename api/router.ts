@@ -2,7 +2,7 @@
 // authentication, impersonation and role-preview guards, organization, permissions, space,
 // API version, the Idempotency-Key guard, then the route's own rate limit, idempotency,
 // validation and handler.
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type Express, type Request, type Response, type Router } from 'express';
 import { isProblem, problem, problemBody } from '../lib/problem.ts';
 import type { AppDeps } from './deps.ts';
 import { readJsonBody } from './middleware/body.ts';
@@ -41,7 +41,7 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
   const bodyLimit = deps.config.API_BODY_LIMIT_BYTES;
   const typeBase = deps.config.ERROR_TYPE_BASE;
 
-  return function mount(router: Router, def: RouteDef<any, any, any>): void {
+  return function mount(router: Router | Express, def: RouteDef<any, any, any>): void {
     const stage = def.stage ?? 'protected';
     const tenant = def.tenant ?? (stage === 'protected' ? defaultTenant(def.path) : 'none');
     const resolved: RouteDef<any, any, any> = { ...def, tenant };
@@ -84,7 +84,8 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
       sendReply(res, reply);
     };
 
-    router[def.method](expressPath(def.path), (req: Request, res: Response, next) => {
+    // An app routes like a router here (its one-argument get() is the settings getter, not used).
+    (router as Router)[def.method](expressPath(def.path), (req: Request, res: Response, next) => {
       handler(req, res).catch(next);
     });
   };
