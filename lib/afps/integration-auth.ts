@@ -233,7 +233,7 @@ function readDelivery(r: FieldReader, field: string, value: unknown, knownFields
   if (!http) return undefined;
 
   let where: 'header' | undefined;
-  if (http.in === 'cookie') r.fail(`${httpField}.in`, 'invalid_value', 'must be header: cookie delivery is not implemented');
+  if (http.in === 'cookie') r.fail(`${httpField}.in`, 'invalid_value', 'must be header: cookie delivery is refused (only header delivery is supported)');
   else where = r.oneOf(`${httpField}.in`, http.in, ['header'] as const, { required: true });
   const name = r.string(`${httpField}.name`, http.name, { required: true, pattern: HEADER_NAME, format: 'an HTTP header name' });
   const prefix = r.string(`${httpField}.prefix`, http.prefix, { max: 200 });
