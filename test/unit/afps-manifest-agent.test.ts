@@ -2,26 +2,14 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isProblem, type FieldError } from '../../lib/problem.ts';
 import { parseManifest, type AgentManifest } from '../../lib/afps/manifest.ts';
+import { codesByField, manifestErrors, MANIFEST_OPTS } from '../support/manifest-errors.ts';
 
-const OPTS = { timeoutCeilingSeconds: 1800 };
+const OPTS = MANIFEST_OPTS;
 
 function anAgent(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { name: '@acme/bot', version: '1.0.0', type: 'agent', ...extra };
 }
 
-function manifestErrors(raw: unknown): FieldError[] {
-  try {
-    parseManifest(raw, OPTS);
-  } catch (err) {
-    if (isProblem(err) && err.code === 'invalid_manifest') return err.errors ?? [];
-    throw err;
-  }
-  return assert.fail('expected invalid_manifest');
-}
-
-function codesByField(raw: unknown): Record<string, string> {
-  return Object.fromEntries(manifestErrors(raw).map((e) => [e.field, e.code]));
-}
 
 const OBJECT_SCHEMA = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] };
 
