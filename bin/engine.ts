@@ -21,6 +21,8 @@ export interface Engine {
 }
 
 interface EngineOptions {
+  /** signs and checks the run workflow's signals (lib/signal-mac.ts) */
+  signalKey: Buffer;
   config: Config;
   dataDir: string;
   ports: PortPlan;
@@ -131,7 +133,7 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
 }
 
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
-  const { config, dataDir, ports, deps, log } = opts;
+  const { config, dataDir, ports, deps, log, signalKey } = opts;
   const stops: Array<() => Promise<void>> = [];
   try {
     let ingressUrl = config.RESTATE_INGRESS_URL;
@@ -142,13 +144,13 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       ingressUrl = server.ingressUrl;
       adminUrl = server.adminUrl;
     }
-    const runs = createRunWorkflowClient(ingressUrl);
+    const runs = createRunWorkflowClient(ingressUrl, { signalKey });
 
     if (config.ROLE !== 'api') {
       const port = config.WORKER_PORT ?? ports.worker;
       const adapter = await createSandboxAdapter(deps, dataDir);
       stops.push(() => adapter.close());
-      const services = buildWorkflowServices(runActivitiesFor(deps, adapter));
+      const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey });
       const endpoint = await startWorkflowEndpoint({ port, services: services.definitions });
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;

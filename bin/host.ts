@@ -22,6 +22,7 @@ import { createRedisStore } from '../lib/cache/redis.ts';
 import type { CacheStore } from '../lib/cache/store.ts';
 import { loadConfig, type Config } from '../lib/config.ts';
 import { createSecretBox } from '../lib/crypto.ts';
+import { deriveSignalKey } from '../lib/signal-mac.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import { bootstrapToken, encryptionKey, portPlan } from './data-dir.ts';
 import { startEngine, type Engine } from './engine.ts';
@@ -86,6 +87,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     stops.push(() => authCache.close());
     lap('cache');
 
+    const instanceKey = encryptionKey(dataDir, config.ENCRYPTION_KEY);
     const runFeed = await createRunStatusFeed(databaseUrl, log);
     stops.push(() => runFeed.close());
     const deps: AppDeps = {
@@ -93,7 +95,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       log,
       database,
       cache,
-      secrets: createSecretBox(encryptionKey(dataDir, config.ENCRYPTION_KEY)),
+      secrets: createSecretBox(instanceKey),
       lifecycle,
       authCache,
       bootstrapToken: bootstrapToken(dataDir, config.BOOTSTRAP_TOKEN),
@@ -101,7 +103,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     };
 
     // The API listens (answering 503 starting) while the engine comes up.
-    const enginePromise = startEngine({ config, dataDir, ports, deps, log });
+    const enginePromise = startEngine({ config, dataDir, ports, deps, log, signalKey: deriveSignalKey(instanceKey) });
     let url = '';
     if (config.ROLE !== 'worker') {
       const modules = await loadModules(config.MODULES, deps);

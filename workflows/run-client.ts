@@ -1,4 +1,5 @@
 import './polyfill.ts';
+import { signalMac, type SignalKind } from '../lib/signal-mac.ts';
 import { randomUUID } from 'node:crypto';
 import * as clients from '@restatedev/restate-sdk-clients';
 import type { RunWorkflow } from './run.ts';
@@ -25,7 +26,9 @@ export interface RunWorkflowClient {
 }
 
 /** Typed access to the `run` workflow through the Restate ingress. */
-export function createRunWorkflowClient(ingressUrl: string): RunWorkflowClient {
+export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: Buffer } = {}): RunWorkflowClient {
+  const sign = <B extends object>(runId: string, kind: SignalKind, body: B): B & { mac?: string } =>
+    opts.signalKey ? { ...body, mac: signalMac(opts.signalKey, runId, kind, body) } : body;
   // Only requests that are safe to repeat are retried by the library: workflow submissions and
   // calls carrying an idempotency key.
   const ingress = clients.connect({ url: ingressUrl, retry: { maxAttempts: 5, maxDuration: 15_000 } });
@@ -38,9 +41,10 @@ export function createRunWorkflowClient(ingressUrl: string): RunWorkflowClient {
       const submission = await workflow(runId).workflowSubmit();
       return { invocationId: submission.invocationId, firstSubmission: submission.status === 'Accepted' };
     },
-    started: async (runId) => workflow(runId).started(once<unknown>()),
-    terminal: async (runId, payload) => workflow(runId).terminal(payload, once<TerminalSignal>()),
-    cancel: async (runId, reason) => workflow(runId).cancel(reason === undefined ? {} : { reason }, once<CancelSignal | undefined>()),
+    started: async (runId) => workflow(runId).started(sign(runId, 'started', {}), once<{ mac?: string } | undefined>()),
+    terminal: async (runId, payload) => workflow(runId).terminal(sign(runId, 'terminal', payload), once<TerminalSignal & { mac?: string }>()),
+    cancel: async (runId, reason) =>
+      workflow(runId).cancel(sign(runId, 'cancel', reason === undefined ? {} : { reason }), once<(CancelSignal & { mac?: string }) | undefined>()),
     attach: (runId) => workflow(runId).workflowAttach(),
     async output(runId) {
       try {

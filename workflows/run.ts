@@ -1,4 +1,5 @@
 import './polyfill.ts';
+import { signalMacValid, type SignalKind } from '../lib/signal-mac.ts';
 import * as restate from '@restatedev/restate-sdk';
 import { CancelledError, RestatePromise, TerminalError, type RunOptions, type WorkflowContext, type WorkflowSharedContext } from '@restatedev/restate-sdk';
 import {
@@ -15,6 +16,13 @@ export type StepRetry = Pick<RunOptions<unknown>, 'maxRetryAttempts' | 'maxRetry
 export interface RunWorkflowOptions {
   /** Retry policy per step; every step gives up eventually so a broken activity cannot hold a run. */
   retry?: Partial<Record<StepName, StepRetry>>;
+  /** When set, signals must carry a MAC made with this key (lib/signal-mac.ts). */
+  signalKey?: Buffer;
+}
+
+/** A signal as sent: its body plus the MAC that shows the platform sent it. */
+interface SignedSignal {
+  mac?: string;
 }
 
 const DEFAULT_RETRY: Record<StepName, StepRetry> = {
@@ -48,6 +56,13 @@ type Woken =
 /** Builds the `run` workflow (key = run id) over the given activities. */
 export function createRunWorkflow(activities: RunActivities, options: RunWorkflowOptions = {}) {
   const retry = { ...DEFAULT_RETRY, ...options.retry };
+
+  /** With a signal key, an unsigned or wrongly signed signal is refused (see lib/signal-mac.ts). */
+  function authenticate(runId: string, kind: SignalKind, body: unknown, mac: unknown): void {
+    if (options.signalKey && !signalMacValid(options.signalKey, runId, kind, body, mac)) {
+      throw new TerminalError(`unauthenticated ${kind} signal`, { errorCode: 401 });
+    }
+  }
 
   async function run(ctx: WorkflowContext): Promise<RunWorkflowResult> {
     const runId = ctx.key;
@@ -160,17 +175,24 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     handlers: {
       run,
       /** The runner's first event arrived. */
-      started: async (ctx: WorkflowSharedContext): Promise<SignalAck> =>
-        signal<StartedSignal>(ctx, 'started', { at: await ctx.date.now() }),
+      started: async (ctx: WorkflowSharedContext, input?: SignedSignal): Promise<SignalAck> => {
+        authenticate(ctx.key, 'started', {}, input?.mac);
+        return signal<StartedSignal>(ctx, 'started', { at: await ctx.date.now() });
+      },
       /** The runner reported its end. */
-      terminal: async (ctx: WorkflowSharedContext, payload: TerminalSignal): Promise<SignalAck> => {
+      terminal: async (ctx: WorkflowSharedContext, signed: TerminalSignal & SignedSignal): Promise<SignalAck> => {
+        const { mac, ...payload } = signed ?? ({} as TerminalSignal & SignedSignal);
+        authenticate(ctx.key, 'terminal', payload, mac);
         const problem = terminalSignalProblem(payload);
         if (problem) throw new TerminalError(`invalid terminal signal: ${problem}`, { errorCode: 400 });
-        return signal(ctx, 'terminal', payload);
+        return signal(ctx, 'terminal', payload as TerminalSignal);
       },
       /** Someone asked to stop the run. */
-      cancel: async (ctx: WorkflowSharedContext, request?: CancelSignal): Promise<SignalAck> =>
-        signal(ctx, 'cancel', typeof request?.reason === 'string' ? { reason: request.reason } : {}),
+      cancel: async (ctx: WorkflowSharedContext, request?: CancelSignal & SignedSignal): Promise<SignalAck> => {
+        const body = typeof request?.reason === 'string' ? { reason: request.reason } : {};
+        authenticate(ctx.key, 'cancel', body, request?.mac);
+        return signal(ctx, 'cancel', body);
+      },
     },
   });
 }

@@ -3,6 +3,8 @@
 // inline run, and a remote run reporting through its sink.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
@@ -92,6 +94,29 @@ describe('endings', () => {
       await new Promise((r) => setTimeout(r, 300));
     }
     assert.ok(left <= 2, `sandbox folders left: ${left}`);
+  });
+});
+
+describe('only the platform can signal a run', () => {
+  test('a terminal signal sent straight to the engine ingress without the platform MAC is refused', async () => {
+    const launched = (await api.post(ECHO, { input: { message: 'x' }, model_id: models['fake-hang'] })).body;
+    for (let i = 0; i < 100 && (await api.get(`/api/runs/${launched.id}`)).body.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 100));
+    const ports = JSON.parse(fs.readFileSync(path.join(platform.dataDir, 'ports.json'), 'utf8'));
+    const forged = await fetch(`http://127.0.0.1:${ports.restateIngress}/run/${launched.id}/terminal`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'success', output: { echo: 'forged' } }),
+    });
+    assert.ok(!forged.ok, `the engine accepted a forged signal: ${forged.status}`);
+    const badMac = await fetch(`http://127.0.0.1:${ports.restateIngress}/run/${launched.id}/terminal`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'success', output: { echo: 'forged' }, mac: 'AAAA' }),
+    });
+    assert.ok(!badMac.ok);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal((await api.get(`/api/runs/${launched.id}`)).body.status, 'running');
+    assert.equal((await api.post(`/api/runs/${launched.id}/cancel`, {})).body.status, 'cancelled');
   });
 });
 
