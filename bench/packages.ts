@@ -12,28 +12,18 @@ import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startBenchApi } from './harness/api-app.ts';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import zlib from 'node:zlib';
 import pg from 'pg';
-import { createApp } from '../api/app.ts';
-import type { AppDeps } from '../api/deps.ts';
-import { createLifecycle } from '../api/lifecycle.ts';
-import { loadModules } from '../api/modules/index.ts';
-import { allRoutes } from '../api/routes/index.ts';
-import { createAuthCache } from '../api/services/auth-cache.ts';
 import { connectDatabase } from '../db/client.ts';
 import { startEmbeddedPostgres } from '../db/embedded-postgres.ts';
 import { applyMigrations } from '../db/migrate.ts';
-import { createMemoryStore } from '../lib/cache/memory.ts';
-import { loadConfig } from '../lib/config.ts';
-import { createSecretBox } from '../lib/crypto.ts';
-import { createLogger } from '../lib/log.ts';
 import { encodeZip, type RawZipEntry } from '../lib/zip/index.ts';
 import { aKey, anOrg } from '../test/support/builders.ts';
 
@@ -48,19 +38,7 @@ const MIB = 1024 * 1024;
 // ------------------------------------------------------------------ the API process
 
 async function serve(databaseUrl: string): Promise<void> {
-  const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'error', DATABASE_URL: databaseUrl, API_BODY_LIMIT_BYTES: String(64 * MIB), MODULES: 'webhooks' });
-  const log = createLogger(config.LOG_LEVEL);
-  const database = connectDatabase(databaseUrl, { max: 20 });
-  const authCache = await createAuthCache(databaseUrl, log);
-  const deps: AppDeps = {
-    config, log, database, cache: createMemoryStore(), authCache, lifecycle: createLifecycle(config.SHUTDOWN_DRAIN_SECONDS),
-    secrets: createSecretBox(randomBytes(32)), bootstrapToken: randomBytes(16).toString('hex'),
-  };
-  const modules = await loadModules(config.MODULES, deps);
-  const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'bench' });
-  const server = http.createServer(app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  deps.lifecycle.ready = true;
+  const api = await startBenchApi({ DATABASE_URL: databaseUrl, API_BODY_LIMIT_BYTES: String(64 * MIB), MODULES: 'webhooks' }, { dbMax: 20 });
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
   process.on('message', async (msg: { op: string }) => {
@@ -69,14 +47,11 @@ async function serve(databaseUrl: string): Promise<void> {
       process.send!({ done: true });
     }
     if (msg.op === 'stop') {
-      server.closeAllConnections();
-      server.close();
-      await authCache.close();
-      await database.close();
+      await api.close();
       process.exit(0);
     }
   });
-  process.send!({ url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}` });
+  process.send!({ url: api.url });
 }
 
 // ------------------------------------------------------------------ arrangement

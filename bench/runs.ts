@@ -27,7 +27,8 @@ import { aDefaultModel, importFixture } from '../test/support/runs.ts';
 import { newId } from '../lib/ids.ts';
 import { startApiChild } from './harness/api-server.ts';
 import { cpuPerRun, cpuSnapshot } from './harness/cpu-accounting.ts';
-import { memoryOf, rssOf, sandboxesOf, type ProcessMemory } from './harness/process-stats.ts';
+import { rssOf, sandboxesOf } from './harness/process-stats.ts';
+import { runMemory, type Bench } from './harness/run-memory.ts';
 import { KeyRing, launchRun, RunTracker, type Launch } from './harness/run-traffic.ts';
 import {
   autocannon, emit, freshBenchDatabase, loadAverage, loadFigures, note, round, send, spread, startPlatformChild, type PlatformChild,
@@ -45,16 +46,6 @@ const RAISED_LIMITS = JSON.stringify({ max_concurrent_per_org: 100_000, per_org_
 const TARGETS = {
   launch_p50_ms: 5, launch_p99_ms: 20, launch_to_success_p50_ms: 300, sustained_runs_per_sec: 25, run_memory_mb: 100, reads_per_sec: 5000,
 };
-
-interface Bench {
-  platform: PlatformChild;
-  pool: pg.Pool;
-  tracker: RunTracker;
-  keys: KeyRing;
-  readKey: string;
-  spaceId: string;
-  dbName: string;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -207,47 +198,6 @@ async function sustained(b: Bench, seconds: number, inFlight: number) {
   };
 }
 
-function sum(list: ProcessMemory[]) {
-  return { rss_mb: round(list.reduce((s, p) => s + p.rss_mb, 0)), pss_mb: round(list.reduce((s, p) => s + p.pss_mb, 0)) };
-}
-
-/** One run on a slow model (so it lasts seconds), its sandbox's memory sampled every 100 ms. */
-async function runMemory(b: Bench, slowModelId: string) {
-  const pid = b.platform.proc.pid!;
-  const waiting = sandboxesOf(pid).find((s) => !s.assigned && s.sidecar.length && s.agent.length);
-  const waitingPair = waiting ? sum([...waiting.sidecar, ...waiting.agent].map(memoryOf).filter((m): m is ProcessMemory => m !== null)) : null;
-  const l = await launchRun(b.platform.url, await b.keys.next(), slowModelId);
-  if (l.status !== 201) throw new Error(`memory run: launch answered ${l.status} ${l.code}`);
-  let peak: { sidecar: ProcessMemory[]; agent: ProcessMemory[]; total: { rss_mb: number; pss_mb: number }; at_ms: number } | null = null;
-  let samples = 0;
-  const done = b.tracker.ended(l.id!, RUN_END_TIMEOUT_MS);
-  let finished = false;
-  void done.then(() => (finished = true));
-  while (!finished) {
-    for (const s of sandboxesOf(pid).filter((x) => x.assigned)) {
-      const sidecar = s.sidecar.map(memoryOf).filter((m): m is ProcessMemory => m !== null);
-      const agent = s.agent.map(memoryOf).filter((m): m is ProcessMemory => m !== null);
-      const total = sum([...sidecar, ...agent]);
-      samples += 1;
-      if (!peak || total.rss_mb > peak.total.rss_mb) peak = { sidecar, agent, total, at_ms: Date.now() - l.at };
-    }
-    await sleep(100);
-  }
-  const t = await done;
-  if (!peak) throw new Error('memory run: no assigned sandbox was seen');
-  const round2 = (m: ProcessMemory) => ({ ...m, rss_mb: round(m.rss_mb), pss_mb: round(m.pss_mb) });
-  return {
-    run_status: t.status, run_ms: t.ended! - l.at, samples,
-    peak_at_ms: peak.at_ms,
-    sidecar: sum(peak.sidecar), agent: sum(peak.agent), total: peak.total,
-    processes: [...peak.sidecar, ...peak.agent].map(round2),
-    waiting_pair_before_the_run: waitingPair,
-    target_mb: TARGETS.run_memory_mb,
-    // Rss counts the node binary and libraries shared with every other node process; Pss shares them out
-    meets_target_rss: peak.total.rss_mb < TARGETS.run_memory_mb, meets_target_pss: peak.total.pss_mb < TARGETS.run_memory_mb,
-  };
-}
-
 /** At least `n` finished runs in the space: copies of a finished one, so the list has pages to read. */
 async function atLeastRuns(b: Bench, n: number): Promise<{ total: number; id: string }> {
   const q = () => b.pool.query<{ total: number; id: string }>(
@@ -336,7 +286,7 @@ async function main(): Promise<void> {
     note(`alone: ${SINGLE_RUNS} runs, one at a time`);
     const alone = await singleRuns(b, SINGLE_RUNS, WARM_POOLS[0]);
     note('memory of one run');
-    const memory = await runMemory(b, slowModel.body.id);
+    const memory = await runMemory(b, slowModel.body.id, TARGETS.run_memory_mb);
     const sustainedRuns: Record<string, unknown> = {};
     let read: Awaited<ReturnType<typeof reads>> | null = null;
     for (const [i, size] of WARM_POOLS.entries()) {

@@ -3,44 +3,16 @@
 // so a load generator in the parent does not share its event loop. Measures a route's own cost
 // without the sandboxes the full platform would start.
 import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { createApp } from '../../api/app.ts';
-import type { AppDeps } from '../../api/deps.ts';
-import { createLifecycle } from '../../api/lifecycle.ts';
-import { loadModules } from '../../api/modules/index.ts';
-import { allRoutes } from '../../api/routes/index.ts';
-import { createAuthCache } from '../../api/services/auth-cache.ts';
-import { connectDatabase } from '../../db/client.ts';
-import { createMemoryStore } from '../../lib/cache/memory.ts';
-import { loadConfig } from '../../lib/config.ts';
-import { createSecretBox } from '../../lib/crypto.ts';
-import { createLogger } from '../../lib/log.ts';
+import { startBenchApi } from './api-app.ts';
 
 async function serve(env: Record<string, string>): Promise<void> {
-  const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'error', ...env });
-  const log = createLogger(config.LOG_LEVEL);
-  const database = connectDatabase(config.DATABASE_URL!);
-  const authCache = await createAuthCache(config.DATABASE_URL!, log);
-  const deps: AppDeps = {
-    config, log, database, cache: createMemoryStore(), authCache, lifecycle: createLifecycle(config.SHUTDOWN_DRAIN_SECONDS),
-    secrets: createSecretBox(randomBytes(32)), bootstrapToken: randomBytes(16).toString('hex'),
-  };
-  const modules = await loadModules(config.MODULES, deps);
-  const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'bench' });
-  const server = http.createServer(app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  deps.lifecycle.ready = true;
+  const api = await startBenchApi(env);
   process.on('message', async () => {
-    server.closeAllConnections();
-    server.close();
-    await authCache.close();
-    await database.close();
+    await api.close();
     process.exit(0);
   });
-  process.send!({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  process.send!({ url: api.url });
 }
 
 export interface ApiChild {

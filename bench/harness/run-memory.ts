@@ -1,0 +1,60 @@
+// One run's sandbox memory, sampled while it runs (the runs benchmark's memory phase), and the
+// benchmark's shared handles.
+import type pg from 'pg';
+import { memoryOf, sandboxesOf, type ProcessMemory } from './process-stats.ts';
+import { launchRun, type KeyRing, type RunTracker } from './run-traffic.ts';
+import { round, type PlatformChild } from '../support.ts';
+
+export interface Bench {
+  platform: PlatformChild;
+  pool: pg.Pool;
+  tracker: RunTracker;
+  keys: KeyRing;
+  readKey: string;
+  spaceId: string;
+  dbName: string;
+}
+
+const RUN_END_TIMEOUT_MS = 120_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function sum(list: ProcessMemory[]) {
+  return { rss_mb: round(list.reduce((s, p) => s + p.rss_mb, 0)), pss_mb: round(list.reduce((s, p) => s + p.pss_mb, 0)) };
+}
+
+/** One run on a slow model (so it lasts seconds), its sandbox's memory sampled every 100 ms. */
+export async function runMemory(b: Bench, slowModelId: string, targetMb: number) {
+  const pid = b.platform.proc.pid!;
+  const waiting = sandboxesOf(pid).find((s) => !s.assigned && s.sidecar.length && s.agent.length);
+  const waitingPair = waiting ? sum([...waiting.sidecar, ...waiting.agent].map(memoryOf).filter((m): m is ProcessMemory => m !== null)) : null;
+  const l = await launchRun(b.platform.url, await b.keys.next(), slowModelId);
+  if (l.status !== 201) throw new Error(`memory run: launch answered ${l.status} ${l.code}`);
+  let peak: { sidecar: ProcessMemory[]; agent: ProcessMemory[]; total: { rss_mb: number; pss_mb: number }; at_ms: number } | null = null;
+  let samples = 0;
+  const done = b.tracker.ended(l.id!, RUN_END_TIMEOUT_MS);
+  let finished = false;
+  void done.then(() => (finished = true));
+  while (!finished) {
+    for (const s of sandboxesOf(pid).filter((x) => x.assigned)) {
+      const sidecar = s.sidecar.map(memoryOf).filter((m): m is ProcessMemory => m !== null);
+      const agent = s.agent.map(memoryOf).filter((m): m is ProcessMemory => m !== null);
+      const total = sum([...sidecar, ...agent]);
+      samples += 1;
+      if (!peak || total.rss_mb > peak.total.rss_mb) peak = { sidecar, agent, total, at_ms: Date.now() - l.at };
+    }
+    await sleep(100);
+  }
+  const t = await done;
+  if (!peak) throw new Error('memory run: no assigned sandbox was seen');
+  const round2 = (m: ProcessMemory) => ({ ...m, rss_mb: round(m.rss_mb), pss_mb: round(m.pss_mb) });
+  return {
+    run_status: t.status, run_ms: t.ended! - l.at, samples,
+    peak_at_ms: peak.at_ms,
+    sidecar: sum(peak.sidecar), agent: sum(peak.agent), total: peak.total,
+    processes: [...peak.sidecar, ...peak.agent].map(round2),
+    waiting_pair_before_the_run: waitingPair,
+    target_mb: targetMb,
+    // Rss counts the node binary and libraries shared with every other node process; Pss shares them out
+    meets_target_rss: peak.total.rss_mb < targetMb, meets_target_pss: peak.total.pss_mb < targetMb,
+  };
+}
