@@ -98,9 +98,12 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       );
       const row = rows[0];
       if (!row) throw activityFailure('run_not_found', `Run ${runId} does not exist.`);
+      const timings = { timeoutSeconds: row.timeout_seconds, bootSeconds: o.bootSeconds, heartbeatSeconds: o.heartbeatSeconds };
+      // A remote runner holds its sink from creation and may report `started` before the engine
+      // gets here: running is as good as pending for it.
+      if (row.kind === REMOTE && row.status === 'running') return { sandboxId: REMOTE, ...timings };
       // A run cancelled (or otherwise ended) before its sandbox started is not started at all.
       if (row.status !== 'pending') throw activityFailure('run_not_pending', `Run ${runId} is ${row.status}; nothing to start.`);
-      const timings = { timeoutSeconds: row.timeout_seconds, bootSeconds: o.bootSeconds, heartbeatSeconds: o.heartbeatSeconds };
       if (row.kind === REMOTE) return { sandboxId: REMOTE, ...timings };
 
       let materials: Awaited<ReturnType<typeof materialsFor>>;

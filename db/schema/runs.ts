@@ -1,4 +1,5 @@
 // Runs, their logs, the model-usage ledger, and the ids of events already ingested.
+import { sql } from 'drizzle-orm';
 import { bigint, boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -48,6 +49,8 @@ export const runs = pgTable('runs', {
   index('runs_agent_idx').on(t.orgId, t.spaceId, t.agentId, t.createdAt),
   index('runs_active_idx').on(t.orgId, t.status),
   index('runs_unsubmitted_idx').on(t.submittedAt, t.status),
+  // the reconciler's sweep over every organization's open runs
+  index('runs_open_idx').on(t.createdAt).where(sql`status IN ('pending', 'running')`),
 ]);
 
 export const runLogs = pgTable('run_logs', {

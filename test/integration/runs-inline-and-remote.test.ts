@@ -3,6 +3,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { purgeExpiredInlineRuns } from '../../api/services/runs/retention.ts';
+import { reconcileAbandonedRuns, ABANDONED_MARGIN_SECONDS } from '../../api/services/runs/reconciler.ts';
+import { createRunSubmitter } from '../../api/services/runs/submitter.ts';
+import type { RunWorkflowClient } from '../../workflows/run-client.ts';
+import { createRunActivities, type RunMaterials } from '../../activities/run-activities.ts';
+import type { SandboxAdapter } from '../../activities/sandbox/adapter.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
@@ -98,5 +103,73 @@ describe('remote runs', () => {
     const read = await api.get(`/api/runs/${created.body.id}`);
     assert.equal(read.body.status, 'running');
     assert.equal(read.body.sink, undefined, 'the secret is not shown again');
+
+    // The runner reported `started` before the engine booted the run's workflow: the boot still
+    // takes the run (a remote run has no sandbox to start), it does not fail it run_not_pending.
+    const activities = createRunActivities({
+      pool: app.deps.database.pool, db: app.deps.database.db, secrets: app.deps.secrets, log: app.deps.log,
+      adapter: { start: async () => assert.fail('no sandbox for a remote run'), alive: async () => false, stop: async () => undefined } as unknown as SandboxAdapter,
+      materials: {} as RunMaterials, eventsBaseUrl: app.url, bootSeconds: 60, heartbeatSeconds: 10, limits: { memoryMb: 512, cpus: 1 },
+    });
+    const booted = await activities.boot(created.body.id);
+    assert.equal(booted.sandboxId, 'remote');
+    assert.equal(await activities.sandboxAlive(created.body.id, booted.sandboxId), true);
+  });
+
+  test('the engine sweeper resubmits unacknowledged pending runs of every kind, and only those', async () => {
+    const pool = app.deps.database.pool;
+    const remote = await api.post('/api/runs/remote', { packageId: '@fixtures/agent-echo', input: { message: 'swept?' } });
+    const inline = await api.post('/api/runs/inline', { manifest: manifest(), prompt: 'Greet {{who}}.', input: { who: 'Bo' } });
+    assert.equal(remote.status, 201, remote.text);
+    assert.equal(inline.status, 201, inline.text);
+    // both look unacknowledged for a while, as after a crash between the insert and the submission
+    await pool.query(`UPDATE runs SET created_at = now() - interval '1 minute' WHERE id = ANY($1)`, [[remote.body.id, inline.body.id]]);
+    const submitted: string[] = [];
+    const engine = { submit: async (id: string) => void submitted.push(id) } as unknown as RunWorkflowClient;
+    const submitter = createRunSubmitter(pool, engine, app.deps.log);
+    try {
+      await submitter.sweep();
+    } finally {
+      await submitter.stop();
+    }
+    assert.ok(submitted.includes(inline.body.id), 'the inline run is resubmitted');
+    assert.ok(submitted.includes(remote.body.id), 'the remote run is resubmitted: its workflow keeps its deadlines');
+    const { rows } = await pool.query('SELECT id FROM runs WHERE id = ANY($1) AND submitted_at IS NOT NULL', [[remote.body.id, inline.body.id]]);
+    assert.equal(rows.length, 2, 'both are acknowledged after the sweep');
+    submitted.length = 0;
+    const again = createRunSubmitter(pool, engine, app.deps.log);
+    try {
+      await again.sweep();
+    } finally {
+      await again.stop();
+    }
+    assert.ok(!submitted.includes(remote.body.id) && !submitted.includes(inline.body.id), 'acknowledged runs are not submitted again');
+  });
+});
+
+describe('the reconciler', () => {
+  test('a run left open past every deadline is failed run_abandoned once; remote runs alike; younger runs are left alone', async () => {
+    const pool = app.deps.database.pool;
+    const launch = async () => {
+      const r = await api.post('/api/runs/inline', { manifest: manifest(), prompt: 'Greet {{who}}.', input: { who: 'Cy' } });
+      assert.equal(r.status, 201, r.text);
+      return r.body;
+    };
+    const stuck = await launch();
+    const young = await launch();
+    const remote = (await api.post('/api/runs/remote', { packageId: '@fixtures/agent-echo', input: { message: 'far' } })).body;
+    await pool.query(`UPDATE runs SET status = 'running', started_at = now() WHERE id = $1`, [stuck.id]);
+    // past boot + timeout + the finalization margin by a minute, for the stuck and the remote run
+    const age = `${60 + ABANDONED_MARGIN_SECONDS + stuck.timeout_seconds + 60} seconds`;
+    await pool.query(`UPDATE runs SET created_at = now() - $2::interval WHERE id = ANY($1)`, [[stuck.id, remote.id], age]);
+    const failed = await reconcileAbandonedRuns(pool, 60);
+    assert.ok(failed.includes(stuck.id) && failed.includes(remote.id));
+    assert.ok(!failed.includes(young.id));
+    const read = (await api.get(`/api/runs/${stuck.id}`)).body;
+    assert.equal(read.status, 'failed');
+    assert.equal(read.error.code, 'run_abandoned');
+    assert.equal((await api.get(`/api/runs/${young.id}`)).body.status, 'pending');
+    assert.equal((await api.get(`/api/runs/${remote.id}`)).body.error.code, 'run_abandoned');
+    assert.ok(!(await reconcileAbandonedRuns(pool, 60)).includes(stuck.id), 'finalized once');
   });
 });

@@ -1,7 +1,8 @@
 // Hands admitted runs to the workflow engine without making the caller wait: the submission runs
 // after the answer, and a sweeper resubmits any pending run the engine has not acknowledged (a
 // crash between the insert and the submission, or the engine briefly unreachable). Submitting
-// twice is harmless: the workflow is keyed by the run id.
+// twice is harmless: the workflow is keyed by the run id. Remote runs are submitted too: their
+// runner is elsewhere, but their deadlines (boot, timeout, heartbeats) are the workflow's.
 import type pg from 'pg';
 import type { Logger } from '../../../lib/log.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';

@@ -1,0 +1,1 @@
+CREATE INDEX "runs_open_idx" ON "runs" USING btree ("created_at") WHERE status IN ('pending', 'running');
