@@ -1,29 +1,33 @@
 // The HTTP pipeline, in the spec's order (What the service does, item 11):
-// error handler, Request-Id, client IP, CORS, body limit; unauthenticated routes; the starting and
-// shutdown gates; /api/auth/*; then protected routes, whose per-route chain (router.ts) runs
-// authentication, guards, organization, permissions, space, API version, the Idempotency-Key
-// guard, rate limit, idempotency and the handler; module routers; 404.
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import express, { type Express, type Router } from 'express';
+// error handler, Request-Id and traceparent, client IP, CORS, body limit; unauthenticated routes;
+// the starting and shutdown gates; /api/auth/*; then protected routes, whose per-route chain
+// (router.ts) runs authentication, guards, organization, permissions, space, API version, the
+// Idempotency-Key guard, rate limit, idempotency and the handler; module handlers; 404.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { problem } from '../lib/problem.ts';
 import type { AppDeps } from './deps.ts';
-import { bodyLimit } from './middleware/body.ts';
+import { compileTrust, decorate, RouteTable, type Request, type Response } from './http.ts';
+import { checkDeclaredLength } from './middleware/body.ts';
 import { cors } from './middleware/cors.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { lifecycleGates } from './middleware/gates.ts';
 import { requestContext } from './middleware/request-context.ts';
 import type { OidcVerifier } from './middleware/authenticate.ts';
 import { buildOpenApiDocument } from './openapi.ts';
-import { createRouteMounter, notFoundRouter } from './router.ts';
+import { createRouteMounter, type MountedRoute } from './router.ts';
 import { buildLlmsTxt, publicRoutes, type PublicDocs } from './routes/public.ts';
 import type { RouteDef } from './route.ts';
+import { createAssetServer } from './static-assets.ts';
 import type { Logger } from '../lib/log.ts';
+
+/** Answers a request it serves (true) or leaves it to the 404 (false). */
+export type ModuleHandler = (req: Request, res: Response) => Promise<boolean>;
 
 export interface ApiModule {
   name: string;
   routes: RouteDef<any, any, any>[];
-  /** a router for what cannot be declared as routes (streams, protocol endpoints) */
-  router?: (deps: AppDeps) => Router;
+  /** for what cannot be declared as routes (streams, protocol endpoints); runs after the gates */
+  handler?: (deps: AppDeps) => ModuleHandler;
   oidcVerifier?: OidcVerifier;
 }
 
@@ -34,6 +38,9 @@ export interface AppParts {
   version: string;
 }
 
+/** The request listener for node:http. */
+export type App = (req: IncomingMessage, res: ServerResponse) => void;
+
 export function parseTrustProxy(value: string): boolean | number | string[] {
   if (value === 'false' || value === '') return false;
   if (value === 'true') return true;
@@ -41,16 +48,14 @@ export function parseTrustProxy(value: string): boolean | number | string[] {
   return value.split(',').map((s) => s.trim()).filter(Boolean);
 }
 
-export function createApp(deps: AppDeps, parts: AppParts): { app: Express; routes: RouteDef<any, any, any>[] } {
+export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: RouteDef<any, any, any>[] } {
   const { config } = deps;
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.set('trust proxy', parseTrustProxy(config.TRUST_PROXY));
-
-  app.use(requestContext);
-  app.use(cors(config.TRUSTED_ORIGINS));
-  app.use(bodyLimit(config.API_BODY_LIMIT_BYTES));
+  const trust = compileTrust(parseTrustProxy(config.TRUST_PROXY));
+  const corsStage = cors(config.TRUSTED_ORIGINS);
+  const bodyLimit = config.API_BODY_LIMIT_BYTES;
+  const gate = lifecycleGates(deps.lifecycle);
+  const onError = errorHandler(config.ERROR_TYPE_BASE, parts.log);
+  const serveAsset = createAssetServer();
 
   const docs: PublicDocs = {};
   const pub = publicRoutes(docs);
@@ -58,25 +63,53 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: Express; route
   const all = [...pub, ...parts.routes, ...moduleRoutes];
   const oidc = { verify: parts.modules.find((m) => m.oidcVerifier)?.oidcVerifier };
   const mount = createRouteMounter(deps, { oidc });
+  const table = new RouteTable<MountedRoute>();
+  for (const r of all) table.add(r.method, r.path, mount(r));
+  const moduleHandlers = parts.modules.flatMap((m) => (m.handler ? [m.handler(deps)] : []));
 
-  // Public routes sit on the app itself: a nested router costs every request a little.
-  for (const r of pub) mount(app, r);
-  const requireFromHere = createRequire(import.meta.url);
-  // Resolve the folder only: requiring the package would load its whole bundle at start-up.
-  const swaggerDir = path.dirname(requireFromHere.resolve('swagger-ui-dist/package.json'));
-  app.use('/api/docs/assets', express.static(swaggerDir, { index: false, maxAge: '1h' }));
+  async function route(req: Request, res: Response): Promise<void> {
+    if (corsStage(req, res)) return;
+    checkDeclaredLength(req, bodyLimit);
+    let found: ReturnType<typeof table.match>;
+    try {
+      found = table.match(req.method, req.path);
+    } catch {
+      throw problem('invalid_request', { detail: 'The request path is not valid percent-encoding.' });
+    }
+    if (found && found.value.stage === 'public') {
+      req.params = found.params;
+      return found.value.handle(req, res);
+    }
+    if (!found && serveAsset(req, res)) return;
+    gate(req, res);
+    if (found) {
+      req.params = found.params;
+      return found.value.handle(req, res);
+    }
+    for (const h of moduleHandlers) if (await h(req, res)) return;
+    if (req.method === 'OPTIONS') {
+      const allowed = table.methodsFor(req.path);
+      if (allowed.length) {
+        res.setHeader('Allow', [...allowed, 'HEAD', 'OPTIONS'].join(', '));
+        res.setHeader('Content-Length', '0');
+        res.statusCode = 200;
+        res.end();
+        return;
+      }
+    }
+    // answered, not thrown: a rejected promise costs more than the rest of this path
+    onError(problem('not_found', { detail: 'No such route.' }), req, res);
+  }
 
-  app.use(lifecycleGates(deps.lifecycle));
-
-  const authRouter = express.Router();
-  const protectedRouter = express.Router();
-  for (const r of [...parts.routes, ...moduleRoutes]) mount((r.stage ?? 'protected') === 'protected' ? protectedRouter : authRouter, r);
-  app.use(authRouter);
-  app.use(protectedRouter);
-  for (const m of parts.modules) if (m.router) app.use(m.router(deps));
-
-  app.use(notFoundRouter());
-  app.use(errorHandler(config.ERROR_TYPE_BASE, parts.log));
+  const app: App = async (raw, res) => {
+    const req = decorate(raw);
+    try {
+      requestContext(req, res, trust);
+      await route(req, res);
+    } catch (err) {
+      onError(err, req, res);
+    }
+  };
 
   docs.openapi = buildOpenApiDocument(all, { version: parts.version, serverUrl: config.PUBLIC_URL });
   docs.llms = buildLlmsTxt(all);

@@ -1,5 +1,5 @@
 // What the pipeline learns about a request, attached to it once and read by every later stage.
-import type { Request } from 'express';
+import type { Request } from './http.ts';
 import type { OrgRole, Permission } from '../lib/permissions.ts';
 
 export type CredentialKind = 'session' | 'api_key' | 'oidc';
@@ -43,15 +43,4 @@ export interface RequestContext {
   endUserId?: string;
   apiVersion?: string;
   viewAs?: string;
-}
-
-declare module 'express-serve-static-core' {
-  interface Request {
-    ctx: RequestContext;
-    rawBody?: Buffer;
-  }
-}
-
-export function contextOf(req: Request): RequestContext {
-  return req.ctx;
 }

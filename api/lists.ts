@@ -1,6 +1,6 @@
 // The list envelope and the three pagination styles (offset, cursor, sequence), with defaults,
 // maximums, fallback to the default when a value is out of range, and RFC 8288 Link headers.
-import type { Request } from 'express';
+import type { Request } from './http.ts';
 import { z } from 'zod';
 
 export interface ListEnvelope<T> {

@@ -1,7 +1,7 @@
 // An operation is declared once: its schemas (which validate and feed the OpenAPI document), its
 // permission, rate-limit row and whether it honours Idempotency-Key. Handlers translate HTTP to a
 // service call and return a Reply.
-import type { Request, Response } from 'express';
+import type { Request, Response } from './http.ts';
 import type { z } from 'zod';
 import type { Config } from '../lib/config.ts';
 import type { Permission } from '../lib/permissions.ts';
@@ -95,7 +95,3 @@ export function defaultTenant(path: string): TenantContext {
   return SPACE_SCOPED_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`)) ? 'space' : 'org';
 }
 
-/** /api/end-users/{id} -> /api/end-users/:id */
-export function expressPath(path: string): string {
-  return path.replace(/\{([a-zA-Z_][a-zA-Z0-9_]*)\}/g, ':$1');
-}

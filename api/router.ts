@@ -1,23 +1,23 @@
-// Mounts declared routes. For protected routes the per-route chain follows the spec's pipeline:
-// authentication, impersonation and role-preview guards, organization, permissions, space,
-// API version, the Idempotency-Key guard, then the route's own rate limit, idempotency,
-// validation and handler.
-import express, { type Express, type Request, type Response, type Router } from 'express';
-import { isProblem, problem, problemBody } from '../lib/problem.ts';
+// Builds the handler of each declared route. For protected routes the per-route chain follows the
+// spec's pipeline: authentication, impersonation and role-preview guards, organization,
+// permissions, space, API version, the Idempotency-Key guard, then the route's own rate limit,
+// idempotency, validation and handler.
+import { isProblem, problemBody } from '../lib/problem.ts';
 import type { AppDeps } from './deps.ts';
+import type { Request, Response } from './http.ts';
 import { readJsonBody } from './middleware/body.ts';
 import { resolveApiVersion } from './middleware/api-version.ts';
 import { createAuthenticate, type OidcVerifier } from './middleware/authenticate.ts';
 import { applyImpersonation } from './middleware/impersonation.ts';
 import { createIdempotency, refuseUnsupportedIdempotencyKey, type IdempotencyOutcome } from './middleware/idempotency.ts';
 import { createRateLimiter } from './middleware/rate-limit.ts';
-import { defaultTenant, expressPath, type Reply, type RouteDef } from './route.ts';
+import { defaultTenant, type Reply, type RouteDef, type RouteStage } from './route.ts';
 import { parseBody, parseParams } from './validation.ts';
 
 export function sendReply(res: Response, reply: Reply): void {
   if (reply.handled) return;
   if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
-  res.status(reply.status);
+  res.statusCode = reply.status;
   if (reply.body === undefined || reply.status === 204 || reply.status === 304) {
     res.end();
     return;
@@ -26,12 +26,17 @@ export function sendReply(res: Response, reply: Reply): void {
     res.end(reply.body);
     return;
   }
-  if (!res.getHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.end(JSON.stringify(reply.body));
 }
 
 export interface MountOptions {
   oidc: { verify?: OidcVerifier };
+}
+
+export interface MountedRoute {
+  stage: RouteStage;
+  handle(req: Request, res: Response): Promise<void>;
 }
 
 export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
@@ -41,14 +46,14 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
   const bodyLimit = deps.config.API_BODY_LIMIT_BYTES;
   const typeBase = deps.config.ERROR_TYPE_BASE;
 
-  return function mount(router: Router | Express, def: RouteDef<any, any, any>): void {
+  return function mount(def: RouteDef<any, any, any>): MountedRoute {
     const stage = def.stage ?? 'protected';
     const tenant = def.tenant ?? (stage === 'protected' ? defaultTenant(def.path) : 'none');
     const resolved: RouteDef<any, any, any> = { ...def, tenant };
     const pattern = def.path;
     const method = def.method.toUpperCase();
 
-    const handler = async (req: Request, res: Response) => {
+    const handle = async (req: Request, res: Response) => {
       if (stage === 'protected') {
         await authenticate(req, res, resolved);
         await applyImpersonation(req, deps);
@@ -83,17 +88,6 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
       }
       sendReply(res, reply);
     };
-
-    // An app routes like a router here (its one-argument get() is the settings getter, not used).
-    (router as Router)[def.method](expressPath(def.path), (req: Request, res: Response, next) => {
-      handler(req, res).catch(next);
-    });
+    return { stage, handle };
   };
-}
-
-/** Every unmatched /api path answers a 404 problem. */
-export function notFoundRouter(): Router {
-  const r = express.Router();
-  r.use((_req, _res, next) => next(problem('not_found', { detail: 'No such route.' })));
-  return r;
 }

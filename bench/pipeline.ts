@@ -7,20 +7,21 @@
 // Targets: pipeline >= 90% of bare, >= 10,000 req/s, p99 < 10 ms; start < 2 s.
 // The platform is the real process (`node bin/start.mjs platform`, DATABASE_URL on a fresh
 // database, no warm sandboxes so nothing else competes); the bare app is a child process too;
-// autocannon runs here, 50 connections, pipelining 1, 2 s warm-up then 10 s per case, taken in
-// 2 s slices alternating between the bare app and the pipeline.
+// the load comes from wrk when installed (else autocannon; bench/harness/load.ts), 32 connections,
+// 2 s warm-up then 10 s per case, taken in 2 s slices alternating between the bare app and the
+// pipeline.
 //   node --import tsx bench/pipeline.ts
 import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
+import { generator, load } from './harness/load.ts';
 import {
-  autocannonTracked, bundleStamp, emit, ensureBundle, freshBenchDatabase, loadAverage, median, note, round, spread, startPlatformChild,
-  type LoadFigures,
+  bundleStamp, emit, ensureBundle, freshBenchDatabase, loadAverage, median, note, round, startPlatformChild, type LoadFigures,
 } from './support.ts';
 
-const CONNECTIONS = 50;
+const CONNECTIONS = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 const SLICE_SECONDS = 2;
@@ -82,47 +83,38 @@ interface Case {
   headers: Record<string, string>;
 }
 
-/** One autocannon run, every response time kept (so slices can be pooled into exact percentiles). */
-function slice(c: Case, seconds: number): Promise<{ latencies: number[]; seconds: number; statuses: Record<string, number>; errors: number }> {
-  const latencies: number[] = [];
-  return new Promise((resolve, reject) => {
-    const run = autocannonTracked({ url: c.url, headers: c.headers, connections: CONNECTIONS, pipelining: 1, duration: seconds }, (err, r) => {
-      if (err) return reject(err);
-      const statuses: Record<string, number> = {};
-      for (const [code, { count }] of Object.entries(r!.statusCodeStats ?? {})) statuses[code] = count;
-      resolve({ latencies, seconds: r!.duration, statuses, errors: r!.errors + r!.timeouts });
-    });
-    run.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latencies.push(ms));
-  });
+type Slice = LoadFigures & { seconds: number };
+
+async function slice(c: Case, seconds: number, expect: number): Promise<Slice> {
+  const f = await load({ url: c.url, headers: c.headers, connections: CONNECTIONS, seconds, expect });
+  return { ...f, seconds: f.total / Math.max(1, f.requests_per_sec) };
 }
 
 /**
  * The bare app and the pipeline in alternating 2 s slices (SECONDS each in all, after a warm-up),
- * so a change in the machine's load during the measurement touches both alike.
+ * so a change in the machine's load during the measurement touches both alike. Requests/s pools
+ * the slices; p50 is the median of the slices' p50, p99 the worst slice's p99.
  */
 async function sideBySide(bare: Case, pipeline: Case, expected: number): Promise<{ bare: LoadFigures; pipeline: LoadFigures }> {
-  await slice(bare, WARMUP_SECONDS);
-  await slice(pipeline, WARMUP_SECONDS);
-  const pooled = { bare: [] as Awaited<ReturnType<typeof slice>>[], pipeline: [] as Awaited<ReturnType<typeof slice>>[] };
+  await slice(bare, WARMUP_SECONDS, expected);
+  await slice(pipeline, WARMUP_SECONDS, expected);
+  const pooled = { bare: [] as Slice[], pipeline: [] as Slice[] };
   for (let i = 0; i < SECONDS / SLICE_SECONDS; i++) {
-    pooled.bare.push(await slice(bare, SLICE_SECONDS));
-    pooled.pipeline.push(await slice(pipeline, SLICE_SECONDS));
+    pooled.bare.push(await slice(bare, SLICE_SECONDS, expected));
+    pooled.pipeline.push(await slice(pipeline, SLICE_SECONDS, expected));
   }
-  const figures = (slices: Awaited<ReturnType<typeof slice>>[], url: string): LoadFigures => {
-    const latencies = slices.flatMap((s) => s.latencies);
-    const statuses: Record<string, number> = {};
-    for (const s of slices) for (const [code, n] of Object.entries(s.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
-    const errors = slices.reduce((n, s) => n + s.errors, 0);
-    if (Object.keys(statuses).some((code) => Number(code) !== expected) || errors) {
-      throw new Error(`${url}: unexpected answers ${JSON.stringify(statuses)}, ${errors} errors`);
-    }
-    const sp = spread(latencies);
+  const figures = (slices: Slice[]): LoadFigures & { slices_p99_ms: number[] } => {
+    const total = slices.reduce((n, s) => n + s.total, 0);
     return {
-      requests_per_sec: Math.round(latencies.length / slices.reduce((t, s) => t + s.seconds, 0)),
-      p50_ms: sp.p50, p99_ms: sp.p99, max_ms: sp.max, total: latencies.length, statuses, errors,
+      requests_per_sec: Math.round(total / slices.reduce((t, s) => t + s.seconds, 0)),
+      p50_ms: median(slices.map((s) => s.p50_ms)),
+      p99_ms: Math.max(...slices.map((s) => s.p99_ms)),
+      max_ms: Math.max(...slices.map((s) => s.max_ms)),
+      total, statuses: { [expected]: total }, errors: 0,
+      slices_p99_ms: slices.map((s) => s.p99_ms),
     };
   };
-  return { bare: figures(pooled.bare, bare.url), pipeline: figures(pooled.pipeline, pipeline.url) };
+  return { bare: figures(pooled.bare), pipeline: figures(pooled.pipeline) };
 }
 
 function compare(pipeline: LoadFigures, bare: LoadFigures) {
@@ -201,8 +193,8 @@ async function main(): Promise<void> {
     setup: {
       platform: 'node bin/start.mjs platform (child process, NODE_ENV=production, SANDBOX_WARM_POOL=0, DATABASE_URL set for (a) and (b))',
       baseline: 'bare Express 5 app in a child process',
-      generator: 'autocannon in the bench process',
-      connections: CONNECTIONS, pipelining: 1, warmup_seconds: WARMUP_SECONDS, seconds: SECONDS, slice_seconds: SLICE_SECONDS,
+      generator: generator(),
+      connections: CONNECTIONS, warmup_seconds: WARMUP_SECONDS, seconds: SECONDS, slice_seconds: SLICE_SECONDS,
       load_average_before: loadBefore,
       load_average_after: loadAverage(),
     },

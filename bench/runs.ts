@@ -30,8 +30,9 @@ import { cpuPerRun, cpuSnapshot } from './harness/cpu-accounting.ts';
 import { rssOf, sandboxesOf } from './harness/process-stats.ts';
 import { runMemory, type Bench } from './harness/run-memory.ts';
 import { KeyRing, launchRun, RunTracker, type Launch } from './harness/run-traffic.ts';
+import { generator, load } from './harness/load.ts';
 import {
-  autocannon, emit, freshBenchDatabase, loadAverage, loadFigures, note, round, send, spread, startPlatformChild, type PlatformChild,
+  emit, freshBenchDatabase, loadAverage, note, round, send, spread, startPlatformChild, type PlatformChild,
 } from './support.ts';
 
 const LAUNCHES = Number(process.env.BENCH_LAUNCHES ?? 200);
@@ -41,6 +42,7 @@ const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 12);
 const WARM_POOLS = (process.env.BENCH_WARM_POOLS ?? '2,6').split(',').map(Number);
 const READ_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const LAUNCH_CONCURRENCY = 4;
+const READ_CONNECTIONS = 32;
 const RUN_END_TIMEOUT_MS = 120_000;
 const RAISED_LIMITS = JSON.stringify({ max_concurrent_per_org: 100_000, per_org_global_rate_per_min: 1_000_000 });
 const TARGETS = {
@@ -221,10 +223,10 @@ async function reads(b: Bench) {
   const page = await send('GET', `${b.platform.url}/api/runs?limit=20`, { headers });
   if (page.status !== 200 || page.body.data?.length !== 20) throw new Error(`GET /api/runs: ${page.status}, ${page.body.data?.length} rows`);
   const measure = async (path: string, auth = true) => {
-    const opts = { url: b.platform.url + path, headers: auth ? headers : {}, connections: 50, pipelining: 1 };
-    await autocannon({ ...opts, duration: 2 });
-    const f = loadFigures(await autocannon({ ...opts, duration: READ_SECONDS }));
-    return { ...f, meets_target: f.requests_per_sec >= TARGETS.reads_per_sec && Object.keys(f.statuses).every((s) => s === '200') };
+    const opts = { url: b.platform.url + path, headers: auth ? headers : {}, connections: READ_CONNECTIONS, expect: 200 };
+    await load({ ...opts, seconds: 2 });
+    const f = await load({ ...opts, seconds: READ_SECONDS });
+    return { ...f, meets_target: f.requests_per_sec >= TARGETS.reads_per_sec };
   };
   note('reads: GET /api/runs');
   const list = await measure('/api/runs?limit=20');
@@ -233,7 +235,7 @@ async function reads(b: Bench) {
   note('reads: GET /health/live (ceiling)');
   const { meets_target: _, ...ceiling } = await measure('/health/live', false);
   return {
-    runs_in_space: present.total, connections: 50, seconds: READ_SECONDS, response_bytes_list: Buffer.byteLength(JSON.stringify(page.body)),
+    runs_in_space: present.total, generator: generator(), connections: READ_CONNECTIONS, seconds: READ_SECONDS, response_bytes_list: Buffer.byteLength(JSON.stringify(page.body)),
     list_runs_20_per_page: list, get_run: one, ceiling_health_live: ceiling,
   };
 }

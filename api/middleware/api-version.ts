@@ -1,5 +1,5 @@
 // Service-Version: request header, then the organization's pin, then the current version.
-import type { Request, Response } from 'express';
+import type { Request, Response } from '../http.ts';
 import { problem } from '../../lib/problem.ts';
 
 export const CURRENT_API_VERSION = '2026-03-21';

@@ -1,7 +1,7 @@
 // Authentication and tenant context, in the spec's order: OIDC bearer, API key, session cookie;
 // then the organization (X-Org-Id or the key's binding), permissions and the space (X-Space-Id
 // or the key's pin). One database round trip at most, none when the credential is cached.
-import type { Request, Response } from 'express';
+import type { Request, Response } from '../http.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { isWellFormedApiKey } from '../../lib/api-key-format.ts';
 import { problem } from '../../lib/problem.ts';
@@ -44,22 +44,12 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
 
   async function apiKeyFacts(key: string): Promise<ApiKeyFacts | null> {
     const hash = sha256Hex(key);
-    const cacheKey = `k:${hash}`;
-    const cached = authCache.get<ApiKeyFacts | null>(cacheKey);
-    if (cached !== undefined) return cached;
-    const facts = await loadApiKeyFacts(database.pool, hash);
-    authCache.set(cacheKey, facts);
-    return facts;
+    return authCache.through(`k:${hash}`, () => loadApiKeyFacts(database.pool, hash));
   }
 
   async function sessionFacts(token: string, orgId: string | null, spaceId: string | null): Promise<SessionFacts | null> {
     const hash = sha256Hex(token);
-    const cacheKey = `s:${hash}:${orgId ?? ''}:${spaceId ?? ''}`;
-    const cached = authCache.get<SessionFacts | null>(cacheKey);
-    if (cached !== undefined) return cached;
-    const facts = await loadSessionFacts(database.pool, hash, orgId, spaceId);
-    authCache.set(cacheKey, facts);
-    return facts;
+    return authCache.through(`s:${hash}:${orgId ?? ''}:${spaceId ?? ''}`, () => loadSessionFacts(database.pool, hash, orgId, spaceId));
   }
 
   function grant(req: Request, def: RouteDef<any, any, any>, permissions: Set<Permission>) {

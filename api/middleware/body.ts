@@ -1,18 +1,16 @@
 // Request bodies: a declared length over the limit is refused before reading; the raw bytes are
 // kept (idempotency fingerprints and signature checks need them) and JSON is parsed from them.
-import type { NextFunction, Request, Response } from 'express';
+import type { Request } from '../http.ts';
 import { problem } from '../../lib/problem.ts';
 
-export function bodyLimit(limitBytes: number) {
-  return function bodyLimitMiddleware(req: Request, _res: Response, next: NextFunction): void {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limitBytes) {
-      // The connection closes after the answer: the unread body is not worth draining.
-      req.headers.connection = 'close';
-      return next(problem('payload_too_large', { detail: `The request body exceeds ${limitBytes} bytes.` }));
-    }
-    next();
-  };
+/** Refuses a declared length over the limit before anything reads the body. */
+export function checkDeclaredLength(req: Request, limitBytes: number): void {
+  const length = req.headers['content-length'];
+  if (length === undefined) return;
+  const declared = Number(length);
+  if (Number.isFinite(declared) && declared > limitBytes) {
+    throw problem('payload_too_large', { detail: `The request body exceeds ${limitBytes} bytes.` });
+  }
 }
 
 export function readRawBody(req: Request, limitBytes: number): Promise<Buffer> {

@@ -1,5 +1,5 @@
 // CORS for the origins listed in TRUSTED_ORIGINS; other origins get no CORS headers at all.
-import type { NextFunction, Request, Response } from 'express';
+import type { Request, Response } from '../http.ts';
 
 const EXPOSED = [
   'Request-Id', 'Service-Version', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'Link', 'ETag',
@@ -12,20 +12,22 @@ const ALLOWED_HEADERS = [
 
 export function cors(trustedOrigins: readonly string[]) {
   const trusted = new Set(trustedOrigins.map((o) => o.replace(/\/+$/, '')));
-  return function corsMiddleware(req: Request, res: Response, next: NextFunction): void {
+  /** Sets the CORS headers for a trusted origin; answers a preflight itself (true). */
+  return function corsStage(req: Request, res: Response): boolean {
     const origin = req.headers.origin;
-    if (!origin || !trusted.has(origin)) return next();
+    if (!origin || !trusted.has(origin)) return false;
     res.setHeader('Access-Control-Allow-Origin', origin);
     res.setHeader('Access-Control-Allow-Credentials', 'true');
     res.setHeader('Access-Control-Expose-Headers', EXPOSED);
-    res.append('Vary', 'Origin');
+    res.appendHeader('Vary', 'Origin');
     if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
       res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
       res.setHeader('Access-Control-Allow-Headers', ALLOWED_HEADERS);
       res.setHeader('Access-Control-Max-Age', '600');
-      res.status(204).end();
-      return;
+      res.statusCode = 204;
+      res.end();
+      return true;
     }
-    next();
+    return false;
   };
 }

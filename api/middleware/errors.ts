@@ -1,5 +1,5 @@
 // The RFC 9457 error handler: every failure leaves as a problem document; internals never leak.
-import type { NextFunction, Request, Response } from 'express';
+import type { Request, Response } from '../http.ts';
 import { isProblem, problem, problemBody, type ProblemError } from '../../lib/problem.ts';
 import type { Logger } from '../../lib/log.ts';
 
@@ -14,7 +14,7 @@ const EXPECTED_503 = new Set(['starting', 'shutting_down']);
 
 export function sendProblem(res: Response, err: ProblemError, requestId: string, typeBase: string): void {
   const body = problemBody(err, requestId, typeBase);
-  res.status(err.status);
+  res.statusCode = err.status;
   if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter));
   if (err.status === 401 && !res.getHeader('WWW-Authenticate')) res.setHeader('WWW-Authenticate', 'Bearer');
   if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
@@ -23,7 +23,7 @@ export function sendProblem(res: Response, err: ProblemError, requestId: string,
 }
 
 export function errorHandler(typeBase: string, log: Logger) {
-  return function handleError(err: unknown, req: Request, res: Response, _next: NextFunction): void {
+  return function handleError(err: unknown, req: Request, res: Response): void {
     const p = isProblem(err) ? err : fromForeign(err);
     // The lifecycle gates answer 503 by design, for every request of a boot or a drain: not failures.
     if (p.status >= 500 && !EXPECTED_503.has(p.code)) log.error('request failed', { request_id: req.ctx?.requestId, method: req.method, path: req.path, error: err });
@@ -31,6 +31,8 @@ export function errorHandler(typeBase: string, log: Logger) {
       res.destroy();
       return;
     }
+    // An unread request body is not worth draining after a refusal: the connection closes.
+    if (p.status === 413) res.shouldKeepAlive = false;
     sendProblem(res, p, req.ctx?.requestId ?? 'unknown', typeBase);
   };
 }

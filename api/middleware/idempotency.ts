@@ -1,7 +1,7 @@
 // Idempotency-Key, per the spec's twelve rules. The key is held by an expiring lease while the
 // first request runs, so a crashed owner cannot block it for 24 hours.
 import { randomUUID, createHash } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type { Request, Response } from '../http.ts';
 import type { CacheStore } from '../../lib/cache/store.ts';
 import { problem } from '../../lib/problem.ts';
 import type { Reply } from '../route.ts';

@@ -1,6 +1,6 @@
 // Service-User: an API key acting on behalf of one of its space's end-users. Every such request
 // is recorded with who, on whose behalf, what and from where.
-import type { Request } from 'express';
+import type { Request } from '../http.ts';
 import { problem } from '../../lib/problem.ts';
 import type { AppDeps } from '../deps.ts';
 

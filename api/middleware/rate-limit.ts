@@ -1,6 +1,6 @@
 // Per-route, per-caller fixed-window limits over the shared cache (Redis when configured).
 // Bucket key = method + matched route pattern + identity; no bypass for anyone.
-import type { Request, Response } from 'express';
+import type { Request, Response } from '../http.ts';
 import type { CacheStore } from '../../lib/cache/store.ts';
 import type { Config } from '../../lib/config.ts';
 import { problem } from '../../lib/problem.ts';

@@ -1,6 +1,6 @@
 // X-View-As: owners and admins preview the API as a lesser role: `<org role>` or
 // `<org role>:<space role key>` (member:viewer, guest, admin ...).
-import type { Request } from 'express';
+import type { Request } from '../http.ts';
 import { ORG_ROLES, type OrgRole } from '../../lib/permissions.ts';
 import { problem } from '../../lib/problem.ts';
 import type { ViewAs } from '../services/access.ts';

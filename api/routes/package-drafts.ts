@@ -1,7 +1,7 @@
 // Package drafts (spec: Packages, Conditional requests): read with a strong ETag, edit files,
 // save whole (If-Match required: 428 when missing, 412 when stale), publish; restore a skill
 // version into the draft.
-import type { Request } from 'express';
+import type { Request } from '../http.ts';
 import { z } from 'zod';
 import { created, ok, route, type Reply } from '../route.ts';
 import { deleteDraftFile, getDraft, moveDraftFile, publishDraft, putDraftFile, saveDraft, type DraftReply } from '../services/packages/drafts.ts';

@@ -133,7 +133,7 @@ export const packageRoutes = [
       const download = await openDownload(scopeOf(ctx, deps), packageIdOf(params), params.version);
       const chunks = download.chunks[Symbol.asyncIterator]();
       let next = await chunks.next(); // an unreadable artifact still answers a problem document
-      res.status(200);
+      res.statusCode = 200;
       res.setHeader('Content-Type', 'application/zip');
       res.setHeader('Content-Length', String(download.version.archiveSize));
       res.setHeader('Content-Disposition', `attachment; filename="${download.filename}"`);

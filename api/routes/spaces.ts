@@ -42,7 +42,11 @@ export const spaceRoutes = [
     tenant: 'org', permission: 'spaces:read',
     responses: { 200: { description: 'Spaces', schema: list(Space) } },
     handler: async ({ ctx, deps }) => {
-      const data = await spaces.listSpaces(scopeFor(ctx, deps), ctx.principal!, ctx.org!.role);
+      // Spaces and memberships change only through identity changes, which clear this cache on
+      // every instance (auth-cache.ts): the list is served from it like the credential itself.
+      const p = ctx.principal!;
+      const data = await deps.authCache.through(`spaces:${ctx.org!.id}:${p.userId}:${ctx.org!.role}:${p.boundSpaceId ?? ''}`, () =>
+        spaces.listSpaces(scopeFor(ctx, deps), p, ctx.org!.role));
       return ok({ object: 'list', data, hasMore: false });
     },
   }),

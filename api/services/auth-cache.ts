@@ -11,13 +11,23 @@ const MAX_ENTRIES = 50_000;
 
 export interface AuthCache {
   get<T>(key: string): T | undefined;
-  set(key: string, value: unknown): void;
+  /**
+   * The cached value, or `load()`'s, kept unless an identity change cleared the cache while it
+   * loaded (a read that began before a change commits must not outlive the change).
+   */
+  through<T>(key: string, load: () => Promise<T>): Promise<T>;
   clear(): void;
   close(): Promise<void>;
 }
 
 export async function createAuthCache(databaseUrl: string, log: Logger): Promise<AuthCache> {
   const entries = new Map<string, { value: unknown; expiresAt: number }>();
+  // bumped by every clear: a load that straddles one is not stored
+  let generation = 0;
+  const clear = () => {
+    generation++;
+    entries.clear();
+  };
   let listening = false;
   let closed = false;
   let client: pg.Client | null = null;
@@ -25,11 +35,11 @@ export async function createAuthCache(databaseUrl: string, log: Logger): Promise
   const connect = async () => {
     if (closed) return;
     const c = new pg.Client({ connectionString: databaseUrl });
-    c.on('notification', () => entries.clear());
+    c.on('notification', clear);
     c.on('error', () => {});
     c.on('end', () => {
       listening = false;
-      entries.clear();
+      clear();
       if (!closed) setTimeout(() => void connect().catch(() => {}), 1000).unref();
     });
     try {
@@ -44,25 +54,31 @@ export async function createAuthCache(databaseUrl: string, log: Logger): Promise
   };
   await connect();
 
+  /** The live entry for a key (its value may be null: "no such credential" is cached too). */
+  const live = (key: string) => {
+    if (!listening) return undefined;
+    const e = entries.get(key);
+    if (e && e.expiresAt < Date.now()) {
+      entries.delete(key);
+      return undefined;
+    }
+    return e;
+  };
+
   return {
-    get<T>(key: string) {
-      if (!listening) return undefined;
-      const e = entries.get(key);
-      if (!e) return undefined;
-      if (e.expiresAt < Date.now()) {
-        entries.delete(key);
-        return undefined;
+    get: <T>(key: string) => live(key)?.value as T | undefined,
+    async through<T>(key: string, load: () => Promise<T>): Promise<T> {
+      const hit = live(key);
+      if (hit) return hit.value as T;
+      const before = generation;
+      const value = await load();
+      if (listening && generation === before) {
+        if (entries.size >= MAX_ENTRIES) entries.clear();
+        entries.set(key, { value, expiresAt: Date.now() + TTL_MS });
       }
-      return e.value as T;
+      return value;
     },
-    set(key, value) {
-      if (!listening) return;
-      if (entries.size >= MAX_ENTRIES) entries.clear();
-      entries.set(key, { value, expiresAt: Date.now() + TTL_MS });
-    },
-    clear() {
-      entries.clear();
-    },
+    clear,
     async close() {
       closed = true;
       listening = false;

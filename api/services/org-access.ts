@@ -1,7 +1,7 @@
 // Routes under /api/orgs/{orgId} carry the organization in the path instead of X-Org-Id: the
 // caller's membership is checked against that value. Not a member (or a key bound elsewhere) is
 // 404, like any resource out of reach; a member lacking the permission is 403.
-import type { Request } from 'express';
+import type { Request } from '../http.ts';
 import { ORG_ROLE_PERMISSIONS, type OrgRole, type Permission } from '../../lib/permissions.ts';
 import { problem } from '../../lib/problem.ts';
 import type { RequestContext } from '../context.ts';

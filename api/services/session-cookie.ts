@@ -1,6 +1,6 @@
 // The session cookie: <prefix>.session_token, HttpOnly, SameSite=Lax, Secure in production.
 // Sessions last 7 days and are extended at most once a day while used.
-import type { Response } from 'express';
+import type { Response } from '../http.ts';
 import type { Config } from '../../lib/config.ts';
 import type { AppDeps } from '../deps.ts';
 import type { SessionFacts } from './access.ts';
@@ -38,5 +38,5 @@ export async function extendSessionIfDue(deps: AppDeps, res: Response, facts: Se
   );
   facts.extendedAt = new Date();
   facts.expiresAt = expiresAt;
-  if (rowCount) res.append('Set-Cookie', sessionCookie(deps.config, token, expiresAt));
+  if (rowCount) res.appendHeader('Set-Cookie', sessionCookie(deps.config, token, expiresAt));
 }

@@ -1,7 +1,7 @@
 // Platform sessions: created on sign-in, sign-up and bootstrap; read directly from the cookie by
 // the /api/auth/* routes, which run outside the authentication chain.
 import { randomBytes } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type { Request, Response } from '../http.ts';
 import type pg from 'pg';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
@@ -41,7 +41,7 @@ export async function createSession(db: Queryable, userId: string, from: { ip?: 
 
 /** Sets the session cookie on the response. */
 export function signIn(deps: AppDeps, res: Response, session: NewSession): void {
-  res.append('Set-Cookie', sessionCookie(deps.config, session.token, session.expiresAt));
+  res.appendHeader('Set-Cookie', sessionCookie(deps.config, session.token, session.expiresAt));
 }
 
 /** The platform session named by the request's cookie, or null (none, unknown, expired, end-user realm). */

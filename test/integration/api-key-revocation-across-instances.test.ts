@@ -69,3 +69,40 @@ test('a key revoked on one instance is refused by the other', async () => {
   assert.equal((await client(first.url).delete(`/api/api-keys/${made.body.id}`, ctx)).status, 204);
   assert.equal(await statusWithin(second.url, made.body.key, 401, 1000), 401);
 });
+
+test('the cached space list follows a space created and renamed on the other instance', async () => {
+  const pool = first.deps.database.pool;
+  const org = await anOrg(pool);
+  const ctx = { cookie: (await aSession(pool, org.ownerId)).cookie, org: org.orgId, space: org.spaceId };
+  const names = async () => ((await client(second.url).get('/api/spaces', ctx)).body.data as Array<{ name: string }>).map((s) => s.name).sort();
+  const before = await names();
+  assert.deepEqual(await names(), before, 'served again (now from the cache)');
+  const made = await client(first.url).post('/api/spaces', { name: 'Fresh' }, ctx);
+  assert.equal(made.status, 201, made.text);
+  const seen = async (want: string[]) => {
+    const started = Date.now();
+    while (Date.now() - started < 1000 && JSON.stringify(await names()) !== JSON.stringify(want)) await new Promise((r) => setTimeout(r, 10));
+    return names();
+  };
+  assert.deepEqual(await seen([...before, 'Fresh'].sort()), [...before, 'Fresh'].sort());
+  assert.equal((await client(first.url).patch(`/api/spaces/${made.body.id}`, { name: 'Renamed' }, ctx)).status, 200);
+  assert.deepEqual(await seen([...before, 'Renamed'].sort()), [...before, 'Renamed'].sort());
+});
+
+test('a value loaded while an identity change cleared the cache is not kept', async () => {
+  const cache = await createAuthCache(first.deps.database.url, first.deps.log);
+  try {
+    let loads = 0;
+    const stale = await cache.through('k:x', async () => {
+      loads++;
+      cache.clear(); // a change committed while this read was in flight
+      return 'read before the change';
+    });
+    assert.equal(stale, 'read before the change');
+    assert.equal(await cache.through('k:x', async () => (loads++, 'read after the change')), 'read after the change');
+    assert.equal(await cache.through('k:x', async () => (loads++, 'not loaded again')), 'read after the change');
+    assert.equal(loads, 2);
+  } finally {
+    await cache.close();
+  }
+});

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Request, Response } from 'express';
+import type { Request, Response } from '../../api/http.ts';
 import { after, before, describe, test } from 'node:test';
 import { createIdempotency } from '../../api/middleware/idempotency.ts';
 import { createMemoryStore } from '../../lib/cache/memory.ts';

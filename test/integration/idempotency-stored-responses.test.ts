@@ -3,7 +3,7 @@
 // The stage is driven directly, as the router drives it, over memory and over Redis.
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type { Request, Response } from '../../api/http.ts';
 import { Redis } from 'ioredis';
 import { after, describe, test } from 'node:test';
 import { createIdempotency } from '../../api/middleware/idempotency.ts';

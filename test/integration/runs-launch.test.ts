@@ -152,6 +152,15 @@ describe('visibility of runs', () => {
     assert.equal(page.body.hasMore, true);
     assert.match(page.headers.get('link')!, /rel="next"/);
     assert.ok(page.body.total >= 3);
+    const all = await api.get('/api/agents/@fixtures/agent-echo/runs?limit=100');
+    assert.equal(all.body.total, all.body.data.length, 'the total counts every run of the filter, not the page');
+    const second = await api.get('/api/agents/@fixtures/agent-echo/runs?limit=2&offset=2');
+    assert.equal(second.body.total, all.body.total);
+    assert.deepEqual(second.body.data.map((r: any) => r.id), all.body.data.slice(2, 4).map((r: any) => r.id));
+    const past = await api.get(`/api/agents/@fixtures/agent-echo/runs?limit=2&offset=${all.body.total + 10}`);
+    assert.equal(past.status, 200);
+    assert.deepEqual(past.body.data, []);
+    assert.equal(past.body.total, all.body.total, 'a page past the end still knows the total');
   });
 });
 

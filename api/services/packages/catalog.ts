@@ -1,5 +1,5 @@
 // The package catalog of a space: list, read one, delete.
-import type { Request } from 'express';
+import type { Request } from '../../http.ts';
 import { PACKAGE_TYPES, type PackageType } from '../../../lib/afps/index.ts';
 import { problem } from '../../../lib/problem.ts';
 import { offsetList, offsetPage } from '../../lists.ts';

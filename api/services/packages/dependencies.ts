@@ -81,14 +81,13 @@ const EXPECTED_TYPE: Record<DependencyKind, PackageType> = { skills: 'skill', in
 /** A declared dependency among the packages usable in the space. */
 async function resolveDependency(scope: SpaceScope, owner: string, kind: DependencyKind, id: string, range: string): Promise<RunnablePackage> {
   const field = kind === 'server' ? 'source.server' : `dependencies.${kind}.${id}`;
-  const pkg = await findPackage(scope.pool, scope.orgId, scope.spaceId, id);
+  const [pkg, versions] = await Promise.all([findPackage(scope.pool, scope.orgId, scope.spaceId, id), listVersions(scope.pool, scope.orgId, id)]);
   const usable = pkg && pkg.type === EXPECTED_TYPE[kind] && (pkg.homeSpaceId === scope.spaceId || pkg.placedActive === true);
   if (!usable) {
     const detail = `${owner} needs ${id}, which is not available in this space.`;
     if (kind === 'skills') throw problem('missing_skill', { detail, errors: [{ field, code: 'invalid_value', message: 'is not available in this space', packageId: id }] });
     throw problem('dependency_unresolved', { detail, errors: [{ field, code: 'invalid_value', message: 'is not available in this space', packageId: id }] });
   }
-  const versions = await listVersions(scope.pool, scope.orgId, id);
   try {
     const chosen = resolveStored(id, versions, pkg.distTags, range);
     return await loadVersion(scope, id, chosen.version, chosen.integrity);
@@ -109,14 +108,17 @@ async function resolveDependency(scope: SpaceScope, owner: string, kind: Depende
  * latest) names, and its dependencies (missing_skill 400, dependency_unresolved 422).
  */
 export async function resolveRunnableAgent(scope: SpaceScope, packageId: string, versionSpec?: string): Promise<RunnableAgent> {
-  const pkg = await findPackage(scope.pool, scope.orgId, scope.spaceId, packageId);
+  // the package and its versions in parallel: one round trip's wait instead of two
+  const [pkg, versions] = await Promise.all([
+    findPackage(scope.pool, scope.orgId, scope.spaceId, packageId),
+    listVersions(scope.pool, scope.orgId, packageId),
+  ]);
   const here = pkg && (pkg.homeSpaceId === scope.spaceId || pkg.placedActive !== null);
   if (!pkg || !here) throw problem('agent_not_found', { detail: `No agent ${packageId} is reachable in this space.` });
   if (pkg.type !== 'agent') throw problem('not_an_agent', { detail: `${packageId} is a ${pkg.type} package.` });
   if (pkg.homeSpaceId !== scope.spaceId && pkg.placedActive === false) {
     throw problem('agent_not_active_in_space', { detail: `${packageId} is switched off in this space.` });
   }
-  const versions = await listVersions(scope.pool, scope.orgId, packageId);
   if (versions.length === 0) throw problem('no_published_version', { detail: `${packageId} has no published version.` });
   const chosen = resolveStored(packageId, versions, pkg.distTags, versionSpec ?? 'latest');
   const agent = await loadVersion(scope, packageId, chosen.version, chosen.integrity);

@@ -132,9 +132,15 @@ export async function listRunRows(
   where += visibilityFilter(scope, permissions, params);
   const countParams = [...params];
   params.push(page.limit + 1, page.offset);
-  const [list, count] = await Promise.all([
-    scope.pool.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`, params),
-    scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, countParams),
-  ]);
-  return { rows: list.rows, total: count.rows[0].n };
+  // One round trip: the total rides along each row (a window over the filtered runs, computed
+  // before LIMIT). Only a page past the end, which has no row to carry it, counts separately.
+  const { rows } = await scope.pool.query<RunRow & { total_matching: number }>(
+    `SELECT ${RUN_COLUMNS}, count(*) OVER ()::int AS total_matching FROM runs WHERE ${where}
+      ORDER BY created_at DESC, id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
+    params,
+  );
+  if (rows.length) return { rows, total: rows[0].total_matching };
+  if (page.offset === 0) return { rows, total: 0 };
+  const count = await scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, countParams);
+  return { rows, total: count.rows[0].n };
 }
