@@ -45,8 +45,8 @@ export const runs = pgTable('runs', {
   finishedAt: ts('finished_at'),
   purgedAt: ts('purged_at'),
 }, (t) => [
-  index('runs_space_created_idx').on(t.orgId, t.spaceId, t.createdAt),
-  index('runs_agent_idx').on(t.orgId, t.spaceId, t.agentId, t.createdAt),
+  index('runs_space_created_idx').on(t.orgId, t.spaceId, t.createdAt, t.id),
+  index('runs_agent_idx').on(t.orgId, t.spaceId, t.agentId, t.createdAt, t.id),
   index('runs_active_idx').on(t.orgId, t.status),
   index('runs_unsubmitted_idx').on(t.submittedAt, t.status),
   // the reconciler's sweep over every organization's open runs

@@ -161,6 +161,11 @@ describe('visibility of runs', () => {
     assert.equal(past.status, 200);
     assert.deepEqual(past.body.data, []);
     assert.equal(past.body.total, all.body.total, 'a page past the end still knows the total');
+    const tail = await api.get(`/api/agents/@fixtures/agent-echo/runs?limit=2&offset=${all.body.total - 1}`);
+    assert.equal(tail.body.data.length, 1);
+    assert.equal(tail.body.hasMore, false);
+    assert.equal(tail.body.total, all.body.total, 'the last, short page knows the total');
+    assert.match(page.headers.get('link')!, new RegExp(`offset=${Math.floor((all.body.total - 1) / 2) * 2}>; rel="last"`));
   });
 });
 

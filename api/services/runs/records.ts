@@ -130,17 +130,16 @@ export async function listRunRows(
     where += ` AND status = $${params.length}`;
   }
   where += visibilityFilter(scope, permissions, params);
-  const countParams = [...params];
-  params.push(page.limit + 1, page.offset);
-  // One round trip: the total rides along each row (a window over the filtered runs, computed
-  // before LIMIT). Only a page past the end, which has no row to carry it, counts separately.
-  const { rows } = await scope.pool.query<RunRow & { total_matching: number }>(
-    `SELECT ${RUN_COLUMNS}, count(*) OVER ()::int AS total_matching FROM runs WHERE ${where}
-      ORDER BY created_at DESC, id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
-    params,
+  const pageParams = [...params, page.limit + 1, page.offset];
+  // The page walks the (org, space, created_at, id) index and stops at its limit. The total is
+  // known from the page itself unless more rows follow it (or it lies past the end): only then is
+  // it counted. (A window count over the page query would read every run of the space in full.)
+  const { rows } = await scope.pool.query<RunRow>(
+    `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where}
+      ORDER BY created_at DESC, id DESC LIMIT $${pageParams.length - 1} OFFSET $${pageParams.length}`,
+    pageParams,
   );
-  if (rows.length) return { rows, total: rows[0].total_matching };
-  if (page.offset === 0) return { rows, total: 0 };
-  const count = await scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, countParams);
+  if (rows.length <= page.limit && (rows.length > 0 || page.offset === 0)) return { rows, total: page.offset + rows.length };
+  const count = await scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, params);
   return { rows, total: count.rows[0].n };
 }
