@@ -31,30 +31,36 @@ function parseAssignment(line: string): RuntimeAssignment {
   return { workspace: raw.workspace, sidecarUrl: raw.sidecarUrl.replace(/\/+$/, ''), sidecarSocket: raw.sidecarSocket, maxSteps: raw.maxSteps };
 }
 
-await warmFetch();
-announceReady({});
+// No top-level await: the program is bundled as CommonJS so its compiled code can be cached
+// (bin/cached-program.ts).
+async function main(): Promise<void> {
+  await warmFetch();
+  announceReady({});
 
-let line: string;
-try {
-  line = await readFirstLine();
-} catch {
-  process.exit(0); // the pool let go of this process before using it
-}
-let assignment: RuntimeAssignment;
-try {
-  assignment = parseAssignment(line);
-} catch (err) {
-  process.stderr.write(`agent-runtime: ${(err as Error).message}\n`);
-  process.exit(2);
-}
-exitWhenStdinEnds();
+  let line: string;
+  try {
+    line = await readFirstLine();
+  } catch {
+    process.exit(0); // the pool let go of this process before using it
+  }
+  let assignment: RuntimeAssignment;
+  try {
+    assignment = parseAssignment(line);
+  } catch (err) {
+    process.stderr.write(`agent-runtime: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  exitWhenStdinEnds();
 
-const toSidecar = sidecarFetch(assignment.sidecarSocket);
-let outcome: AgentOutcome;
-try {
-  outcome = await runAgent({ ...assignment, fetch: toSidecar });
-} catch (err) {
-  const message = err instanceof Error ? err.message : String(err);
-  outcome = { type: 'failed', code: 'agent_error', message: message.slice(0, MAX_MESSAGE_CHARS) };
+  const toSidecar = sidecarFetch(assignment.sidecarSocket);
+  let outcome: AgentOutcome;
+  try {
+    outcome = await runAgent({ ...assignment, fetch: toSidecar });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    outcome = { type: 'failed', code: 'agent_error', message: message.slice(0, MAX_MESSAGE_CHARS) };
+  }
+  process.exit((await reportOutcome(assignment.sidecarUrl, outcome, toSidecar)) ? 0 : 1);
 }
-process.exit((await reportOutcome(assignment.sidecarUrl, outcome, toSidecar)) ? 0 : 1);
+
+void main();

@@ -7,6 +7,7 @@
 //   node bin/start.mjs [platform|sidecar|agent-runtime]
 import fs from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -35,16 +36,20 @@ export async function ensureBundle() {
   const builtAt = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
   if (builtAt > newestSourceMtime()) return;
   const esbuild = await import('esbuild');
-  const common = { absWorkingDir: root, outdir: 'dist', bundle: true, format: 'esm', platform: 'node', target: 'node20', sourcemap: 'linked', logLevel: 'warning' };
+  // code caches belong to the bundles they were made from (activities/sandbox/code-cache.ts)
+  const dist = path.join(root, 'dist');
+  if (fs.existsSync(dist)) for (const f of fs.readdirSync(dist)) if (f.endsWith('.cache')) fs.rmSync(path.join(dist, f), { force: true });
+  const common = { absWorkingDir: root, outdir: 'dist', bundle: true, platform: 'node', target: 'node20', sourcemap: 'linked', logLevel: 'warning' };
   const { platform, ...sandboxPrograms } = ENTRIES;
   await Promise.all([
-    esbuild.build({ ...common, entryPoints: { platform }, packages: 'external' }),
+    esbuild.build({ ...common, format: 'esm', entryPoints: { platform }, packages: 'external' }),
+    // CommonJS, so bin/cached-program.ts can compile them through vm.Script with V8's code cache
     esbuild.build({
       ...common,
-      entryPoints: sandboxPrograms,
+      format: 'cjs',
+      outExtension: { '.js': '.cjs' },
+      entryPoints: { ...sandboxPrograms, 'cached-program': 'bin/cached-program.ts' },
       minify: true,
-      // bundled CommonJS dependencies require Node's built-in modules
-      banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     }),
   ]);
   fs.writeFileSync(stamp, new Date().toISOString());
@@ -57,5 +62,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     process.exit(2);
   }
   await ensureBundle();
-  await import(pathToFileURL(path.join(root, 'dist', `${name}.js`)).href);
+  if (name === 'platform') await import(pathToFileURL(path.join(root, 'dist', 'platform.js')).href);
+  else createRequire(import.meta.url)(path.join(root, 'dist', `${name}.cjs`));
 }

@@ -7,27 +7,33 @@ import { SidecarHttpServer } from './http-server.ts';
 import { prepareOutputValidator } from './output-validator.ts';
 import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from '../lib/warm-start.ts';
 
-await warmFetch();
-prepareOutputValidator();
-const sidecar = new SidecarHttpServer();
-const port = await sidecar.listen();
-await warmFetch(`http://127.0.0.1:${port}/warm`);
-announceReady({ port });
+// No top-level await: the program is bundled as CommonJS so its compiled code can be cached
+// (bin/cached-program.ts).
+async function main(): Promise<void> {
+  await warmFetch();
+  prepareOutputValidator();
+  const sidecar = new SidecarHttpServer();
+  const port = await sidecar.listen();
+  await warmFetch(`http://127.0.0.1:${port}/warm`);
+  announceReady({ port });
 
-let line: string;
-try {
-  line = await readFirstLine();
-} catch {
-  process.exit(0);
+  let line: string;
+  try {
+    line = await readFirstLine();
+  } catch {
+    process.exit(0);
+  }
+  try {
+    const assignment = parseAssignment(line);
+    if (assignment.socketPath) await sidecar.listenOnSocket(assignment.socketPath);
+    sidecar.assign(assignment);
+  } catch (err) {
+    // the message names fields only: the assignment holds secrets
+    process.stderr.write(`sidecar: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  process.stdout.write(`${JSON.stringify({ assigned: true })}\n`);
+  exitWhenStdinEnds();
 }
-try {
-  const assignment = parseAssignment(line);
-  if (assignment.socketPath) await sidecar.listenOnSocket(assignment.socketPath);
-  sidecar.assign(assignment);
-} catch (err) {
-  // the message names fields only: the assignment holds secrets
-  process.stderr.write(`sidecar: ${(err as Error).message}\n`);
-  process.exit(2);
-}
-process.stdout.write(`${JSON.stringify({ assigned: true })}\n`);
-exitWhenStdinEnds();
+
+void main();

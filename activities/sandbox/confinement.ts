@@ -15,7 +15,7 @@ export const SANDBOX_PATH_ENV = '/usr/local/bin:/usr/bin:/bin';
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 
 export interface ConfinedLayout {
-  /** the project root: its package.json, dist/ and node_modules are bound read-only */
+  /** the project root: its dist/ and node_modules are bound read-only */
   root: string;
   /** host folder bound read-write at /workspace */
   workspaceDir: string;
@@ -78,8 +78,6 @@ export function confinedArgv(layout: ConfinedLayout, command: string[]): string[
     '/dev',
     '--tmpfs',
     '/tmp',
-    // package.json tells node that dist/*.js are ES modules
-    ...project('package.json'),
     ...project('dist'),
     ...project('node_modules'),
     '--bind',

@@ -8,6 +8,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { SandboxSpec } from './adapter.ts';
 import { confineToCgroup, processTree, removeCgroup } from './cgroup.ts';
 import { confinedArgv, SANDBOX_IPC_DIR, SANDBOX_PATH_ENV, SANDBOX_WORKSPACE, sandboxNodePath, SIDECAR_SOCKET_NAME } from './confinement.ts';
+import { cachedProgramArgv } from './code-cache.ts';
 import { spawnProgram, type ProgramProcess } from './program-process.ts';
 import { writeWorkspace } from './workspace-writer.ts';
 
@@ -71,11 +72,12 @@ export class SandboxPair {
     await mkdir(path.join(dir, 'ipc'));
 
     const node = sandboxNodePath();
-    const sidecar = spawnProgram('sidecar', node, [`--max-old-space-size=${SIDECAR_HEAP_MB}`, ...NODE_MEMORY_FLAGS, path.join(settings.root, 'dist', 'sidecar.js')], {
-      cwd: dir,
-      env: sidecarEnv(dir),
-    });
-    const agentCommand = [node, `--max-old-space-size=${heapMb}`, ...NODE_MEMORY_FLAGS, path.join(settings.root, 'dist', 'agent-runtime.js')];
+    const [sidecarArgv, agentArgv] = await Promise.all([
+      cachedProgramArgv(settings.root, node, [`--max-old-space-size=${SIDECAR_HEAP_MB}`, ...NODE_MEMORY_FLAGS], 'sidecar', settings.log),
+      cachedProgramArgv(settings.root, node, [`--max-old-space-size=${heapMb}`, ...NODE_MEMORY_FLAGS], 'agent-runtime', settings.log),
+    ]);
+    const sidecar = spawnProgram('sidecar', node, sidecarArgv, { cwd: dir, env: sidecarEnv(dir) });
+    const agentCommand = [node, ...agentArgv];
     // the agent's environment names no secret and no setting: PATH and HOME only
     const agent = settings.bwrap
       ? spawnProgram('agent-runtime', settings.bwrap, confinedArgv({ root: settings.root, workspaceDir: workspace, ipcDir: path.join(dir, 'ipc') }, agentCommand), {

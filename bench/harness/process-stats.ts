@@ -1,7 +1,7 @@
 // The sandbox processes of a platform process, found in /proc, their memory and CPU time. The process
 // adapter spawns each program as a direct child of the platform: the sidecar (node
-// dist/sidecar.js, working folder = the sandbox folder) and the agent runtime (node
-// dist/agent-runtime.js, or bwrap around it when confined; working folder = <sandbox>/workspace).
+// dist/sidecar.cjs, working folder = the sandbox folder) and the agent runtime (node
+// dist/agent-runtime.cjs, or bwrap around it when confined; working folder = <sandbox>/workspace).
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -86,8 +86,8 @@ export function sandboxesOf(platformPid: number): SandboxProcesses[] {
   for (const child of byParent.get(platformPid) ?? []) {
     const tree = subtree(child, byParent);
     const commands = tree.map(commandOf);
-    if (commands[0].includes('dist/sidecar.js')) entry(cwdOf(child)).sidecar.push(...tree);
-    else if (commands.some((c) => c.includes('dist/agent-runtime.js'))) entry(path.dirname(cwdOf(child))).agent.push(...tree);
+    if (commands[0].includes('dist/sidecar.cjs')) entry(cwdOf(child)).sidecar.push(...tree);
+    else if (commands.some((c) => c.includes('dist/agent-runtime.cjs'))) entry(path.dirname(cwdOf(child))).agent.push(...tree);
   }
   return [...byDir.values()];
 }

@@ -89,7 +89,7 @@ describe('endings', () => {
     let left = -1;
     while (Date.now() < deadline) {
       left = Number(execFileSync('sh', ['-c', `ls ${platform.dataDir}/sandboxes 2>/dev/null | wc -l`], { encoding: 'utf8' }).trim());
-      const warm = Number(execFileSync('sh', ['-c', `ps -o args= --ppid ${platform.proc.pid} | grep -c sidecar.js || true`], { encoding: 'utf8' }).trim());
+      const warm = Number(execFileSync('sh', ['-c', `ps -o args= --ppid ${platform.proc.pid} | grep -c dist/sidecar.cjs || true`], { encoding: 'utf8' }).trim());
       if (warm <= 2 && left <= 2) break;
       await new Promise((r) => setTimeout(r, 300));
     }

@@ -110,7 +110,7 @@ describe('fault tolerance of runs', () => {
     try {
       const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
       await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
-      const sidecars = childPids(platform.proc.pid!, 'sidecar.js');
+      const sidecars = childPids(platform.proc.pid!, 'dist/sidecar.cjs');
       assert.equal(sidecars.length, 1, 'one sandbox, one sidecar');
       process.kill(sidecars[0], 'SIGKILL');
       const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 30_000);
