@@ -6,11 +6,13 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { newRunEventSecret, verifyRunEventSignature, type RunEvent } from '../../lib/run-events.ts';
 import { isProblem } from '../../lib/problem.ts';
 
-export const REPO = '/work/main';
+/** the checkout these tests run from */
+export const REPO = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 
 export interface Delivery {
   path: string;
