@@ -1,6 +1,7 @@
 // The list envelope and the three pagination styles (offset, cursor, sequence), with defaults,
 // maximums, fallback to the default when a value is out of range, and RFC 8288 Link headers.
 import type { Request } from './http.ts';
+import { JsonText } from './route.ts';
 import { z } from 'zod';
 
 export interface ListEnvelope<T> {
@@ -106,6 +107,12 @@ export function offsetList<T>(req: Request, page: OffsetPage, rows: T[], total?:
   const body: ListEnvelope<T> = { object: 'list', data, hasMore, limit: page.limit };
   if (total !== undefined) body.total = total;
   return { body, headers: linkHeader(links) };
+}
+
+/** The list envelope around items already written as JSON text (see JsonText). */
+export function listText(envelope: ListEnvelope<string>): JsonText {
+  const { object, data, ...rest } = envelope;
+  return new JsonText(`{"object":"${object}","data":[${data.join(',')}],${JSON.stringify(rest).slice(1)}`);
 }
 
 /**

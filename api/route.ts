@@ -80,6 +80,16 @@ export function route<B = unknown, Q = unknown, P = unknown>(def: RouteDef<B, Q,
   return def;
 }
 
+/** A body already written as JSON (by PostgreSQL, say): sent as it is, never parsed again. */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/** The JSON text of a reply body. */
+export function jsonOf(body: unknown): string {
+  return body instanceof JsonText ? body.text : JSON.stringify(body);
+}
+
 export const ok = (body: unknown, headers?: Record<string, string>): Reply => ({ status: 200, body, headers });
 export const created = (body: unknown, headers?: Record<string, string>): Reply => ({ status: 201, body, headers });
 export const noContent = (headers?: Record<string, string>): Reply => ({ status: 204, headers });

@@ -11,7 +11,7 @@ import { createAuthenticate, type OidcVerifier } from './middleware/authenticate
 import { applyImpersonation } from './middleware/impersonation.ts';
 import { createIdempotency, refuseUnsupportedIdempotencyKey, type IdempotencyOutcome } from './middleware/idempotency.ts';
 import { createRateLimiter } from './middleware/rate-limit.ts';
-import { defaultTenant, type Reply, type RouteDef, type RouteStage } from './route.ts';
+import { defaultTenant, jsonOf, type Reply, type RouteDef, type RouteStage } from './route.ts';
 import { parseBody, parseParams } from './validation.ts';
 
 export function sendReply(res: Response, reply: Reply): void {
@@ -27,7 +27,7 @@ export function sendReply(res: Response, reply: Reply): void {
     return;
   }
   if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify(reply.body));
+  res.end(jsonOf(reply.body));
 }
 
 export interface MountOptions {

@@ -25,3 +25,27 @@ BEGIN
   RETURN 'admitted';
 END;
 $$;
+
+-- A timestamp as the wire writes it: UTC, ISO 8601, milliseconds (truncated, as a JS Date holds it).
+CREATE OR REPLACE FUNCTION wire_time(t timestamptz) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT to_char(date_trunc('milliseconds', t) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+
+-- The run resource as it goes on the wire, built where the row is: reads send this text as it is,
+-- so a page of runs costs the API no row parsing and no serialization. Same shape as toRunWire()
+-- (api/services/runs/records.ts), which builds it for a run still in memory; a test holds the two
+-- equal.
+CREATE OR REPLACE FUNCTION run_wire(r runs) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT json_build_object(
+    'id', r.id, 'object', 'run', 'status', r.status, 'kind', r.kind, 'packageId', r.agent_id,
+    'agent_version', r.agent_version, 'spaceId', r.space_id, 'input', r.input,
+    'result', CASE WHEN r.status = 'success' THEN json_build_object('output', r.output) END,
+    'error', r.error,
+    'triggered_by', json_build_object('kind', r.trigger_kind, 'userId', r.actor_user_id, 'api_key_id', r.api_key_id,
+      'end_user_id', r.end_user_id, 'schedule_id', r.schedule_id),
+    'rerun_of', r.rerun_of, 'model_id', r.model_id, 'timeout_seconds', r.timeout_seconds,
+    'cost', json_build_object('usd', r.cost_usd, 'prompt_tokens', r.prompt_tokens, 'completion_tokens', r.completion_tokens),
+    'createdAt', wire_time(r.created_at), 'started_at', wire_time(r.started_at), 'finished_at', wire_time(r.finished_at),
+    'duration_ms', ((extract(epoch FROM date_trunc('milliseconds', r.finished_at))
+      - extract(epoch FROM date_trunc('milliseconds', r.started_at))) * 1000)::bigint)
+$$;

@@ -4,7 +4,7 @@ import { randomUUID, createHash } from 'node:crypto';
 import type { Request, Response } from '../http.ts';
 import type { CacheStore } from '../../lib/cache/store.ts';
 import { problem } from '../../lib/problem.ts';
-import type { Reply } from '../route.ts';
+import { jsonOf, type Reply } from '../route.ts';
 
 const TTL_MS = 24 * 60 * 60 * 1000;
 const LEASE_MS = 30_000;
@@ -106,7 +106,7 @@ export function createIdempotency(store: CacheStore, opts: IdempotencyOptions = 
         const current = await store.get(storeKey);
         if (current !== mineText) return;
         const ok = reply && reply.status < 500 && !reply.handled;
-        const body = ok && reply.body !== undefined ? JSON.stringify(reply.body) : '';
+        const body = ok && reply.body !== undefined ? jsonOf(reply.body) : '';
         if (!ok || body.length > MAX_STORED_CHARS) {
           await store.deleteIfEquals(storeKey, mineText);
           return;

@@ -2,13 +2,13 @@
 // long-polls with ?wait; logs are sequence-paged.
 import { z } from 'zod';
 import { spaceScopeOf } from '../../db/tenant.ts';
-import { OffsetQuery, SequenceQuery, offsetList, offsetPage, sequenceList, sequencePage } from '../lists.ts';
+import { OffsetQuery, SequenceQuery, listText, offsetList, offsetPage, sequenceList, sequencePage } from '../lists.ts';
 import type { RequestContext } from '../context.ts';
 import type { AppDeps } from '../deps.ts';
 import { created, noContent, ok, route } from '../route.ts';
 import { cancelRun, deleteRun, extendSink, readRun, readRunLogs, waitSeconds } from '../services/runs/control.ts';
 import { launchAgentRun, type LaunchContext } from '../services/runs/launch.ts';
-import { listRunRows, toRunWire } from '../services/runs/records.ts';
+import { listRunWire } from '../services/runs/records.ts';
 import { requirePackageInSpace } from '../services/packages/placement.ts';
 import { isProblem, problem } from '../../lib/problem.ts';
 import type { SpaceScope } from '../../db/tenant.ts';
@@ -61,9 +61,9 @@ export const runRoutes = [
       const scope = spaceScopeOf(ctx, deps.database);
       const agentId = agentIdOf(params);
       await requireAgentInSpace(scope, agentId);
-      const { rows, total } = await listRunRows(scope, ctx.permissions, page, { agentId });
-      const { body, headers } = offsetList(req, page, rows.map(toRunWire), total);
-      return ok(body, headers);
+      const { items, total } = await listRunWire(scope, ctx.permissions, page, { agentId });
+      const { body, headers } = offsetList(req, page, items, total);
+      return ok(listText(body), headers);
     },
   }),
   route({
@@ -72,9 +72,9 @@ export const runRoutes = [
     responses: { 200: { description: 'A page of runs', schema: RunListSchema } },
     handler: async ({ ctx, query, req, deps }) => {
       const page = offsetPage(query);
-      const { rows, total } = await listRunRows(spaceScopeOf(ctx, deps.database), ctx.permissions, page, { status: query.status });
-      const { body, headers } = offsetList(req, page, rows.map(toRunWire), total);
-      return ok(body, headers);
+      const { items, total } = await listRunWire(spaceScopeOf(ctx, deps.database), ctx.permissions, page, { status: query.status });
+      const { body, headers } = offsetList(req, page, items, total);
+      return ok(listText(body), headers);
     },
   }),
   route({

@@ -4,7 +4,8 @@ import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { finalizeRun } from '../../../db/run-finalization.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
-import { getRunRow, isTerminal, toRunWire, type RunWire } from './records.ts';
+import { JsonText } from '../../route.ts';
+import { getRunRow, getRunWire, isTerminal } from './records.ts';
 import type { RunStatusFeed } from './status-feed.ts';
 
 export const MAX_WAIT_SECONDS = 55;
@@ -22,31 +23,31 @@ export function waitSeconds(raw: unknown): number {
  * The run, after waiting up to `seconds` for a terminal status. A caller already holding the
  * maximum number of waits gets the current state at once.
  */
-export async function readRun(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string, seconds: number, feed: RunStatusFeed | null, caller: string, signal?: AbortSignal): Promise<RunWire> {
-  let row = await getRunRow(scope, permissions, runId);
-  if (seconds <= 0 || isTerminal(row.status) || !feed) return toRunWire(row);
+export async function readRun(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string, seconds: number, feed: RunStatusFeed | null, caller: string, signal?: AbortSignal): Promise<JsonText> {
+  let run = await getRunWire(scope, permissions, runId);
+  if (seconds <= 0 || isTerminal(run.status) || !feed) return new JsonText(run.json);
   const holding = waitsByCaller.get(caller) ?? 0;
-  if (holding >= MAX_WAITS_PER_CALLER) return toRunWire(row);
+  if (holding >= MAX_WAITS_PER_CALLER) return new JsonText(run.json);
   waitsByCaller.set(caller, holding + 1);
   try {
     const deadline = Date.now() + seconds * 1000;
-    while (!isTerminal(row.status) && Date.now() < deadline && !signal?.aborted) {
+    while (!isTerminal(run.status) && Date.now() < deadline && !signal?.aborted) {
       // Listen first, then re-read, so a change between the two is not missed.
       const next = feed.next(runId, deadline - Date.now(), signal);
-      row = await getRunRow(scope, permissions, runId);
-      if (isTerminal(row.status)) break;
+      run = await getRunWire(scope, permissions, runId);
+      if (isTerminal(run.status)) break;
       if (!(await next)) break;
-      row = await getRunRow(scope, permissions, runId);
+      run = await getRunWire(scope, permissions, runId);
     }
   } finally {
     const n = (waitsByCaller.get(caller) ?? 1) - 1;
     if (n <= 0) waitsByCaller.delete(caller);
     else waitsByCaller.set(caller, n);
   }
-  return toRunWire(row);
+  return new JsonText(run.json);
 }
 
-export async function cancelRun(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string, runs: RunWorkflowClient | undefined, reason?: string): Promise<RunWire> {
+export async function cancelRun(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string, runs: RunWorkflowClient | undefined, reason?: string): Promise<JsonText> {
   const row = await getRunRow(scope, permissions, runId);
   if (isTerminal(row.status)) throw problem('not_cancellable', { detail: `The run is already ${row.status}.` });
   const message = reason ? `Cancelled: ${reason}` : 'Cancelled on request.';
@@ -55,7 +56,7 @@ export async function cancelRun(scope: SpaceScope, permissions: ReadonlySet<Perm
   // The workflow tears the sandbox down; if the engine cannot be told now, its liveness check
   // sees the run finalized and stops the sandbox.
   await runs?.cancel(runId, reason).catch(() => {});
-  return toRunWire(await getRunRow(scope, permissions, runId));
+  return new JsonText((await getRunWire(scope, permissions, runId)).json);
 }
 
 export async function deleteRun(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string): Promise<void> {

@@ -109,12 +109,28 @@ export async function getRunRow(scope: SpaceScope, permissions: ReadonlySet<Perm
   return rows[0];
 }
 
-export async function listRunRows(
+/** A run as the wire shows it, written by PostgreSQL (run_wire), with its status. */
+export async function getRunWire(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string): Promise<{ status: RunStatus; json: string }> {
+  const params: unknown[] = [runId, scope.orgId, scope.spaceId];
+  const filter = visibilityFilter(scope, permissions, params);
+  const { rows } = await scope.pool.query<{ status: RunStatus; json: string }>(
+    `SELECT status, run_wire(runs)::text AS json FROM runs WHERE id = $1 AND org_id = $2 AND space_id = $3${filter}`,
+    params,
+  );
+  if (!rows[0]) throw problem('not_found', { detail: 'No such run in this space.' });
+  return rows[0];
+}
+
+/**
+ * A page of runs (limit + 1 fetched, so the caller knows whether more follow), each as its wire
+ * JSON text, newest first, with the total.
+ */
+export async function listRunWire(
   scope: SpaceScope,
   permissions: ReadonlySet<Permission>,
   page: { limit: number; offset: number },
   filter: { agentId?: string; scheduleId?: string; status?: string } = {},
-): Promise<{ rows: RunRow[]; total: number }> {
+): Promise<{ items: string[]; total: number }> {
   const params: unknown[] = [scope.orgId, scope.spaceId];
   let where = 'org_id = $1 AND space_id = $2';
   if (filter.agentId) {
@@ -134,12 +150,13 @@ export async function listRunRows(
   // The page walks the (org, space, created_at, id) index and stops at its limit. The total is
   // known from the page itself unless more rows follow it (or it lies past the end): only then is
   // it counted. (A window count over the page query would read every run of the space in full.)
-  const { rows } = await scope.pool.query<RunRow>(
-    `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where}
+  const { rows } = await scope.pool.query<{ json: string }>(
+    `SELECT run_wire(runs)::text AS json FROM runs WHERE ${where}
       ORDER BY created_at DESC, id DESC LIMIT $${pageParams.length - 1} OFFSET $${pageParams.length}`,
     pageParams,
   );
-  if (rows.length <= page.limit && (rows.length > 0 || page.offset === 0)) return { rows, total: page.offset + rows.length };
+  const items = rows.map((r) => r.json);
+  if (items.length <= page.limit && (items.length > 0 || page.offset === 0)) return { items, total: page.offset + items.length };
   const count = await scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, params);
-  return { rows, total: count.rows[0].n };
+  return { items, total: count.rows[0].n };
 }
