@@ -49,3 +49,57 @@ CREATE OR REPLACE FUNCTION run_wire(r runs) RETURNS json LANGUAGE sql STABLE PAR
     'duration_ms', ((extract(epoch FROM date_trunc('milliseconds', r.finished_at))
       - extract(epoch FROM date_trunc('milliseconds', r.started_at))) * 1000)::bigint)
 $$;
+
+-- Records one verified run event in a single round trip: refuses a replayed message id, notes
+-- liveness, stores what the event carries, and moves a pending run to running on 'started'.
+-- p_data is the event's data as the API normalized it. Returns 'replayed', 'started', 'terminal'
+-- (with the pending output and the agent's output schema, which the API checks) or 'recorded'.
+CREATE OR REPLACE FUNCTION record_run_event(p_run text, p_message text, p_sequence int, p_type text, p_data jsonb)
+RETURNS TABLE (outcome text, pending_output jsonb, output_schema jsonb) LANGUAGE plpgsql AS $$
+DECLARE
+  moved record;
+  stored int;
+BEGIN
+  INSERT INTO run_event_ids (run_id, message_id) VALUES (p_run, p_message) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS stored = ROW_COUNT;
+  IF stored = 0 THEN
+    RETURN QUERY SELECT 'replayed'::text, NULL::jsonb, NULL::jsonb;
+    RETURN;
+  END IF;
+  UPDATE runs SET last_event_at = now(), last_sequence = GREATEST(last_sequence, p_sequence) WHERE id = p_run;
+  IF p_type = 'started' THEN
+    UPDATE runs SET status = 'running', started_at = COALESCE(started_at, now())
+      WHERE id = p_run AND status = 'pending' RETURNING org_id, space_id INTO moved;
+    IF FOUND THEN
+      PERFORM pg_notify('run_status', json_build_object('id', p_run, 'org_id', moved.org_id, 'space_id', moved.space_id, 'status', 'running')::text);
+    END IF;
+    RETURN QUERY SELECT 'started'::text, NULL::jsonb, NULL::jsonb;
+    RETURN;
+  ELSIF p_type = 'log' THEN
+    INSERT INTO run_logs (run_id, sequence, level, message, data)
+      VALUES (p_run, p_sequence, p_data->>'level', p_data->>'message', p_data->'data') ON CONFLICT DO NOTHING;
+  ELSIF p_type = 'metric' THEN
+    INSERT INTO run_usage (run_id, sequence, model, prompt_tokens, completion_tokens, cost_usd)
+      VALUES (p_run, p_sequence, p_data->>'model', (p_data->>'prompt_tokens')::int, (p_data->>'completion_tokens')::int, (p_data->>'cost_usd')::float8)
+      ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS stored = ROW_COUNT;
+    IF stored > 0 THEN
+      UPDATE runs SET prompt_tokens = prompt_tokens + (p_data->>'prompt_tokens')::int,
+        completion_tokens = completion_tokens + (p_data->>'completion_tokens')::int,
+        cost_usd = cost_usd + (p_data->>'cost_usd')::float8
+        WHERE id = p_run;
+    END IF;
+  ELSIF p_type = 'output' THEN
+    UPDATE runs SET pending_output = COALESCE(p_data->'output', 'null'::jsonb) WHERE id = p_run;
+  ELSIF p_type IN ('completed', 'failed') THEN
+    RETURN QUERY SELECT 'terminal'::text, r.pending_output,
+        CASE WHEN r.kind = 'inline' THEN r.inline_manifest->'output'->'schema'
+             ELSE (SELECT v.manifest->'output'->'schema' FROM package_versions v
+                    WHERE v.org_id = r.org_id AND v.package_id = r.agent_id AND v.version = r.agent_version) END
+      FROM runs r WHERE r.id = p_run;
+    RETURN;
+  END IF;
+  -- heartbeat, and kinds a newer runner may send: liveness was recorded above
+  RETURN QUERY SELECT 'recorded'::text, NULL::jsonb, NULL::jsonb;
+END;
+$$;

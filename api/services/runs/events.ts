@@ -4,7 +4,6 @@
 import type pg from 'pg';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { problem } from '../../../lib/problem.ts';
-import { inTransaction } from '../../../db/transaction.ts';
 import { verifyRunEventSignature } from '../../../lib/run-events.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import type { TerminalSignal } from '../../../workflows/run-types.ts';
@@ -16,11 +15,6 @@ interface SinkRow {
   event_secret: string;
   sink_expires_at: Date;
   org_id: string;
-  agent_id: string;
-  agent_version: string;
-  kind: string;
-  inline_manifest: { output?: { schema?: object } } | null;
-  pending_output: unknown;
 }
 
 interface EventBody {
@@ -55,7 +49,7 @@ function parseEvent(raw: Buffer): EventBody {
 /** Loads the run's sink and checks the signature; 404 for an unknown run. */
 export async function openSink(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<{ sink: SinkRow; messageId: string }> {
   const { rows } = await deps.pool.query<SinkRow>(
-    `SELECT status, event_secret, sink_expires_at, org_id, agent_id, agent_version, kind, inline_manifest, pending_output FROM runs WHERE id = $1`,
+    `SELECT status, event_secret, sink_expires_at, org_id FROM runs WHERE id = $1`,
     [runId],
   );
   const sink = rows[0];
@@ -64,24 +58,37 @@ export async function openSink(deps: IngestDeps, runId: string, headers: Record<
   return { sink, messageId: id };
 }
 
-async function outputSchemaOf(client: pg.PoolClient, sink: SinkRow): Promise<object | undefined> {
-  if (sink.kind === 'inline') return sink.inline_manifest?.output?.schema;
-  const { rows } = await client.query<{ schema: object | null }>(
-    `SELECT manifest->'output'->'schema' AS schema FROM package_versions WHERE org_id = $1 AND package_id = $2 AND version = $3`,
-    [sink.org_id, sink.agent_id, sink.agent_version],
-  );
-  return rows[0]?.schema ?? undefined;
+/** The event's data as record_run_event (db/functions.sql) stores it. */
+function normalizedData(event: EventBody): Record<string, unknown> {
+  const data = event.data ?? {};
+  switch (event.type) {
+    case 'log':
+      return {
+        level: LOG_LEVELS.has(String(data.level)) ? String(data.level) : 'info',
+        message: String(data.message ?? '').slice(0, 10_000),
+        ...(data.data === undefined ? {} : { data: data.data }),
+      };
+    case 'metric':
+      return {
+        model: String(data.model ?? ''),
+        prompt_tokens: Number(data.prompt_tokens ?? 0) | 0,
+        completion_tokens: Number(data.completion_tokens ?? 0) | 0,
+        cost_usd: Number.isFinite(Number(data.cost_usd)) ? Number(data.cost_usd) : 0,
+      };
+    case 'output':
+      return { output: data.output ?? null };
+    default:
+      return {};
+  }
 }
 
 /** The validated ending a completed/failed event stands for. */
-async function terminalSignal(client: pg.PoolClient, sink: SinkRow, runId: string, event: EventBody): Promise<TerminalSignal> {
+function terminalSignal(event: EventBody, pendingOutput: unknown, schema: object | null): TerminalSignal {
   const data = event.data ?? {};
   if (event.type === 'failed') {
     return { status: 'failed', error: { code: String(data.code ?? 'agent_error'), message: String(data.message ?? 'The agent failed.') } };
   }
-  const { rows } = await client.query<{ pending_output: unknown }>('SELECT pending_output FROM runs WHERE id = $1', [runId]);
-  const output = rows[0]?.pending_output ?? null;
-  const schema = await outputSchemaOf(client, sink);
+  const output = pendingOutput ?? null;
   if (!schema) return { status: 'success', output: output ?? (typeof data.text === 'string' ? data.text : null) };
   if (output === null) {
     return { status: 'failed', error: { code: 'no_output', message: 'The agent finished without reporting an output.' } };
@@ -93,51 +100,17 @@ async function terminalSignal(client: pg.PoolClient, sink: SinkRow, runId: strin
   return { status: 'success', output };
 }
 
-/** Records one event in a transaction; returns the workflow signal it calls for, if any. */
-async function recordEvent(client: pg.PoolClient, sink: SinkRow, runId: string, messageId: string, event: EventBody): Promise<{ started?: true; terminal?: TerminalSignal }> {
-  const fresh = await client.query('INSERT INTO run_event_ids (run_id, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [runId, messageId]);
-  if (!fresh.rowCount) throw problem('message_replayed', { detail: 'This webhook-id was already accepted for the run.' });
-  await client.query('UPDATE runs SET last_event_at = now(), last_sequence = GREATEST(last_sequence, $2) WHERE id = $1', [runId, event.sequence]);
-  const data = event.data ?? {};
-  switch (event.type) {
-    case 'started': {
-      const { rows } = await client.query<{ org_id: string; space_id: string }>(
-        `UPDATE runs SET status = 'running', started_at = COALESCE(started_at, now()) WHERE id = $1 AND status = 'pending' RETURNING org_id, space_id`,
-        [runId],
-      );
-      if (rows[0]) await client.query(`SELECT pg_notify('run_status', $1)`, [JSON.stringify({ id: runId, org_id: rows[0].org_id, space_id: rows[0].space_id, status: 'running' })]);
-      return { started: true };
-    }
-    case 'log': {
-      const level = LOG_LEVELS.has(String(data.level)) ? String(data.level) : 'info';
-      await client.query('INSERT INTO run_logs (run_id, sequence, level, message, data) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING', [
-        runId, event.sequence, level, String(data.message ?? '').slice(0, 10_000), data.data === undefined ? null : JSON.stringify(data.data),
-      ]);
-      return {};
-    }
-    case 'metric': {
-      const prompt = Number(data.prompt_tokens ?? 0) | 0;
-      const completion = Number(data.completion_tokens ?? 0) | 0;
-      const cost = Number(data.cost_usd ?? 0) || 0;
-      const inserted = await client.query(
-        'INSERT INTO run_usage (run_id, sequence, model, prompt_tokens, completion_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING',
-        [runId, event.sequence, String(data.model ?? ''), prompt, completion, cost],
-      );
-      if (inserted.rowCount) {
-        await client.query('UPDATE runs SET prompt_tokens = prompt_tokens + $2, completion_tokens = completion_tokens + $3, cost_usd = cost_usd + $4 WHERE id = $1', [runId, prompt, completion, cost]);
-      }
-      return {};
-    }
-    case 'output':
-      await client.query('UPDATE runs SET pending_output = $2::jsonb WHERE id = $1', [runId, JSON.stringify(data.output ?? null)]);
-      return {};
-    case 'completed':
-    case 'failed':
-      return { terminal: await terminalSignal(client, sink, runId, event) };
-    default:
-      // heartbeat, and kinds a newer runner may send: liveness was recorded above.
-      return {};
-  }
+/** Records one event (one round trip, atomic); returns the workflow signal it calls for, if any. */
+async function recordEvent(pool: pg.Pool, runId: string, messageId: string, event: EventBody): Promise<{ started?: true; terminal?: TerminalSignal }> {
+  const { rows } = await pool.query<{ outcome: string; pending_output: unknown; output_schema: object | null }>(
+    'SELECT outcome, pending_output, output_schema FROM record_run_event($1, $2, $3, $4, $5::jsonb)',
+    [runId, messageId, event.sequence, event.type, JSON.stringify(normalizedData(event))],
+  );
+  const { outcome, pending_output: pendingOutput, output_schema: schema } = rows[0];
+  if (outcome === 'replayed') throw problem('message_replayed', { detail: 'This webhook-id was already accepted for the run.' });
+  if (outcome === 'started') return { started: true };
+  if (outcome === 'terminal') return { terminal: terminalSignal(event, pendingOutput, schema) };
+  return {};
 }
 
 export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<void> {
@@ -146,7 +119,7 @@ export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: R
   if (sink.sink_expires_at.getTime() <= Date.now()) throw problem('run_sink_expired', { detail: 'The run event sink has expired.' });
   const event = parseEvent(raw);
 
-  const signal = await inTransaction(deps.pool, (client) => recordEvent(client, sink, runId, messageId, event));
+  const signal = await recordEvent(deps.pool, runId, messageId, event);
 
   if (!deps.runs || (!signal.started && !signal.terminal)) return;
   try {
