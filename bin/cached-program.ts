@@ -2,8 +2,9 @@
 // when a cache for it exists, so a sandbox does not parse and compile a megabyte of JavaScript
 // each time it starts.
 //   node [flags] dist/cached-program.cjs <program.cjs> <cache file>            run it
-//   node [flags] dist/cached-program.cjs <program.cjs> <cache file> --write    load it until it is
-//     ready, then write the cache (the code compiled by then: loading and warming up) and exit.
+//   node [flags] dist/cached-program.cjs <program.cjs> <cache file> --write    run it, and write
+//     the cache as it exits (SIGTERM included): the code compiled by then, a whole run's worth when
+//     the platform's rehearsal drives it (activities/sandbox/rehearsal.ts).
 // V8 accepts a cache only from the same V8 version, the same flags and a source of the same length;
 // the platform names cache files after the node binary, the flags and the bundle's hash
 // (activities/sandbox/code-cache.ts), so a cache is never applied to other code. A missing or
@@ -12,8 +13,6 @@ import fs from 'node:fs';
 import Module from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
-
-const READY_EVENT = 'sandbox-program-ready'; // lib/warm-start.ts
 
 const [programArg, cacheArg, mode] = process.argv.slice(2);
 if (!programArg || !cacheArg) {
@@ -36,12 +35,12 @@ const script = new vm.Script(Module.wrap(fs.readFileSync(file, 'utf8')), { filen
 const compiled = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: Module, filename: string, dirname: string) => void;
 
 if (writing) {
-  process.once(READY_EVENT as 'beforeExit', () => {
+  process.once('exit', () => {
     const tmp = `${cacheFile}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, script.createCachedData());
     fs.renameSync(tmp, cacheFile);
-    process.exit(0);
   });
+  process.once('SIGTERM', () => process.exit(0));
 }
 
 const mod = new Module(file);

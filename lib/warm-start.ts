@@ -2,12 +2,8 @@
 // line on stdin. A pool parent that goes away (stdin ends), before or after assigning, ends the
 // process, so a killed platform leaves no orphan behind.
 
-/** Emitted on `process` once the program is loaded and ready (bin/cached-program.ts listens). */
-export const READY_EVENT = 'sandbox-program-ready';
-
 export function announceReady(fields: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ ready: true, ...fields })}\n`);
-  process.emit(READY_EVENT as 'beforeExit', 0);
 }
 
 /** The first line on stdin; rejects if stdin ends first. Later input is ignored. */

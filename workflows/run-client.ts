@@ -14,16 +14,21 @@ export interface RunSubmission {
 export interface RunWorkflowClient {
   /** Starts the run's workflow; the workflow key (run id) makes it idempotent. */
   submit(runId: string): Promise<RunSubmission>;
-  /** The runner's first event arrived. */
-  started(runId: string): Promise<SignalAck>;
-  /** The runner reported its end (output already validated by the API). */
-  terminal(runId: string, payload: TerminalSignal): Promise<SignalAck>;
+  /** The runner's first event arrived. Resolves once the engine has durably taken the signal. */
+  started(runId: string): Promise<void>;
+  /** The runner reported its end (output already validated by the API); as started. */
+  terminal(runId: string, payload: TerminalSignal): Promise<void>;
   cancel(runId: string, reason?: string): Promise<SignalAck>;
   /** Waits for the workflow to finish and returns its result. */
   attach(runId: string): Promise<RunWorkflowResult>;
   /** The result if the workflow has finished, otherwise null (also when it was never submitted). */
   output(runId: string): Promise<RunWorkflowResult | null>;
 }
+
+const SEND_RETRY_MS = 15_000;
+
+/** The engine refused a signal (4xx): retrying cannot help. */
+class SignalRefused extends Error {}
 
 /** Typed access to the `run` workflow through the Restate ingress. */
 export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: Buffer } = {}): RunWorkflowClient {
@@ -35,14 +40,44 @@ export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: 
   const workflow = (runId: string) => ingress.workflowClient<RunWorkflow>({ name: RUN_WORKFLOW_NAME }, runId);
   // A fresh key per logical call lets a retried request be answered from the first attempt.
   const once = <I>() => clients.rpc.opts<I, SignalAck>({ idempotencyKey: randomUUID() });
+  const base = ingressUrl.replace(/\/+$/, '');
+
+  /**
+   * A one-way signal: the engine answers once the invocation is in its log (durable), without
+   * waiting for the workflow to run it, so a runner's event is acknowledged in milliseconds and the
+   * runner's next events are not held behind the engine's turn-around. Retried on network errors,
+   * 429 and 5xx under the same idempotency key.
+   */
+  async function send(runId: string, handler: 'started' | 'terminal', body: object): Promise<void> {
+    const url = `${base}/${RUN_WORKFLOW_NAME}/${encodeURIComponent(runId)}/${handler}/send`;
+    const headers = { 'content-type': 'application/json', 'idempotency-key': randomUUID() };
+    const payload = JSON.stringify(body);
+    const deadline = Date.now() + SEND_RETRY_MS;
+    for (let attempt = 0; ; attempt++) {
+      let failure: Error;
+      try {
+        const res = await fetch(url, { method: 'POST', headers, body: payload });
+        await res.arrayBuffer();
+        if (res.ok) return;
+        failure = new Error(`the engine answered ${res.status} to the ${handler} signal`);
+        if (res.status !== 429 && res.status < 500) throw new SignalRefused(failure.message);
+      } catch (err) {
+        if (err instanceof SignalRefused) throw err;
+        failure = err as Error;
+      }
+      const pause = 100 * 2 ** attempt;
+      if (Date.now() + pause > deadline) throw failure;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
 
   return {
     async submit(runId) {
       const submission = await workflow(runId).workflowSubmit();
       return { invocationId: submission.invocationId, firstSubmission: submission.status === 'Accepted' };
     },
-    started: async (runId) => workflow(runId).started(sign(runId, 'started', {}), once<{ mac?: string } | undefined>()),
-    terminal: async (runId, payload) => workflow(runId).terminal(sign(runId, 'terminal', payload), once<TerminalSignal & { mac?: string }>()),
+    started: (runId) => send(runId, 'started', sign(runId, 'started', {})),
+    terminal: (runId, payload) => send(runId, 'terminal', sign(runId, 'terminal', payload)),
     cancel: async (runId, reason) =>
       workflow(runId).cancel(sign(runId, 'cancel', reason === undefined ? {} : { reason }), once<(CancelSignal & { mac?: string }) | undefined>()),
     attach: (runId) => workflow(runId).workflowAttach(),

@@ -8,7 +8,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { SandboxSpec } from './adapter.ts';
 import { confineToCgroup, processTree, removeCgroup } from './cgroup.ts';
 import { confinedArgv, SANDBOX_IPC_DIR, SANDBOX_PATH_ENV, SANDBOX_WORKSPACE, sandboxNodePath, SIDECAR_SOCKET_NAME } from './confinement.ts';
-import { cachedProgramArgv } from './code-cache.ts';
+import { cachedPairArgv } from './code-cache.ts';
 import { spawnProgram, type ProgramProcess } from './program-process.ts';
 import { writeWorkspace } from './workspace-writer.ts';
 
@@ -72,10 +72,10 @@ export class SandboxPair {
     await mkdir(path.join(dir, 'ipc'));
 
     const node = sandboxNodePath();
-    const [sidecarArgv, agentArgv] = await Promise.all([
-      cachedProgramArgv(settings.root, node, [`--max-old-space-size=${SIDECAR_HEAP_MB}`, ...NODE_MEMORY_FLAGS], 'sidecar', settings.log),
-      cachedProgramArgv(settings.root, node, [`--max-old-space-size=${heapMb}`, ...NODE_MEMORY_FLAGS], 'agent-runtime', settings.log),
-    ]);
+    const { sidecar: sidecarArgv, agent: agentArgv } = await cachedPairArgv(settings.root, node, {
+      sidecar: [`--max-old-space-size=${SIDECAR_HEAP_MB}`, ...NODE_MEMORY_FLAGS],
+      agent: [`--max-old-space-size=${heapMb}`, ...NODE_MEMORY_FLAGS],
+    }, settings.log);
     const sidecar = spawnProgram('sidecar', node, sidecarArgv, { cwd: dir, env: sidecarEnv(dir) });
     const agentCommand = [node, ...agentArgv];
     // the agent's environment names no secret and no setting: PATH and HOME only
