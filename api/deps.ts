@@ -5,6 +5,7 @@ import type { SecretBox } from '../lib/crypto.ts';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunWorkflowClient } from '../workflows/run-client.ts';
+import type { RunReadCache } from './services/runs/read-cache.ts';
 import type { RunStatusFeed } from './services/runs/status-feed.ts';
 import type { RunSubmitter } from './services/runs/submitter.ts';
 import type { Lifecycle } from './lifecycle.ts';
@@ -26,4 +27,6 @@ export interface AppDeps {
   submitter?: RunSubmitter;
   /** committed run status changes, for long polls and streams */
   runFeed?: RunStatusFeed;
+  /** run reads served until a change is heard (built on runFeed) */
+  runReads?: RunReadCache;
 }

@@ -11,6 +11,7 @@ import { createLifecycle } from '../api/lifecycle.ts';
 import { allRoutes } from '../api/routes/index.ts';
 import { loadModules } from '../api/modules/index.ts';
 import { createAuthCache } from '../api/services/auth-cache.ts';
+import { createRunReadCache } from '../api/services/runs/read-cache.ts';
 import { createRunStatusFeed } from '../api/services/runs/status-feed.ts';
 import { reconcileAbandonedRuns } from '../api/services/runs/reconciler.ts';
 import { createRunSubmitter } from '../api/services/runs/submitter.ts';
@@ -91,6 +92,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const instanceKey = encryptionKey(dataDir, config.ENCRYPTION_KEY);
     const runFeed = await createRunStatusFeed(databaseUrl, log);
     stops.push(() => runFeed.close());
+    const runReads = createRunReadCache(runFeed);
+    stops.push(async () => runReads.close());
     const deps: AppDeps = {
       config,
       log,
@@ -101,6 +104,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       authCache,
       bootstrapToken: bootstrapToken(dataDir, config.BOOTSTRAP_TOKEN),
       runFeed,
+      runReads,
     };
 
     // The API listens (answering 503 starting) while the engine comes up.

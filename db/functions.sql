@@ -103,3 +103,19 @@ BEGIN
   RETURN QUERY SELECT 'recorded'::text, NULL::jsonb, NULL::jsonb;
 END;
 $$;
+
+-- Announces every committed change to what a run's wire (run_wire) shows, with the run's space,
+-- so each API instance drops the run reads it cached for that space (api/services/runs/read-cache.ts).
+-- Columns outside the wire (liveness, the sink, the event secret) change without a notification.
+CREATE OR REPLACE FUNCTION announce_run_wire_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('run_wire_changed', CASE WHEN TG_OP = 'DELETE' THEN OLD.space_id ELSE NEW.space_id END);
+  RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER runs_wire_changed
+  AFTER INSERT OR DELETE OR UPDATE OF id, org_id, space_id, agent_id, agent_version, status, kind, input, output, error,
+    trigger_kind, actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, model_id, timeout_seconds,
+    prompt_tokens, completion_tokens, cost_usd, created_at, started_at, finished_at
+  ON runs FOR EACH ROW EXECUTE FUNCTION announce_run_wire_change();

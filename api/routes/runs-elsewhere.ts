@@ -4,7 +4,7 @@ import { spaceScopeOf } from '../../db/tenant.ts';
 import { created, ok, route } from '../route.ts';
 import { launchInlineRun, validateInlineRun } from '../services/runs/launch-inline.ts';
 import { launchRemoteRun } from '../services/runs/launch-remote.ts';
-import { launchContext } from './runs.ts';
+import { launchContext, runChanged } from './runs.ts';
 import { RunSchema } from './run-schemas.ts';
 
 const InlineBody = z.object({
@@ -20,7 +20,7 @@ export const runsElsewhereRoutes = [
     method: 'post', path: '/api/runs/inline', summary: 'Run an agent given inline (manifest and prompt)', tag: 'Runs',
     permission: 'agents:run', rateLimit: INLINE_LIMIT, idempotent: true, body: InlineBody,
     responses: { 201: { description: 'The run, pending', schema: RunSchema } },
-    handler: async ({ ctx, body, deps }) => created(await launchInlineRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), body)),
+    handler: async ({ ctx, body, deps }) => created(runChanged(deps, ctx, await launchInlineRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), body))),
   }),
   route({
     method: 'post', path: '/api/runs/inline/validate', summary: 'Check an inline run without launching it', tag: 'Runs',
@@ -44,7 +44,7 @@ export const runsElsewhereRoutes = [
     responses: { 201: { description: 'The run and its sink (the secret is shown once)', schema: RunSchema.extend({ sink: z.object({ events_url: z.string(), secret: z.string(), expiresAt: z.string() }) }) } },
     handler: async ({ ctx, body, deps }) => {
       const base = deps.config.PUBLIC_URL ?? deps.config.INTERNAL_API_URL ?? `http://${deps.config.HOST}:${deps.config.PORT}`;
-      return created(await launchRemoteRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), body, base.replace(/\/+$/, '')));
+      return created(runChanged(deps, ctx, await launchRemoteRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), body, base.replace(/\/+$/, ''))));
     },
   }),
 ];

@@ -16,6 +16,12 @@ import { RunSchema, RunListSchema, RunLogListSchema, AgentParams, agentIdOf } fr
 
 const IdParams = z.object({ id: z.string() });
 
+/** After this process changed a run of the caller's space: its next read must show the change. */
+export function runChanged<T>(deps: AppDeps, ctx: RequestContext, result: T): T {
+  if (ctx.space) deps.runReads?.changed(ctx.space.id);
+  return result;
+}
+
 export function launchContext(ctx: RequestContext, deps: AppDeps): LaunchContext {
   return { config: deps.config, secrets: deps.secrets, permissions: ctx.permissions, submitter: deps.submitter ?? null };
 }
@@ -50,7 +56,7 @@ export const runRoutes = [
     }).strict(),
     responses: { 201: { description: 'The run, pending', schema: RunSchema } },
     handler: async ({ ctx, params, body, deps }) =>
-      created(await launchAgentRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), agentIdOf(params), body)),
+      created(runChanged(deps, ctx, await launchAgentRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), agentIdOf(params), body))),
   }),
   route({
     method: 'get', path: '/api/agents/{scope}/{name}/runs', summary: "List an agent's runs (offset-paged, default 50)", tag: 'Runs',
@@ -61,7 +67,7 @@ export const runRoutes = [
       const scope = spaceScopeOf(ctx, deps.database);
       const agentId = agentIdOf(params);
       await requireAgentInSpace(scope, agentId);
-      const { items, total } = await listRunWire(scope, ctx.permissions, page, { agentId });
+      const { items, total } = await listRunWire(scope, ctx.permissions, page, { agentId }, deps.runReads);
       const { body, headers } = offsetList(req, page, items, total);
       return ok(listText(body), headers);
     },
@@ -72,7 +78,7 @@ export const runRoutes = [
     responses: { 200: { description: 'A page of runs', schema: RunListSchema } },
     handler: async ({ ctx, query, req, deps }) => {
       const page = offsetPage(query);
-      const { items, total } = await listRunWire(spaceScopeOf(ctx, deps.database), ctx.permissions, page, { status: query.status });
+      const { items, total } = await listRunWire(spaceScopeOf(ctx, deps.database), ctx.permissions, page, { status: query.status }, deps.runReads);
       const { body, headers } = offsetList(req, page, items, total);
       return ok(listText(body), headers);
     },
@@ -92,7 +98,7 @@ export const runRoutes = [
         });
         signal = aborted.signal;
       }
-      return ok(await readRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, seconds, deps.runFeed ?? null, callerKey(ctx), signal));
+      return ok(await readRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, seconds, deps.runFeed ?? null, deps.runReads ?? null, callerKey(ctx), signal));
     },
   }),
   route({
@@ -112,7 +118,7 @@ export const runRoutes = [
     body: z.object({ reason: z.string().max(500).optional() }).strict(),
     responses: { 200: { description: 'The cancelled run', schema: RunSchema } },
     handler: async ({ ctx, params, body, deps }) =>
-      ok(await cancelRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, deps.runs, body.reason)),
+      ok(runChanged(deps, ctx, await cancelRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, deps.runs, body.reason))),
   }),
   route({
     method: 'delete', path: '/api/runs/{id}', summary: 'Delete a finished run and its logs', tag: 'Runs',
@@ -120,6 +126,7 @@ export const runRoutes = [
     responses: { 204: { description: 'Deleted' } },
     handler: async ({ ctx, params, deps }) => {
       await deleteRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id);
+      runChanged(deps, ctx, null);
       return noContent();
     },
   }),

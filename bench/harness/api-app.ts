@@ -9,6 +9,8 @@ import { createLifecycle } from '../../api/lifecycle.ts';
 import { loadModules } from '../../api/modules/index.ts';
 import { allRoutes } from '../../api/routes/index.ts';
 import { createAuthCache } from '../../api/services/auth-cache.ts';
+import { createRunReadCache } from '../../api/services/runs/read-cache.ts';
+import { createRunStatusFeed } from '../../api/services/runs/status-feed.ts';
 import { connectDatabase } from '../../db/client.ts';
 import { createMemoryStore } from '../../lib/cache/memory.ts';
 import { loadConfig } from '../../lib/config.ts';
@@ -26,9 +28,11 @@ export async function startBenchApi(env: Record<string, string>, opts: { dbMax?:
   const log = createLogger(config.LOG_LEVEL);
   const database = connectDatabase(config.DATABASE_URL!, { max: opts.dbMax });
   const authCache = await createAuthCache(config.DATABASE_URL!, log);
+  const runFeed = await createRunStatusFeed(config.DATABASE_URL!, log);
+  const runReads = createRunReadCache(runFeed);
   const deps: AppDeps = {
     config, log, database, cache: createMemoryStore(), authCache, lifecycle: createLifecycle(config.SHUTDOWN_DRAIN_SECONDS),
-    secrets: createSecretBox(randomBytes(32)), bootstrapToken: randomBytes(16).toString('hex'),
+    secrets: createSecretBox(randomBytes(32)), bootstrapToken: randomBytes(16).toString('hex'), runFeed, runReads,
   };
   const modules = await loadModules(config.MODULES, deps);
   const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'bench' });
@@ -40,6 +44,8 @@ export async function startBenchApi(env: Record<string, string>, opts: { dbMax?:
     async close() {
       server.closeAllConnections();
       server.close();
+      runReads.close();
+      await runFeed.close();
       await authCache.close();
       await database.close();
     },

@@ -8,6 +8,7 @@ import { createLifecycle } from '../../api/lifecycle.ts';
 import { loadModules } from '../../api/modules/index.ts';
 import { allRoutes } from '../../api/routes/index.ts';
 import { createAuthCache } from '../../api/services/auth-cache.ts';
+import { createRunReadCache } from '../../api/services/runs/read-cache.ts';
 import { createRunStatusFeed } from '../../api/services/runs/status-feed.ts';
 import { connectDatabase } from '../../db/client.ts';
 import { createMemoryStore } from '../../lib/cache/memory.ts';
@@ -47,11 +48,13 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const authCache = await createAuthCache(tdb.url, log);
   const lifecycle = createLifecycle(config.SHUTDOWN_DRAIN_SECONDS);
   const runFeed = await createRunStatusFeed(tdb.url, log);
+  const runReads = createRunReadCache(runFeed);
   const deps: AppDeps = {
     config, log, database, cache, authCache, lifecycle,
     secrets: createSecretBox(randomBytes(32)),
     bootstrapToken: config.BOOTSTRAP_TOKEN!,
     runFeed,
+    runReads,
   };
   const modules = await loadModules(config.MODULES, deps);
   const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'test' });
@@ -65,6 +68,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     async close() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
+      runReads.close();
       await runFeed.close();
       await authCache.close();
       await cache.close();

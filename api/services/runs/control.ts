@@ -5,6 +5,7 @@ import type { SpaceScope } from '../../../db/tenant.ts';
 import { finalizeRun } from '../../../db/run-finalization.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import { JsonText } from '../../route.ts';
+import type { RunReadCache } from './read-cache.ts';
 import { getRunRow, getRunWire, isTerminal } from './records.ts';
 import type { RunStatusFeed } from './status-feed.ts';
 
@@ -23,8 +24,12 @@ export function waitSeconds(raw: unknown): number {
  * The run, after waiting up to `seconds` for a terminal status. A caller already holding the
  * maximum number of waits gets the current state at once.
  */
-export async function readRun(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string, seconds: number, feed: RunStatusFeed | null, caller: string, signal?: AbortSignal): Promise<JsonText> {
-  let run = await getRunWire(scope, permissions, runId);
+export async function readRun(
+  scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string, seconds: number,
+  feed: RunStatusFeed | null, cache: RunReadCache | null, caller: string, signal?: AbortSignal,
+): Promise<JsonText> {
+  // A long poll's later reads go to the database: they follow a change just heard.
+  let run = await getRunWire(scope, permissions, runId, cache);
   if (seconds <= 0 || isTerminal(run.status) || !feed) return new JsonText(run.json);
   const holding = waitsByCaller.get(caller) ?? 0;
   if (holding >= MAX_WAITS_PER_CALLER) return new JsonText(run.json);

@@ -4,6 +4,7 @@
 import type { Permission } from '../../../lib/permissions.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
+import type { RunReadCache } from './read-cache.ts';
 
 export const TERMINAL_STATUSES = ['success', 'failed', 'timeout', 'cancelled'] as const;
 export type RunStatus = 'pending' | 'running' | (typeof TERMINAL_STATUSES)[number];
@@ -109,16 +110,25 @@ export async function getRunRow(scope: SpaceScope, permissions: ReadonlySet<Perm
   return rows[0];
 }
 
-/** A run as the wire shows it, written by PostgreSQL (run_wire), with its status. */
-export async function getRunWire(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string): Promise<{ status: RunStatus; json: string }> {
+/**
+ * A run as the wire shows it, written by PostgreSQL (run_wire), with its status; through `cache`
+ * when given (a read that may be served from before a change not yet heard: never right after
+ * this process changed the run).
+ */
+export async function getRunWire(
+  scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string, cache?: RunReadCache | null,
+): Promise<{ status: RunStatus; json: string }> {
   const params: unknown[] = [runId, scope.orgId, scope.spaceId];
   const filter = visibilityFilter(scope, permissions, params);
-  const { rows } = await scope.pool.query<{ status: RunStatus; json: string }>(
-    `SELECT status, run_wire(runs)::text AS json FROM runs WHERE id = $1 AND org_id = $2 AND space_id = $3${filter}`,
-    params,
-  );
-  if (!rows[0]) throw problem('not_found', { detail: 'No such run in this space.' });
-  return rows[0];
+  const sql = `SELECT status, run_wire(runs)::text AS json FROM runs WHERE id = $1 AND org_id = $2 AND space_id = $3${filter}`;
+  const load = async () => (await scope.pool.query<{ status: RunStatus; json: string }>(sql, params)).rows[0] ?? null;
+  const row = cache ? await cache.through(scope.spaceId, cacheKey(sql, params), load, (r) => r?.json.length ?? 0) : await load();
+  if (!row) throw problem('not_found', { detail: 'No such run in this space.' });
+  return row;
+}
+
+function cacheKey(sql: string, params: unknown[]): string {
+  return `${sql}\0${JSON.stringify(params)}`;
 }
 
 /**
@@ -130,6 +140,7 @@ export async function listRunWire(
   permissions: ReadonlySet<Permission>,
   page: { limit: number; offset: number },
   filter: { agentId?: string; scheduleId?: string; status?: string } = {},
+  cache?: RunReadCache | null,
 ): Promise<{ items: string[]; total: number }> {
   const params: unknown[] = [scope.orgId, scope.spaceId];
   let where = 'org_id = $1 AND space_id = $2';
@@ -150,13 +161,15 @@ export async function listRunWire(
   // The page walks the (org, space, created_at, id) index and stops at its limit. The total is
   // known from the page itself unless more rows follow it (or it lies past the end): only then is
   // it counted. (A window count over the page query would read every run of the space in full.)
-  const { rows } = await scope.pool.query<{ json: string }>(
-    `SELECT run_wire(runs)::text AS json FROM runs WHERE ${where}
-      ORDER BY created_at DESC, id DESC LIMIT $${pageParams.length - 1} OFFSET $${pageParams.length}`,
-    pageParams,
-  );
-  const items = rows.map((r) => r.json);
-  if (items.length <= page.limit && (items.length > 0 || page.offset === 0)) return { items, total: page.offset + items.length };
-  const count = await scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, params);
-  return { items, total: count.rows[0].n };
+  const sql = `SELECT run_wire(runs)::text AS json FROM runs WHERE ${where}
+      ORDER BY created_at DESC, id DESC LIMIT $${pageParams.length - 1} OFFSET $${pageParams.length}`;
+  const load = async () => {
+    const { rows } = await scope.pool.query<{ json: string }>(sql, pageParams);
+    const items = rows.map((r) => r.json);
+    if (items.length <= page.limit && (items.length > 0 || page.offset === 0)) return { items, total: page.offset + items.length };
+    const count = await scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, params);
+    return { items, total: count.rows[0].n };
+  };
+  if (!cache) return load();
+  return cache.through(scope.spaceId, cacheKey(sql, pageParams), load, (p) => p.items.reduce((n, item) => n + item.length, 0));
 }

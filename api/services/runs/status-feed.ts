@@ -1,8 +1,13 @@
-// Committed run status changes, heard through PostgreSQL NOTIFY run_status (sent in the same
-// transaction as the change), so every API instance can wake its long polls and streams.
+// Committed run changes, heard through PostgreSQL NOTIFY on one connection: run_status (sent in
+// the same transaction as a status change) wakes long polls and streams on every API instance;
+// run_wire_changed (sent by a trigger whenever a column the wire shows changes, with the space id)
+// keeps the run read cache (read-cache.ts) true.
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Logger } from '../../../lib/log.ts';
+
+/** db/functions.sql: the trigger runs_wire_changed */
+export const RUN_WIRE_CHANNEL = 'run_wire_changed';
 
 export interface RunStatusChange {
   id: string;
@@ -15,6 +20,12 @@ export interface RunStatusFeed {
   /** resolves at the next change of this run, or after ms */
   next(runId: string, ms: number, signal?: AbortSignal): Promise<RunStatusChange | null>;
   on(listener: (change: RunStatusChange) => void): () => void;
+  /** a run of this space changed what its wire shows (inserted, updated or deleted) */
+  onWireChange(listener: (spaceId: string) => void): () => void;
+  /** called whenever notifications may have been missed (the connection went down or came back) */
+  onReset(listener: () => void): () => void;
+  /** true while notifications are heard: a cache built on them is only trusted then */
+  readonly listening: boolean;
   close(): Promise<void>;
 }
 
@@ -22,12 +33,18 @@ export async function createRunStatusFeed(databaseUrl: string, log: Logger): Pro
   const emitter = new EventEmitter();
   emitter.setMaxListeners(0);
   let closed = false;
+  let listening = false;
   let client: pg.Client | null = null;
+  const reset = () => emitter.emit('reset');
 
   const connect = async () => {
     if (closed) return;
     const c = new pg.Client({ connectionString: databaseUrl });
     c.on('notification', (msg) => {
+      if (msg.channel === RUN_WIRE_CHANNEL) {
+        if (msg.payload) emitter.emit('wire', msg.payload);
+        return;
+      }
       try {
         const change = JSON.parse(msg.payload ?? '') as RunStatusChange;
         emitter.emit(`run:${change.id}`, change);
@@ -38,12 +55,16 @@ export async function createRunStatusFeed(databaseUrl: string, log: Logger): Pro
     });
     c.on('error', () => {});
     c.on('end', () => {
+      listening = false;
+      reset();
       if (!closed) setTimeout(() => void connect().catch(() => {}), 1000).unref();
     });
     try {
       await c.connect();
-      await c.query('LISTEN run_status');
+      await c.query(`LISTEN run_status; LISTEN ${RUN_WIRE_CHANNEL}`);
       client = c;
+      listening = true;
+      reset();
     } catch (err) {
       log.warn('run status feed unavailable; long polls fall back to their timeout', { error: String(err) });
       await c.end().catch(() => {});
@@ -72,8 +93,20 @@ export async function createRunStatusFeed(databaseUrl: string, log: Logger): Pro
       emitter.on('any', listener);
       return () => emitter.off('any', listener);
     },
+    onWireChange(listener) {
+      emitter.on('wire', listener);
+      return () => emitter.off('wire', listener);
+    },
+    onReset(listener) {
+      emitter.on('reset', listener);
+      return () => emitter.off('reset', listener);
+    },
+    get listening() {
+      return listening;
+    },
     async close() {
       closed = true;
+      listening = false;
       emitter.removeAllListeners();
       await client?.end().catch(() => {});
     },
