@@ -17,7 +17,8 @@
 // agent-echo imported; launches spread over many API keys so the per-caller limit (20/min)
 // never answers.
 // Knobs: BENCH_LAUNCHES (200), BENCH_SINGLE_RUNS (15), BENCH_SUSTAINED_SECONDS (60),
-// BENCH_IN_FLIGHT (12), BENCH_WARM_POOLS ("2,6"), BENCH_SECONDS (10, each read test).
+// BENCH_IN_FLIGHT (12), BENCH_WARM_POOLS ("2,6"), BENCH_SECONDS (10, each read test),
+// BENCH_PLATFORM_NODE_ARGS (unset; e.g. "--cpu-prof --cpu-prof-dir=/tmp/p" profiles the platform).
 //   node --import tsx bench/runs.ts
 import pg from 'pg';
 import { startFakeModel } from '../test/fixtures/fake-model/server.ts';

@@ -208,6 +208,8 @@ export interface PlatformOptions {
   dataDir?: string;
   port?: number;
   readyTimeoutMs?: number;
+  /** node flags for the platform process (BENCH_PLATFORM_NODE_ARGS when absent), e.g. --cpu-prof */
+  nodeArgs?: string[];
 }
 
 /** Waits up to `ms` for the process named in `pidFile` (first line) to end, then kills it; only if its command names `program`. */
@@ -255,7 +257,8 @@ export async function startPlatformChild(opts: PlatformOptions = {}): Promise<Pl
   };
   let output = '';
   const started = performance.now();
-  const proc = spawn(process.execPath, ['bin/start.mjs', 'platform'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const nodeArgs = opts.nodeArgs ?? (process.env.BENCH_PLATFORM_NODE_ARGS?.split(' ').filter(Boolean) ?? []);
+  const proc = spawn(process.execPath, [...nodeArgs, 'bin/start.mjs', 'platform'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout!.on('data', (d) => (output = (output + d).slice(-20_000)));
   proc.stderr!.on('data', (d) => (output = (output + d).slice(-20_000)));
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);

@@ -7,7 +7,7 @@ import type { Config } from '../lib/config.ts';
 import type { Logger } from '../lib/log.ts';
 import { registerDeployment, RestateAdminError } from '../restate/admin.ts';
 import { startRestateServer } from '../restate/launcher.ts';
-import { startWorkflowEndpoint } from '../workflows/endpoint.ts';
+import { restateLogTransport, startWorkflowEndpoint } from '../workflows/endpoint.ts';
 import { createRunWorkflowClient, type RunWorkflowClient } from '../workflows/run-client.ts';
 import { buildWorkflowServices } from '../workflows/services.ts';
 import { createSandboxAdapter, runActivitiesFor } from './sandbox.ts';
@@ -151,7 +151,7 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       const adapter = await createSandboxAdapter(deps, dataDir);
       stops.push(() => adapter.close());
       const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey });
-      const endpoint = await startWorkflowEndpoint({ port, services: services.definitions });
+      const endpoint = await startWorkflowEndpoint({ port, services: services.definitions, logger: restateLogTransport(log) });
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;
       try {

@@ -1,12 +1,28 @@
 import './polyfill.ts';
 import { createServer, type Http2Session } from 'node:http2';
 import * as restate from '@restatedev/restate-sdk';
+import type { Logger } from '../lib/log.ts';
 
 type ServiceDefinition = restate.EndpointOptions['services'][number];
 
 export interface WorkflowEndpoint {
   url: string;
   close(): Promise<void>;
+}
+
+/**
+ * The SDK's log lines through the platform's logger. Its per-invocation lines (invoking, completed,
+ * suspending) are debug here: at info they would cost a console write per step of every run.
+ */
+export function restateLogTransport(log: Logger): restate.LoggerTransport {
+  return (params, message, ...rest) => {
+    if (params.replaying) return;
+    const text = [message, ...rest].map((part) => (part instanceof Error ? part.message : typeof part === 'string' ? part : JSON.stringify(part))).join(' ');
+    const fields = params.context ? { invocation_id: params.context.invocationId, target: params.context.invocationTarget } : undefined;
+    if (params.level === 'error') log.error(text, fields);
+    else if (params.level === 'warn') log.warn(text, fields);
+    else log.debug(text, fields);
+  };
 }
 
 /**

@@ -6,7 +6,7 @@
 // same length, so a cache file is named after the node binary, the flags and the bundle's bytes:
 // a rebuilt bundle or a changed ceiling gets a new cache and never runs another one's code.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../lib/log.ts';
 import { rehearsePair } from './rehearsal.ts';
@@ -14,14 +14,25 @@ import { rehearsePair } from './rehearsal.ts';
 export type CachedProgram = 'sidecar' | 'agent-runtime';
 
 const made = new Map<string, Promise<void>>();
+/** cache file names already worked out, by binary, flags and the bundle's identity on disk */
+const named = new Map<string, string>();
 
 function cacheFileFor(root: string, node: string, flags: string[], program: CachedProgram): string {
-  const hash = createHash('sha256')
-    .update(`${node}\0${process.version}\0${flags.join('\0')}\0`)
-    .update(readFileSync(path.join(root, 'dist', `${program}.cjs`)))
-    .digest('hex')
-    .slice(0, 24);
-  return path.join(root, 'dist', `${program}.${hash}.cache`);
+  const bundle = path.join(root, 'dist', `${program}.cjs`);
+  // hashing a megabyte per sandbox is not needed while the bundle file stays the same one
+  const { mtimeMs, size, ino } = statSync(bundle);
+  const key = `${node}\0${flags.join('\0')}\0${bundle}\0${mtimeMs}\0${size}\0${ino}`;
+  let file = named.get(key);
+  if (!file) {
+    const hash = createHash('sha256')
+      .update(`${node}\0${process.version}\0${flags.join('\0')}\0`)
+      .update(readFileSync(bundle))
+      .digest('hex')
+      .slice(0, 24);
+    file = path.join(root, 'dist', `${program}.${hash}.cache`);
+    named.set(key, file);
+  }
+  return file;
 }
 
 function programArgv(root: string, flags: string[], program: CachedProgram, cacheFile: string): string[] {

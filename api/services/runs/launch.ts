@@ -127,8 +127,20 @@ export async function admitAndSubmit(scope: SpaceScope, ctx: LaunchContext, row:
   });
 }
 
+/** A promise's outcome, held: its error is thrown only where the caller asks for the value. */
+function settle<T>(p: Promise<T>): Promise<() => T> {
+  return p.then((v) => () => v, (err) => () => { throw err; });
+}
+
 export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, packageId: string, body: AgentLaunchBody): Promise<RunWire> {
-  const [agent, config] = await Promise.all([resolveRunnableAgent(scope, packageId, body.version), agentConfig(scope, packageId)]);
+  // The model the body names (else the organization's default) is looked up with the agent and its
+  // configuration, in one round trip's wait; only an agent configured with another model costs a
+  // second lookup. Errors still come in the order of the checks below.
+  const [agent, config, namedModel] = await Promise.all([
+    resolveRunnableAgent(scope, packageId, body.version),
+    agentConfig(scope, packageId),
+    settle(resolveRunModel(scope, ctx.secrets, body.model_id ?? null)),
+  ]);
   const prompt = agent.files.get('prompt.md');
   if (!prompt || prompt.toString('utf8').trim() === '') throw problem('empty_prompt', { detail: `The prompt of ${packageId}@${agent.version} is empty.` });
 
@@ -143,7 +155,7 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     rerunOf = previous.id;
   }
   const input = checkInput(agent.manifest, given ?? {}, config.locked_input);
-  const model = await resolveRunModel(scope, ctx.secrets, body.model_id ?? config.model_id);
+  const model = body.model_id != null || config.model_id == null ? namedModel() : await resolveRunModel(scope, ctx.secrets, config.model_id);
   const row = newRunRow(scope, ctx, {
     agentId: packageId,
     agentVersion: agent.version,
