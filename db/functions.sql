@@ -50,16 +50,30 @@ CREATE OR REPLACE FUNCTION run_wire(r runs) RETURNS json LANGUAGE sql STABLE PAR
       - extract(epoch FROM date_trunc('milliseconds', r.started_at))) * 1000)::bigint)
 $$;
 
--- Records one verified run event in a single round trip: refuses a replayed message id, notes
--- liveness, stores what the event carries, and moves a pending run to running on 'started'.
--- p_data is the event's data as the API normalized it. Returns 'replayed', 'started', 'terminal'
--- (with the pending output and the agent's output schema, which the API checks) or 'recorded'.
+-- Records one verified run event in a single round trip: refuses an event for a run that is gone
+-- ('unknown'), has ended ('closed') or whose sink has expired ('expired'), refuses a replayed
+-- message id, notes liveness, stores what the event carries, and moves a pending run to running
+-- on 'started'. p_data is the event's data as the API normalized it. Returns those refusals,
+-- 'replayed', 'started', 'terminal' (with the pending output and the agent's output schema,
+-- which the API checks) or 'recorded'.
 CREATE OR REPLACE FUNCTION record_run_event(p_run text, p_message text, p_sequence int, p_type text, p_data jsonb)
 RETURNS TABLE (outcome text, pending_output jsonb, output_schema jsonb) LANGUAGE plpgsql AS $$
 DECLARE
   moved record;
+  sink record;
   stored int;
 BEGIN
+  SELECT r.status, r.sink_expires_at INTO sink FROM runs r WHERE r.id = p_run;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'unknown'::text, NULL::jsonb, NULL::jsonb;
+    RETURN;
+  ELSIF sink.status IN ('success', 'failed', 'timeout', 'cancelled') THEN
+    RETURN QUERY SELECT 'closed'::text, NULL::jsonb, NULL::jsonb;
+    RETURN;
+  ELSIF sink.sink_expires_at <= now() THEN
+    RETURN QUERY SELECT 'expired'::text, NULL::jsonb, NULL::jsonb;
+    RETURN;
+  END IF;
   INSERT INTO run_event_ids (run_id, message_id) VALUES (p_run, p_message) ON CONFLICT DO NOTHING;
   GET DIAGNOSTICS stored = ROW_COUNT;
   IF stored = 0 THEN

@@ -104,6 +104,11 @@ describe('what events record', () => {
     const extended = await api.patch(`/api/runs/${id}/sink/extend`, { seconds: 600 });
     assert.equal(extended.status, 200, extended.text);
     assert.equal((await send(id, secret, { type: 'heartbeat' })).status, 204);
+    // the run's sink has been opened once now: later events are checked as they are recorded
+    await app.deps.database.pool.query(`UPDATE runs SET sink_expires_at = now() - interval '1 second' WHERE id = $1`, [id]);
+    assert.equal((await send(id, secret, { type: 'heartbeat' })).body.code, 'run_sink_expired');
+    assert.equal((await api.patch(`/api/runs/${id}/sink/extend`, { seconds: 600 })).status, 200);
+    assert.equal((await send(id, secret, { type: 'heartbeat' })).status, 204);
     await api.post(`/api/runs/${id}/cancel`, {});
     const closed = await send(id, secret, { type: 'heartbeat' });
     assert.equal(closed.status, 410);
@@ -111,6 +116,13 @@ describe('what events record', () => {
     const late = await api.patch(`/api/runs/${id}/sink/extend`, { seconds: 600 });
     assert.equal(late.status, 409);
     assert.equal(late.body.code, 'run_not_running');
+  });
+
+  test('an event for a run deleted after its first events is 404', async () => {
+    const { id, secret } = await aRun();
+    assert.equal((await send(id, secret, { type: 'heartbeat' })).status, 204);
+    await app.deps.database.pool.query(`DELETE FROM runs WHERE id = $1`, [id]);
+    assert.equal((await send(id, secret, { type: 'heartbeat' })).status, 404);
   });
 
   test('an event for an unknown run is 404', async () => {

@@ -47,15 +47,32 @@ function parseEvent(raw: Buffer): EventBody {
 }
 
 /** Loads the run's sink and checks the signature; 404 for an unknown run. */
-export async function openSink(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<{ sink: SinkRow; messageId: string }> {
+export async function openSink(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<{ sink: SinkRow; secret: string; messageId: string }> {
   const { rows } = await deps.pool.query<SinkRow>(
     `SELECT status, event_secret, sink_expires_at, org_id FROM runs WHERE id = $1`,
     [runId],
   );
   const sink = rows[0];
   if (!sink) throw problem('not_found', { detail: 'No such run.' });
-  const { id } = verifyRunEventSignature(deps.secrets.open(sink.event_secret), headers, raw, Math.floor(Date.now() / 1000));
-  return { sink, messageId: id };
+  const secret = deps.secrets.open(sink.event_secret);
+  const { id } = verifyRunEventSignature(secret, headers, raw, Math.floor(Date.now() / 1000));
+  return { sink, secret, messageId: id };
+}
+
+const SINK_CLOSED = 'The run has ended; stop sending events.';
+const SINK_EXPIRED = 'The run event sink has expired.';
+
+/**
+ * The signing secrets of runs whose sidecars are posting, opened once per run instead of once per
+ * event: a run's secret never changes, and what does (its status, its sink's expiry) is checked
+ * by record_run_event in the same round trip as the recording. Dropped at the run's end.
+ */
+const sinkSecrets = new Map<string, string>();
+const MAX_SINK_SECRETS = 10_000;
+
+function rememberSinkSecret(runId: string, secret: string): void {
+  if (sinkSecrets.size >= MAX_SINK_SECRETS) sinkSecrets.delete(sinkSecrets.keys().next().value!);
+  sinkSecrets.set(runId, secret);
 }
 
 /** The event's data as record_run_event (db/functions.sql) stores it. */
@@ -107,16 +124,31 @@ async function recordEvent(pool: pg.Pool, runId: string, messageId: string, even
     [runId, messageId, event.sequence, event.type, JSON.stringify(normalizedData(event))],
   );
   const { outcome, pending_output: pendingOutput, output_schema: schema } = rows[0];
+  if (outcome === 'unknown' || outcome === 'closed' || outcome === 'expired') sinkSecrets.delete(runId);
+  if (outcome === 'unknown') throw problem('not_found', { detail: 'No such run.' });
+  if (outcome === 'closed') throw problem('run_sink_closed', { detail: SINK_CLOSED });
+  if (outcome === 'expired') throw problem('run_sink_expired', { detail: SINK_EXPIRED });
   if (outcome === 'replayed') throw problem('message_replayed', { detail: 'This webhook-id was already accepted for the run.' });
   if (outcome === 'started') return { started: true };
-  if (outcome === 'terminal') return { terminal: terminalSignal(event, pendingOutput, schema) };
+  if (outcome === 'terminal') {
+    sinkSecrets.delete(runId);
+    return { terminal: terminalSignal(event, pendingOutput, schema) };
+  }
   return {};
 }
 
 export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<void> {
-  const { sink, messageId } = await openSink(deps, runId, headers, raw);
-  if (isTerminal(sink.status)) throw problem('run_sink_closed', { detail: 'The run has ended; stop sending events.' });
-  if (sink.sink_expires_at.getTime() <= Date.now()) throw problem('run_sink_expired', { detail: 'The run event sink has expired.' });
+  let messageId: string;
+  const secret = sinkSecrets.get(runId);
+  if (secret) {
+    ({ id: messageId } = verifyRunEventSignature(secret, headers, raw, Math.floor(Date.now() / 1000)));
+  } else {
+    const opened = await openSink(deps, runId, headers, raw);
+    if (isTerminal(opened.sink.status)) throw problem('run_sink_closed', { detail: SINK_CLOSED });
+    if (opened.sink.sink_expires_at.getTime() <= Date.now()) throw problem('run_sink_expired', { detail: SINK_EXPIRED });
+    rememberSinkSecret(runId, opened.secret);
+    messageId = opened.messageId;
+  }
   const event = parseEvent(raw);
 
   const signal = await recordEvent(deps.pool, runId, messageId, event);
