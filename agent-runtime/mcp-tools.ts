@@ -1,7 +1,6 @@
 // The sidecar's MCP tools as AI SDK tools: same names, same JSON Schemas, calls go back over MCP.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { jsonSchema, tool, type ToolSet } from 'ai';
+import { McpToolClient } from '../lib/mcp/tool-client.ts';
 
 export interface SidecarTools {
   tools: ToolSet;
@@ -17,15 +16,8 @@ function textOf(content: unknown): string {
 }
 
 export async function connectSidecarTools(sidecarUrl: string, sidecarFetch?: typeof fetch): Promise<SidecarTools> {
-  const client = new Client({ name: 'agent-runtime', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${sidecarUrl}/mcp`), { fetch: sidecarFetch }));
-  const listed = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor ? { cursor } : undefined);
-    listed.push(...page.tools);
-    cursor = page.nextCursor;
-  } while (cursor);
+  const client = await McpToolClient.connect(`${sidecarUrl}/mcp`, { clientInfo: { name: 'agent-runtime', version: '1.0.0' }, fetch: sidecarFetch });
+  const listed = await client.listTools();
 
   const tools: ToolSet = {};
   for (const t of listed) {
@@ -33,7 +25,7 @@ export async function connectSidecarTools(sidecarUrl: string, sidecarFetch?: typ
       description: t.description ?? t.name,
       inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
       execute: async (args: unknown) => {
-        const result = await client.callTool({ name: t.name, arguments: (args ?? {}) as Record<string, unknown> });
+        const result = await client.callTool(t.name, (args ?? {}) as Record<string, unknown>);
         const text = textOf(result.content);
         // a thrown error reaches the model as a tool error it can react to
         if (result.isError) throw new Error(text || `tool ${t.name} failed`);

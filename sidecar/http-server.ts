@@ -2,10 +2,11 @@
 // runtime's end-of-run report. Everything answers 503 until the run assignment arrives.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { McpToolServer } from '../lib/mcp/tool-server.ts';
 import type { SidecarAssignment } from './assignment.ts';
 import { EventPoster } from './event-poster.ts';
 import { firstPartyTools } from './first-party-tools.ts';
-import { handleMcp } from './mcp-endpoint.ts';
+import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
 import { answerModels, proxyChatCompletion } from './model-proxy.ts';
 import { runtimeTools } from './runtime-tools.ts';
 import type { SidecarTool } from './tool.ts';
@@ -15,7 +16,7 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
 interface AssignedRun {
   assignment: SidecarAssignment;
   events: EventPoster;
-  tools: SidecarTool[];
+  mcp: McpToolServer;
 }
 
 class BodyTooLarge extends Error {}
@@ -102,7 +103,7 @@ export class SidecarHttpServer {
   assign(assignment: SidecarAssignment): EventPoster {
     if (this.run) throw new Error('the sidecar is already assigned');
     const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret });
-    const tools = [
+    const tools: SidecarTool[] = [
       ...runtimeTools({
         events,
         outputSchema: assignment.outputSchema,
@@ -111,7 +112,7 @@ export class SidecarHttpServer {
       }),
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];
-    this.run = { assignment, events, tools };
+    this.run = { assignment, events, mcp: mcpToolServer(tools) };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
@@ -139,17 +140,7 @@ export class SidecarHttpServer {
       return proxyChatCompletion(res, body, run.assignment.model, run.events);
     }
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
-    if (path === '/mcp') {
-      let parsed: unknown;
-      if (method === 'POST') {
-        try {
-          parsed = JSON.parse(body.toString('utf8'));
-        } catch {
-          return sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
-        }
-      }
-      return handleMcp(run.tools, req, res, parsed);
-    }
+    if (path === '/mcp') return handleMcp(run.mcp, req, res, body);
     if (path === '/runtime/events' && method === 'POST') return acceptRuntimeEvent(res, body, run.events);
     sendJson(res, 404, { error: `no route ${method} ${path}` });
   }
