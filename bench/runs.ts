@@ -5,7 +5,8 @@
 //    competes for the two cores; the full platform's launch latency appears next to it, alone
 //    and under sustained load;
 //  - launch -> running and launch -> success of runs one at a time (long poll GET
-//    /api/runs/{id}?wait=), each launched once the warm pool is full again, with the stages
+//    /api/runs/{id}?wait=), each launched once the warm pool is full again and its pairs have
+//    started up (their processes idle), with the stages
 //    between (from the timestamps the platform stores);
 //  - sustained trivial runs/s over 60 s with a steady number in flight (successes/s, failures by
 //    code, CPU seconds per run by process), at SANDBOX_WARM_POOL 2 and again at 6;
@@ -28,7 +29,7 @@ import { aDefaultModel, importFixture } from '../test/support/runs.ts';
 import { newId } from '../lib/ids.ts';
 import { startApiChild } from './harness/api-server.ts';
 import { cpuPerRun, cpuSnapshot } from './harness/cpu-accounting.ts';
-import { rssOf, sandboxesOf } from './harness/process-stats.ts';
+import { cpuOf, rssOf, sandboxesOf } from './harness/process-stats.ts';
 import { runMemory, type Bench } from './harness/run-memory.ts';
 import { KeyRing, launchRun, RunTracker, type Launch } from './harness/run-traffic.ts';
 import { generator, load } from './harness/load.ts';
@@ -241,11 +242,23 @@ async function reads(b: Bench) {
   };
 }
 
+/**
+ * Waits until `size` pairs wait in the pool and have started up: their processes exist and have
+ * used no CPU for a while (a pair still starting competes with the next run for the cores).
+ */
 async function untilWarm(b: Bench, size: number): Promise<number> {
   const deadline = Date.now() + 60_000;
-  const warm = () => sandboxesOf(b.platform.proc.pid!).filter((s) => !s.assigned && s.sidecar.length && s.agent.length).length;
-  while (warm() < size && Date.now() < deadline) await sleep(200);
-  return warm();
+  const waiting = () => sandboxesOf(b.platform.proc.pid!).filter((s) => !s.assigned && s.sidecar.length && s.agent.length);
+  const cpu = (pairs: ReturnType<typeof waiting>) => pairs.flatMap((s) => [...s.sidecar, ...s.agent]).reduce((t, pid) => t + (cpuOf(pid)?.own ?? 0), 0);
+  for (;;) {
+    const pairs = waiting();
+    if (pairs.length >= size) {
+      const before = cpu(pairs);
+      await sleep(250);
+      if (cpu(pairs) === before) return pairs.length;
+    } else await sleep(100);
+    if (Date.now() > deadline) return waiting().length;
+  }
 }
 
 // ------------------------------------------------------------------ the run

@@ -122,6 +122,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
     if (!pair) return;
     await pair.stop();
     active.delete(sandboxId);
+    pool.fill();
   };
 
   return {
@@ -144,7 +145,9 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
         await stop(pair.id);
         throw err;
       } finally {
-        pool.fill();
+        // Starting a pair costs more CPU than a short run: while another pair still waits, the
+        // refill waits for this run's end (stop), so the two do not share the cores.
+        if (pool.warm === 0) pool.fill();
       }
       opts.log?.debug('sandbox started', { runId: spec.runId, sandboxId: pair.id });
       return { sandboxId: pair.id };

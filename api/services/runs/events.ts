@@ -5,6 +5,7 @@ import type pg from 'pg';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { problem } from '../../../lib/problem.ts';
 import { verifyRunEventSignature } from '../../../lib/run-events.ts';
+import { finalizeRun } from '../../../db/run-finalization.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import type { TerminalSignal } from '../../../workflows/run-types.ts';
 import { isTerminal } from './records.ts';
@@ -153,13 +154,19 @@ export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: R
 
   const signal = await recordEvent(deps.pool, runId, messageId, event);
 
+  // The ending is recorded here, where it is known, so readers see it without waiting for the
+  // engine's turn-around; the workflow then only tears down (its own finalize finds the run ended).
+  // Should the signal below not get through, its liveness check finds the run ended all the same.
+  if (signal.terminal) await finalizeRun(deps.pool, runId, signal.terminal);
   if (!deps.runs || (!signal.started && !signal.terminal)) return;
   try {
     if (signal.started) await deps.runs.started(runId);
     if (signal.terminal) await deps.runs.terminal(runId, signal.terminal);
   } catch {
-    // The engine did not hear it: forget this delivery so the runner's retry applies it again
-    // (recording is idempotent per sequence).
+    // The engine did not hear it. A run already ended needs nothing more (see above); otherwise
+    // forget this delivery so the runner's retry applies it again (recording is idempotent per
+    // sequence).
+    if (signal.terminal) return;
     await deps.pool.query('DELETE FROM run_event_ids WHERE run_id = $1 AND message_id = $2', [runId, messageId]);
     throw problem('bad_gateway', { detail: 'The workflow engine is unreachable; retry the event.', retryAfter: 1 });
   }
