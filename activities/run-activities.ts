@@ -29,6 +29,8 @@ export interface RunActivityOptions {
   eventsBaseUrl: string;
   bootSeconds: number;
   heartbeatSeconds: number;
+  /** EGRESS_ALLOW_INTERNAL_HOSTS: the sidecar's model calls pass the same egress guard as the platform's */
+  egressAllowInternalHosts: string[];
   limits: { memoryMb: number; cpus: number };
 }
 
@@ -132,6 +134,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           heartbeatSeconds: o.heartbeatSeconds,
           historyUrl: `${base}/history`,
           memoryUrl: `${base}/memory`,
+          egressAllowInternalHosts: o.egressAllowInternalHosts,
         },
         limits: o.limits,
       });

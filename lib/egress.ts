@@ -5,10 +5,10 @@
 // address that was checked (no second DNS answer can swap it: no rebinding), and redirects are
 // followed only to targets that pass the same check.
 import dns from 'node:dns/promises';
-import http from 'node:http';
-import https from 'node:https';
-import net from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import net, { type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
+import { openRequest, type OutboundInit } from './outbound-http.ts';
 
 export interface EgressOptions {
   /** hosts (names or IP literals, compared case-insensitively) allowed to resolve to internal addresses */
@@ -203,39 +203,41 @@ export interface GuardedFetchInit {
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
-/** One request to an already checked target, connected to the checked address. */
-function requestPinned(target: CheckedTarget, init: GuardedFetchInit): Promise<Response> {
-  const { url, addresses } = target;
-  const address = addresses[0];
+/** Every name lookup of a connection answers the checked address: the connection cannot be rebound. */
+function pinnedLookup(target: CheckedTarget): LookupFunction {
+  const address = target.addresses[0];
   const family = net.isIP(address);
-  const lib = url.protocol === 'https:' ? https : http;
-  return new Promise((resolve, reject) => {
-    const req = lib.request(url, {
-      method: init.method ?? 'GET',
-      headers: init.headers,
-      signal: init.signal,
-      timeout: init.timeoutMs ?? 30_000,
-      agent: false,
-      // every name lookup answers the checked address: the connection cannot be rebound
-      lookup: ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
-        if (options?.all) cb(null, [{ address, family }]);
-        else cb(null, address, family);
-      }) as never,
-    }, (res) => {
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(res.headers)) {
-        if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-        else if (value !== undefined) headers.set(name, value);
-      }
-      const status = res.statusCode ?? 502;
-      const body = NULL_BODY_STATUSES.has(status) || (init.method ?? 'GET').toUpperCase() === 'HEAD' ? null : (Readable.toWeb(res) as ReadableStream);
-      if (!body) res.resume();
-      resolve(new Response(body, { status, statusText: res.statusMessage, headers }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`Request to ${url.host} timed out.`)));
-    req.on('error', reject);
-    req.end(init.body);
+  return ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
+    if (options?.all) cb(null, [{ address, family }]);
+    else cb(null, address, family);
+  }) as LookupFunction;
+}
+
+/** One request to an already checked target, connected to the checked address. */
+async function requestPinned(target: CheckedTarget, init: GuardedFetchInit): Promise<Response> {
+  const res = await openRequest(target.url, {
+    method: init.method, headers: init.headers, body: init.body, signal: init.signal, timeoutMs: init.timeoutMs,
+    agent: false, lookup: pinnedLookup(target),
   });
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const status = res.statusCode ?? 502;
+  const body = NULL_BODY_STATUSES.has(status) || (init.method ?? 'GET').toUpperCase() === 'HEAD' ? null : (Readable.toWeb(res) as ReadableStream);
+  if (!body) res.resume();
+  return new Response(body, { status, statusText: res.statusMessage, headers });
+}
+
+/**
+ * One guarded request with node's own client (no fetch loaded): the target is checked and the
+ * connection pinned to the checked address; no redirect is followed. A kept-alive connection
+ * (node's global agents) was itself made to an address that passed the check.
+ */
+export async function guardedRequest(rawUrl: string | URL, init: Omit<OutboundInit, 'lookup'>, opts: EgressOptions): Promise<IncomingMessage> {
+  const target = await checkEgressTarget(rawUrl, opts);
+  return openRequest(target.url, { ...init, lookup: pinnedLookup(target) });
 }
 
 /**

@@ -23,6 +23,8 @@ export interface SidecarAssignment {
   filesDir?: string;
   /** absolute path of a unix socket to serve on as well: the way in for an agent in its own network namespace */
   socketPath?: string;
+  /** hosts the model provider may be at although they resolve to internal addresses (EGRESS_ALLOW_INTERNAL_HOSTS) */
+  egressAllowInternalHosts: string[];
 }
 
 function fail(message: string): never {
@@ -77,6 +79,8 @@ export function parseAssignment(line: string): SidecarAssignment {
   if (raw.socketPath !== undefined && (typeof raw.socketPath !== 'string' || !raw.socketPath.startsWith('/'))) {
     fail('socketPath must be an absolute path');
   }
+  const allowInternal = raw.egressAllowInternalHosts ?? [];
+  if (!Array.isArray(allowInternal) || !allowInternal.every((h) => typeof h === 'string')) fail('egressAllowInternalHosts must be an array of strings');
   return {
     runId,
     eventsUrl: httpUrl(eventsUrl, 'eventsUrl'),
@@ -89,5 +93,6 @@ export function parseAssignment(line: string): SidecarAssignment {
     memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
     filesDir: (raw.filesDir as string | undefined) || undefined,
     socketPath: raw.socketPath as string | undefined,
+    egressAllowInternalHosts: allowInternal as string[],
   };
 }

@@ -7,6 +7,7 @@ import {
   type RunEventDataByType,
   type RunEventType,
 } from '../lib/run-events.ts';
+import { requestText } from '../lib/outbound-http.ts';
 
 export interface EventPosterOptions {
   eventsUrl: string;
@@ -122,16 +123,15 @@ export class EventPoster {
       let outcome: Outcome;
       let retryAfterMs = 0;
       try {
-        const res = await fetch(this.opts.eventsUrl, {
+        const res = await requestText(this.opts.eventsUrl, {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...signedRunEventHeaders(this.opts.secret, event.body, { id: event.id }) },
           body: event.body,
-          signal: AbortSignal.timeout(this.attemptTimeoutMs),
+          timeoutMs: this.attemptTimeoutMs,
         });
-        await res.arrayBuffer().catch(() => undefined);
         outcome = classify(res.status);
         if (outcome === 'drop') this.warn(`event ${event.sequence} (${event.type}) refused with status ${res.status}`);
-        const retryAfter = Number(res.headers.get('retry-after'));
+        const retryAfter = Number(res.headers['retry-after']);
         if (Number.isFinite(retryAfter) && retryAfter > 0) retryAfterMs = retryAfter * 1000;
       } catch {
         outcome = 'retry';

@@ -1,5 +1,6 @@
 // First-party tools backed by the platform: run_history and recall_memory. Each is a GET to a
 // per-run URL from the assignment, signed like the run events (empty body).
+import { requestText } from '../lib/outbound-http.ts';
 import { signedRunEventHeaders } from '../lib/run-events.ts';
 import { toolError, type SidecarTool, type ToolAnswer } from './tool.ts';
 
@@ -13,13 +14,12 @@ async function signedGet(url: string, secret: string, query: Record<string, stri
   const target = new URL(url);
   for (const [k, v] of Object.entries(query)) if (v !== undefined) target.searchParams.set(k, v);
   try {
-    const res = await fetch(target, {
+    const res = await requestText(target, {
       headers: { accept: 'application/json', ...signedRunEventHeaders(secret, '') },
-      signal: AbortSignal.timeout(15_000),
+      timeoutMs: 15_000,
     });
-    const text = await res.text();
-    if (!res.ok) return toolError(`the platform answered ${res.status}`);
-    return { text };
+    if (res.status < 200 || res.status >= 300) return toolError(`the platform answered ${res.status}`);
+    return { text: res.text };
   } catch {
     return toolError('the platform could not be reached');
   }

@@ -137,7 +137,7 @@ export class SidecarHttpServer {
     }
 
     if (path === '/v1/chat/completions' && method === 'POST') {
-      return proxyChatCompletion(res, body, run.assignment.model, run.events);
+      return proxyChatCompletion(res, body, run.assignment.model, run.events, run.assignment.egressAllowInternalHosts);
     }
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
     if (path === '/mcp') return handleMcp(run.mcp, req, res, body);

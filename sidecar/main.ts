@@ -5,16 +5,18 @@
 import { parseAssignment } from './assignment.ts';
 import { SidecarHttpServer } from './http-server.ts';
 import { prepareOutputValidator } from './output-validator.ts';
-import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from '../lib/warm-start.ts';
+import { requestText } from '../lib/outbound-http.ts';
+import { announceReady, exitWhenStdinEnds, readFirstLine } from '../lib/warm-start.ts';
 
 // No top-level await: the program is bundled as CommonJS so its compiled code can be cached
 // (bin/cached-program.ts).
 async function main(): Promise<void> {
-  await warmFetch();
   prepareOutputValidator();
   const sidecar = new SidecarHttpServer();
   const port = await sidecar.listen();
-  await warmFetch(`http://127.0.0.1:${port}/warm`);
+  // node's HTTP client (no fetch: lib/outbound-http.ts) runs once against our own port, so the
+  // run's first event does not pay for loading it
+  await requestText(`http://127.0.0.1:${port}/warm`).catch(() => undefined);
   announceReady({ port });
 
   let line: string;

@@ -1,6 +1,11 @@
 // The agent's OpenAI-compatible model endpoint: forwards chat completions to the assigned provider
 // with the real key, forces the assigned model, and turns each call's usage into a metric event.
-import type { ServerResponse } from 'node:http';
+// Calls go through the egress guard (the provider's host must resolve to a public address unless
+// the operator allowed it to be internal) and keep their connection alive across the run's turns
+// (node's global agents keep connections alive).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { EgressRefusal, guardedRequest } from '../lib/egress.ts';
+import { readBody } from '../lib/outbound-http.ts';
 import type { RunMetricData } from '../lib/run-events.ts';
 import type { ModelAssignment } from './assignment.ts';
 import type { EventPoster } from './event-poster.ts';
@@ -32,9 +37,9 @@ export function answerModels(res: ServerResponse, model: ModelAssignment | null)
 }
 
 /** Reads an SSE body through to the agent unchanged, remembering the last usage it carried. */
-async function relayStream(upstream: Response, res: ServerResponse): Promise<unknown> {
-  res.writeHead(upstream.status, {
-    'content-type': upstream.headers.get('content-type') ?? 'text/event-stream',
+async function relayStream(upstream: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  res.writeHead(upstream.statusCode ?? 200, {
+    'content-type': upstream.headers['content-type'] ?? 'text/event-stream',
     'cache-control': 'no-cache',
   });
   let usage: unknown;
@@ -51,7 +56,7 @@ async function relayStream(upstream: Response, res: ServerResponse): Promise<unk
       // not JSON: pass it on untouched
     }
   };
-  for await (const piece of upstream.body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const piece of upstream as AsyncIterable<Buffer>) {
     if (!res.write(piece)) {
       // wait for the agent to read, or give up when it went away
       await new Promise<void>((resolve) => {
@@ -80,6 +85,7 @@ export async function proxyChatCompletion(
   rawBody: Buffer,
   model: ModelAssignment | null,
   events: EventPoster,
+  egressAllowInternalHosts: string[] = [],
 ): Promise<void> {
   if (!model) return openAiError(res, 503, 'model_unavailable', 'No model is configured for this run.');
   let body: any;
@@ -97,9 +103,10 @@ export async function proxyChatCompletion(
 
   const abort = new AbortController();
   res.on('close', () => abort.abort());
-  let upstream: Response;
+  const url = new URL(`${model.baseUrl}/chat/completions`);
+  let upstream: IncomingMessage;
   try {
-    upstream = await fetch(`${model.baseUrl}/chat/completions`, {
+    upstream = await guardedRequest(url, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -108,28 +115,35 @@ export async function proxyChatCompletion(
       },
       body: JSON.stringify(body),
       signal: abort.signal,
-    });
-  } catch {
+      // a model may think for minutes before its first byte
+      timeoutMs: 600_000,
+    }, { allowInternalHosts: egressAllowInternalHosts });
+  } catch (err) {
     if (abort.signal.aborted) return;
+    if (err instanceof EgressRefusal) {
+      events.emit('log', { level: 'warn', message: `model provider refused by the egress guard: ${err.message}` });
+      return openAiError(res, 502, 'upstream_error', 'The model provider address is not allowed.');
+    }
     events.emit('log', { level: 'warn', message: 'model provider unreachable' });
     return openAiError(res, 502, 'upstream_error', 'The model provider could not be reached.');
   }
 
-  if (!upstream.ok) {
+  const status = upstream.statusCode ?? 502;
+  if (status < 200 || status >= 300) {
     // the provider's error body is not relayed: it may quote request details
-    await upstream.arrayBuffer().catch(() => undefined);
-    events.emit('log', { level: 'warn', message: `model provider answered ${upstream.status}` });
-    return openAiError(res, 502, 'upstream_error', `The model provider answered ${upstream.status}.`);
+    upstream.resume();
+    events.emit('log', { level: 'warn', message: `model provider answered ${status}` });
+    return openAiError(res, 502, 'upstream_error', `The model provider answered ${status}.`);
   }
 
   try {
-    const contentType = upstream.headers.get('content-type') ?? '';
+    const contentType = upstream.headers['content-type'] ?? '';
     let usage: unknown;
     if (contentType.includes('text/event-stream')) {
       usage = await relayStream(upstream, res);
     } else {
-      const text = await upstream.text();
-      res.writeHead(upstream.status, { 'content-type': contentType || 'application/json', 'content-length': Buffer.byteLength(text) });
+      const text = (await readBody(upstream)).toString('utf8');
+      res.writeHead(status, { 'content-type': contentType || 'application/json', 'content-length': Buffer.byteLength(text) });
       res.end(text);
       try {
         usage = JSON.parse(text)?.usage;

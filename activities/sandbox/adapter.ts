@@ -18,6 +18,8 @@ export interface SidecarAssignment {
   heartbeatSeconds: number;
   historyUrl?: string;
   memoryUrl?: string;
+  /** hosts the model provider may be at although they resolve to internal addresses */
+  egressAllowInternalHosts?: string[];
 }
 
 export interface SandboxSpec {

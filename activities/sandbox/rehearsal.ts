@@ -97,7 +97,7 @@ export async function rehearsePair(node: string, argv: { sidecar: string[]; agen
     await agent.nextLine(STEP_TIMEOUT_MS);
     sidecar.send({
       runId: 'run_rehearsal', eventsUrl: `${stand.url}/events`, eventSecret: `whsec_${randomBytes(24).toString('base64')}`,
-      model: { baseUrl: `${stand.url}/v1`, apiKey: 'rehearsal', model: 'rehearsal' },
+      model: { baseUrl: `${stand.url}/v1`, apiKey: 'rehearsal', model: 'rehearsal' }, egressAllowInternalHosts: ['127.0.0.1'],
       outputSchema: OUTPUT_SCHEMA, runtimeTools: ['output', 'log'], heartbeatSeconds: 5,
       historyUrl: `${stand.url}/history`, memoryUrl: `${stand.url}/memory`, filesDir: dir,
     });

@@ -109,7 +109,7 @@ describe('remote runs', () => {
     const activities = createRunActivities({
       pool: app.deps.database.pool, db: app.deps.database.db, secrets: app.deps.secrets, log: app.deps.log,
       adapter: { start: async () => assert.fail('no sandbox for a remote run'), alive: async () => false, stop: async () => undefined } as unknown as SandboxAdapter,
-      materials: {} as RunMaterials, eventsBaseUrl: app.url, bootSeconds: 60, heartbeatSeconds: 10, limits: { memoryMb: 512, cpus: 1 },
+      materials: {} as RunMaterials, eventsBaseUrl: app.url, bootSeconds: 60, heartbeatSeconds: 10, egressAllowInternalHosts: [], limits: { memoryMb: 512, cpus: 1 },
     });
     const booted = await activities.boot(created.body.id);
     assert.equal(booted.sandboxId, 'remote');

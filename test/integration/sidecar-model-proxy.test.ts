@@ -13,7 +13,7 @@ describe('the sidecar model endpoint', () => {
     await model.close();
   });
 
-  async function aSidecar(modelName: string) {
+  async function aSidecar(modelName: string, opts: { egressAllowInternalHosts?: string[] } = {}) {
     const secret = newRunEventSecret();
     const receiver = await startEventReceiver(secret);
     const sidecar = await spawnWarm('sidecar/main.ts');
@@ -23,6 +23,7 @@ describe('the sidecar model endpoint', () => {
           eventsUrl: `${receiver.url}/events`,
           eventSecret: secret,
           model: { baseUrl: model.url, apiKey: REAL_MODEL_KEY, model: modelName },
+          ...opts,
         }),
       );
     return { receiver, sidecar, url: sidecarUrlOf(sidecar), assign, stop: async () => (await sidecar.kill(), await receiver.close()) };
@@ -96,5 +97,23 @@ describe('the sidecar model endpoint', () => {
 
     const notJson = await fetch(`${run.url}/v1/chat/completions`, { method: 'POST', body: 'nope' });
     assert.equal(notJson.status, 400);
+  });
+
+  test('a provider at an internal address the operator did not allow is refused by the egress guard, and never called', async (t) => {
+    const run = await aSidecar('fake-text', { egressAllowInternalHosts: [] });
+    t.after(() => run.stop());
+    run.assign();
+    await run.receiver.waitFor((events) => events.length >= 1);
+    const calls = model.requests.length;
+    const res = await fetch(`${run.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(res.status, 502);
+    assert.equal(((await res.json()) as { error: { type: string } }).error.type, "upstream_error");
+    assert.equal(model.requests.length, calls, 'the provider was not reached');
+    await run.receiver.waitFor((events) => events.some((e) => e.type === 'log'));
+    const log = run.receiver.events.find((e) => e.type === 'log');
+    assert.match(String((log?.data as { message?: string })?.message), /refused by the egress guard: .*127\.0\.0\.1.*loopback/);
   });
 });

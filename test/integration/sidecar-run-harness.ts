@@ -198,6 +198,7 @@ export interface SidecarAssignmentSpec {
   historyUrl?: string;
   memoryUrl?: string;
   filesDir?: string;
+  egressAllowInternalHosts?: string[];
 }
 
 export function aSidecarAssignment(spec: SidecarAssignmentSpec) {
@@ -206,6 +207,8 @@ export function aSidecarAssignment(spec: SidecarAssignmentSpec) {
     outputSchema: null,
     runtimeTools: ['output', 'log'],
     heartbeatSeconds: 60,
+    // the scripted model listens on loopback, which the egress guard allows only when named
+    egressAllowInternalHosts: ['127.0.0.1'],
     ...spec,
   };
 }
