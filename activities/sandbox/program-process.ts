@@ -2,6 +2,7 @@
 // a pipe (the programs end when it closes), its stdout read as JSON lines for the warm-start
 // handshake, the tail of its stderr kept for diagnostics.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
 
 const STDERR_TAIL_CHARS = 4000;
 const MAX_QUEUED_LINES = 16;
@@ -25,9 +26,17 @@ export function spawnProgram(
   label: string,
   command: string,
   args: string[],
-  opts: { cwd: string; env: NodeJS.ProcessEnv },
+  opts: { cwd: string; env: NodeJS.ProcessEnv; niceness?: number },
 ): ProgramProcess {
   const child: ChildProcess = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  if (opts.niceness !== undefined && child.pid !== undefined) {
+    try {
+      // set before the program gets far: the processes it starts (bwrap's) inherit it
+      setPriority(child.pid, opts.niceness);
+    } catch {
+      // a process already gone; its exit is reported as usual
+    }
+  }
   let stderr = '';
   let stdoutBuffer = '';
   const lines: string[] = [];

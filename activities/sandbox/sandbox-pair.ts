@@ -19,6 +19,9 @@ const STOP_GRACE_MS = 2_000;
 export const SIDECAR_HEAP_MB = 256;
 // a small young generation: idle and per-run private memory drops by a third for a few more scavenges
 const NODE_MEMORY_FLAGS = ['--max-semi-space-size=1'];
+// Sandboxes run at a lower CPU priority than the platform and the workflow engine: when starting
+// and running agents fill the cores, launches, reads and run events are still served at once.
+const SANDBOX_NICENESS = 10;
 // what the sidecar may need from the host's environment: nothing secret, no platform setting
 const SIDECAR_ENV_KEYS = ['PATH', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TZ', 'LANG'];
 
@@ -76,17 +79,19 @@ export class SandboxPair {
       sidecar: [`--max-old-space-size=${SIDECAR_HEAP_MB}`, ...NODE_MEMORY_FLAGS],
       agent: [`--max-old-space-size=${heapMb}`, ...NODE_MEMORY_FLAGS],
     }, settings.log);
-    const sidecar = spawnProgram('sidecar', node, sidecarArgv, { cwd: dir, env: sidecarEnv(dir) });
+    const sidecar = spawnProgram('sidecar', node, sidecarArgv, { cwd: dir, env: sidecarEnv(dir), niceness: SANDBOX_NICENESS });
     const agentCommand = [node, ...agentArgv];
     // the agent's environment names no secret and no setting: PATH and HOME only
     const agent = settings.bwrap
       ? spawnProgram('agent-runtime', settings.bwrap, confinedArgv({ root: settings.root, workspaceDir: workspace, ipcDir: path.join(dir, 'ipc') }, agentCommand), {
           cwd: workspace,
           env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE },
+          niceness: SANDBOX_NICENESS,
         })
       : spawnProgram('agent-runtime', agentCommand[0], agentCommand.slice(1), {
           cwd: workspace,
           env: { PATH: process.env.PATH ?? SANDBOX_PATH_ENV, HOME: workspace },
+          niceness: SANDBOX_NICENESS,
         });
 
     const [sidecarReady, agentReady] = await Promise.allSettled([sidecar.nextLine(READY_TIMEOUT_MS), agent.nextLine(READY_TIMEOUT_MS)]);

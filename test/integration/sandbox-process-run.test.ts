@@ -1,5 +1,6 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { getPriority } from 'node:os';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -57,6 +58,8 @@ describe('a run in a process sandbox claimed from a warm pool of 2', () => {
     const sidecarEnv = environOf(procs.sidecarPid);
     const agentCommand = commandOf(agentPid);
     const sidecarCommand = commandOf(procs.sidecarPid);
+    // both programs (the agent's node under bwrap too) yield the CPU to the platform
+    assert.deepEqual([agentPid, procs.sidecarPid].map(getPriority), [10, 10]);
 
     await receiver.waitFor((events) => events.some((e) => e.type === 'completed'));
     memory.stop();
