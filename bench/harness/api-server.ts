@@ -1,7 +1,8 @@
 // The API alone (the app from api/app.ts built as test/support/app.ts builds it, with no workflow
 // engine: a launched run is admitted, stored and answered, then stays pending) in a child process,
 // so a load generator in the parent does not share its event loop. Measures a route's own cost
-// without the sandboxes the full platform would start.
+// without the sandboxes the full platform would start. API_CPU_PROF=<folder> writes a CPU profile
+// of that process there (node --cpu-prof) when it stops.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startBenchApi } from './api-app.ts';
@@ -24,7 +25,7 @@ export interface ApiChild {
 /** Starts the API alone in a child process with these settings (DATABASE_URL required). */
 export async function startApiChild(env: Record<string, string>): Promise<ApiChild> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve', JSON.stringify(env)], {
-    execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: ['--import', 'tsx', ...(process.env.API_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.API_CPU_PROF] : [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const { url } = await new Promise<{ url: string }>((resolve, reject) => {
     child.once('message', resolve as never);
