@@ -38,10 +38,10 @@ export function openRequest(target: URL | string, init: OutboundInit = {}): Prom
   });
 }
 
-/** Reads a response body whole. */
-export async function readBody(res: IncomingMessage): Promise<Buffer> {
+/** Reads a message body whole: a response's, or a request's a server received. */
+export async function readBody(message: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
+  for await (const chunk of message) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 }
 

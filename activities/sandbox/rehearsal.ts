@@ -5,11 +5,12 @@
 // sink that takes whatever it is sent. Both programs run unconfined here, on inputs of ours only,
 // and each writes its cache as it exits (bin/cached-program.ts --write).
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { readBody } from '../../lib/outbound-http.ts';
 import { spawnProgram } from './program-process.ts';
 import { writeWorkspace } from './workspace-writer.ts';
 
@@ -28,15 +29,6 @@ function scriptedTurn(toolResults: number): object {
   return { message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' };
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
 function answer(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
@@ -46,7 +38,7 @@ function answer(res: ServerResponse, status: number, body: unknown): void {
 /** The scripted model and the event sink, on one loopback port. */
 async function standIns(): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer(async (req, res) => {
-    const body = await readBody(req).catch(() => '');
+    const body = await readBody(req).then((b) => b.toString('utf8'), () => '');
     if (req.method === 'POST' && req.url === '/v1/chat/completions') {
       let toolResults = 0;
       try {

@@ -5,7 +5,8 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
+import { readBody } from '../../lib/outbound-http.ts';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,7 +45,7 @@ async function anSdkServer(spec: SdkServerSpec) {
   // with sessions, one server and transport hold the one client's session; without, one per request
   const shared = spec.sessions ? await connected(spec.build(), new StreamableHTTPServerTransport(transportOptions)) : undefined;
   const http = createServer(async (req, res) => {
-    const raw = await bodyOf(req);
+    const raw = (await readBody(req)).toString('utf8');
     const body = raw === '' ? undefined : JSON.parse(raw);
     seen.push({
       method: req.method ?? '',
@@ -72,15 +73,6 @@ async function anSdkServer(spec: SdkServerSpec) {
 async function connected(server: Server | McpServer, transport: StreamableHTTPServerTransport) {
   await server.connect(transport);
   return transport;
-}
-
-function bodyOf(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 const TOOL_NAMES = ['add', 'fail', 'shout'];
