@@ -21,7 +21,7 @@ export interface RunReadCache {
   /**
    * The cached value for (space, key), or `load()`'s: kept unless a change in the space was heard
    * while it loaded (a read that began before a change commits must not outlive the change).
-   * `size` tells what the value weighs (its text length).
+   * `size` tells what the value weighs (its text length); the key's length is added to it.
    */
   through<T>(spaceId: string, key: string, load: () => Promise<T>, size: (value: T) => number): Promise<T>;
   /**
@@ -72,7 +72,8 @@ export function createRunReadCache(feed: RunStatusFeed): RunReadCache {
       if (hit && hit.expiresAt > Date.now()) return hit.value as Awaited<ReturnType<typeof load>>;
       const before = `${epoch}:${generations.get(spaceId) ?? 0}`;
       const value = await load();
-      const weight = size(value);
+      // the key counts too: a flood of reads of missing runs (null values) stays within the budget
+      const weight = size(value) + key.length;
       if (feed.listening && `${epoch}:${generations.get(spaceId) ?? 0}` === before && weight <= MAX_ENTRY_BYTES) {
         makeRoom(weight);
         let space = spaces.get(spaceId);
