@@ -45,6 +45,22 @@ async function launch(message: string): Promise<string> {
   return res.body.id;
 }
 
+/** A launch whose own announcement has been heard, so a read after it stays cached. */
+async function launchSettled(message: string): Promise<string> {
+  const heard = new Promise<void>((resolve) => {
+    const off = app.deps.runFeed!.onWireChange((spaceId) => {
+      if (spaceId !== org.spaceId) return;
+      off();
+      resolve();
+    });
+  });
+  const id = await launch(message);
+  await heard;
+  // an announcement of an earlier change may have come first: give the launch's its turn
+  await sleep(100);
+  return id;
+}
+
 before(async () => {
   fake = await startFakeModel();
   app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1' } });
@@ -64,7 +80,7 @@ after(async () => {
 
 describe('run reads follow every change', () => {
   test('a read is served from the cache until a change is announced, then shows it', async () => {
-    const id = await launch('cached');
+    const id = await launchSettled('cached');
     assert.equal((await api.get(`/api/runs/${id}`)).body.timeout_seconds !== 7, true);
     await changeElsewhere('UPDATE runs SET timeout_seconds = 7 WHERE id = $1', [id], { announced: false });
     await sleep(200);
@@ -96,7 +112,7 @@ describe('run reads follow every change', () => {
   });
 
   test('a change outside the wire (liveness) announces nothing; usage does', async () => {
-    const id = await launch('usage');
+    const id = await launchSettled('usage');
     const before = (await api.get(`/api/runs/${id}`)).body;
     await changeElsewhere('UPDATE runs SET timeout_seconds = 9 WHERE id = $1', [id], { announced: false });
     await changeElsewhere('UPDATE runs SET last_event_at = now(), last_sequence = 3 WHERE id = $1', [id], { announced: true });
