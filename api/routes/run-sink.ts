@@ -26,7 +26,9 @@ export const runSinkRoutes = [
     responses: { 204: { description: 'Accepted' }, 401: { description: 'Signature missing or wrong' }, 409: { description: 'message_replayed' }, 410: { description: 'run_sink_closed or run_sink_expired' } },
     handler: async ({ params, req, deps }) => {
       const raw = await readRawBody(req, MAX_EVENT_BYTES);
-      await ingestRunEvent({ pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs }, params.id, signatureHeaders(req.headers), raw);
+      const { changedSpaceId } = await ingestRunEvent({ pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs }, params.id, signatureHeaders(req.headers), raw);
+      // the run's next read on this instance shows the event without waiting for its announcement
+      if (changedSpaceId) deps.runReads?.changed(changedSpaceId);
       return noContent();
     },
   }),

@@ -9,7 +9,8 @@ import pg from 'pg';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, anOrg, type BuiltOrg } from '../support/builders.ts';
-import { client } from '../support/http.ts';
+import { call, client } from '../support/http.ts';
+import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { aDefaultModel, importFixture } from '../support/runs.ts';
 
 const ECHO = '/api/agents/@fixtures/agent-echo/run';
@@ -27,6 +28,19 @@ async function changeElsewhere(sql: string, params: unknown[], opts: { announced
   if (!opts.announced) await elsewhere.query('SET LOCAL session_replication_role = replica');
   await elsewhere.query(sql, params);
   await elsewhere.query('COMMIT');
+}
+
+/**
+ * Runs `fn` with the announcing trigger off: only this instance's own invalidation can then make
+ * a read after a change show it.
+ */
+async function withoutAnnouncements(fn: () => Promise<void>): Promise<void> {
+  await elsewhere.query('ALTER TABLE runs DISABLE TRIGGER runs_wire_changed');
+  try {
+    await fn();
+  } finally {
+    await elsewhere.query('ALTER TABLE runs ENABLE TRIGGER runs_wire_changed');
+  }
 }
 
 async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 3000): Promise<T> {
@@ -95,20 +109,37 @@ describe('run reads follow every change', () => {
   });
 
   test('a launch, a cancel and a delete on this instance show on the very next list read', async () => {
-    const first = await launch('before');
-    await api.get('/api/runs?limit=100');
-    const second = await launch('after');
-    const ids = (await api.get('/api/runs?limit=100')).body.data.map((r: { id: string }) => r.id);
-    assert.ok(ids.includes(first) && ids.includes(second), 'the new run is listed at once');
+    const first = await launchSettled('before');
+    await withoutAnnouncements(async () => {
+      await api.get('/api/runs?limit=100');
+      const second = await launch('after');
+      const ids = (await api.get('/api/runs?limit=100')).body.data.map((r: { id: string }) => r.id);
+      assert.ok(ids.includes(first) && ids.includes(second), 'the new run is listed at once');
 
-    assert.equal((await api.post(`/api/runs/${second}/cancel`, {})).status, 200);
-    const afterCancel = (await api.get('/api/runs?limit=100')).body.data.find((r: { id: string }) => r.id === second);
-    assert.equal(afterCancel.status, 'cancelled');
-    assert.equal((await api.get(`/api/runs/${second}`)).body.status, 'cancelled');
+      await api.get(`/api/runs/${second}`);
+      assert.equal((await api.post(`/api/runs/${second}/cancel`, {})).status, 200);
+      const afterCancel = (await api.get('/api/runs?limit=100')).body.data.find((r: { id: string }) => r.id === second);
+      assert.equal(afterCancel.status, 'cancelled');
+      assert.equal((await api.get(`/api/runs/${second}`)).body.status, 'cancelled');
 
-    assert.equal((await api.delete(`/api/runs/${second}`)).status, 204);
-    assert.equal((await api.get(`/api/runs/${second}`)).status, 404);
-    assert.ok(!(await api.get('/api/runs?limit=100')).body.data.some((r: { id: string }) => r.id === second));
+      assert.equal((await api.delete(`/api/runs/${second}`)).status, 204);
+      assert.equal((await api.get(`/api/runs/${second}`)).status, 404);
+      assert.ok(!(await api.get('/api/runs?limit=100')).body.data.some((r: { id: string }) => r.id === second));
+    });
+  });
+
+  test("a runner's event recorded on this instance shows on the very next read", async () => {
+    const id = await launchSettled('event');
+    await withoutAnnouncements(async () => {
+      assert.equal((await api.get(`/api/runs/${id}`)).body.status, 'pending');
+      const { rows } = await elsewhere.query<{ event_secret: string }>('SELECT event_secret FROM runs WHERE id = $1', [id]);
+      const raw = JSON.stringify({ sequence: 1, type: 'started', at: new Date().toISOString(), data: {} });
+      const posted = await call(app.url, 'POST', `/internal/runs/${id}/events`, {
+        rawBody: raw, headers: { 'content-type': 'application/json', ...signedRunEventHeaders(app.deps.secrets.open(rows[0].event_secret), raw) },
+      });
+      assert.equal(posted.status, 204, posted.text);
+      assert.equal((await api.get(`/api/runs/${id}`)).body.status, 'running');
+    });
   });
 
   test('a change outside the wire (liveness) announces nothing; usage does', async () => {

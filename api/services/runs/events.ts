@@ -16,6 +16,7 @@ interface SinkRow {
   event_secret: string;
   sink_expires_at: Date;
   org_id: string;
+  space_id: string;
 }
 
 interface EventBody {
@@ -50,7 +51,7 @@ function parseEvent(raw: Buffer): EventBody {
 /** Loads the run's sink and checks the signature; 404 for an unknown run. */
 export async function openSink(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<{ sink: SinkRow; secret: string; messageId: string }> {
   const { rows } = await deps.pool.query<SinkRow>(
-    `SELECT status, event_secret, sink_expires_at, org_id FROM runs WHERE id = $1`,
+    `SELECT status, event_secret, sink_expires_at, org_id, space_id FROM runs WHERE id = $1`,
     [runId],
   );
   const sink = rows[0];
@@ -68,13 +69,16 @@ const SINK_EXPIRED = 'The run event sink has expired.';
  * event: a run's secret never changes, and what does (its status, its sink's expiry) is checked
  * by record_run_event in the same round trip as the recording. Dropped at the run's end.
  */
-const sinkSecrets = new Map<string, string>();
+const sinkSecrets = new Map<string, { secret: string; spaceId: string }>();
 const MAX_SINK_SECRETS = 10_000;
 
-function rememberSinkSecret(runId: string, secret: string): void {
+function rememberSinkSecret(runId: string, sink: { secret: string; spaceId: string }): void {
   if (sinkSecrets.size >= MAX_SINK_SECRETS) sinkSecrets.delete(sinkSecrets.keys().next().value!);
-  sinkSecrets.set(runId, secret);
+  sinkSecrets.set(runId, sink);
 }
+
+/** Event kinds that change what the run's wire shows (status, usage, the ending). */
+const WIRE_EVENTS = new Set(['started', 'metric', 'completed', 'failed']);
 
 /** The event's data as record_run_event (db/functions.sql) stores it. */
 function normalizedData(event: EventBody): Record<string, unknown> {
@@ -138,27 +142,35 @@ async function recordEvent(pool: pg.Pool, runId: string, messageId: string, even
   return {};
 }
 
-export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<void> {
+/**
+ * Verifies, records and signals one event. Answers the run's space when the event changed what
+ * the run's wire shows, so the caller can drop its cached reads of that space.
+ */
+export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<{ changedSpaceId?: string }> {
   let messageId: string;
-  const secret = sinkSecrets.get(runId);
-  if (secret) {
-    ({ id: messageId } = verifyRunEventSignature(secret, headers, raw, Math.floor(Date.now() / 1000)));
+  let spaceId: string;
+  const known = sinkSecrets.get(runId);
+  if (known) {
+    ({ id: messageId } = verifyRunEventSignature(known.secret, headers, raw, Math.floor(Date.now() / 1000)));
+    spaceId = known.spaceId;
   } else {
     const opened = await openSink(deps, runId, headers, raw);
     if (isTerminal(opened.sink.status)) throw problem('run_sink_closed', { detail: SINK_CLOSED });
     if (opened.sink.sink_expires_at.getTime() <= Date.now()) throw problem('run_sink_expired', { detail: SINK_EXPIRED });
-    rememberSinkSecret(runId, opened.secret);
+    rememberSinkSecret(runId, { secret: opened.secret, spaceId: opened.sink.space_id });
     messageId = opened.messageId;
+    spaceId = opened.sink.space_id;
   }
   const event = parseEvent(raw);
 
   const signal = await recordEvent(deps.pool, runId, messageId, event);
+  const changed = WIRE_EVENTS.has(event.type) ? { changedSpaceId: spaceId } : {};
 
   // The ending is recorded here, where it is known, so readers see it without waiting for the
   // engine's turn-around; the workflow then only tears down (its own finalize finds the run ended).
   // Should the signal below not get through, its liveness check finds the run ended all the same.
   if (signal.terminal) await finalizeRun(deps.pool, runId, signal.terminal);
-  if (!deps.runs || (!signal.started && !signal.terminal)) return;
+  if (!deps.runs || (!signal.started && !signal.terminal)) return changed;
   try {
     if (signal.started) await deps.runs.started(runId);
     if (signal.terminal) await deps.runs.terminal(runId, signal.terminal);
@@ -166,8 +178,9 @@ export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: R
     // The engine did not hear it. A run already ended needs nothing more (see above); otherwise
     // forget this delivery so the runner's retry applies it again (recording is idempotent per
     // sequence).
-    if (signal.terminal) return;
+    if (signal.terminal) return changed;
     await deps.pool.query('DELETE FROM run_event_ids WHERE run_id = $1 AND message_id = $2', [runId, messageId]);
     throw problem('bad_gateway', { detail: 'The workflow engine is unreachable; retry the event.', retryAfter: 1 });
   }
+  return changed;
 }
