@@ -1,8 +1,8 @@
 // One child program of a sandbox (sidecar or agent runtime): spawned with its stdin kept open as
 // a pipe (the programs end when it closes), its stdout read as JSON lines for the warm-start
-// handshake, the tail of its stderr kept for diagnostics.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { setPriority } from 'node:os';
+// handshake, the tail of its stderr kept for diagnostics. The process itself is started and
+// owned by the spawner thread (spawner.ts).
+import { spawnChild, type SpawnedChild } from './spawner.ts';
 
 const STDERR_TAIL_CHARS = 4000;
 const MAX_QUEUED_LINES = 16;
@@ -22,21 +22,17 @@ export interface ProgramProcess {
   killNow(): void;
 }
 
-export function spawnProgram(
+/**
+ * Starts a program; `niceness` is set as soon as it has started, before it gets far (the
+ * processes it starts, bwrap's, inherit it). Rejects only when the spawn itself is refused.
+ */
+export async function spawnProgram(
   label: string,
   command: string,
   args: string[],
   opts: { cwd: string; env: NodeJS.ProcessEnv; niceness?: number },
-): ProgramProcess {
-  const child: ChildProcess = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
-  if (opts.niceness !== undefined && child.pid !== undefined) {
-    try {
-      // set before the program gets far: the processes it starts (bwrap's) inherit it
-      setPriority(child.pid, opts.niceness);
-    } catch {
-      // a process already gone; its exit is reported as usual
-    }
-  }
+): Promise<ProgramProcess> {
+  const child: SpawnedChild = await spawnChild(command, args, opts);
   let stderr = '';
   let stdoutBuffer = '';
   const lines: string[] = [];
@@ -63,11 +59,11 @@ export function spawnProgram(
     closed = true;
     waiter?.();
   });
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-STDERR_TAIL_CHARS);
+  child.on('stderr', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-STDERR_TAIL_CHARS);
   });
-  child.stdout!.on('data', (chunk: Buffer) => {
-    stdoutBuffer += chunk.toString();
+  child.on('stdout', (chunk: string) => {
+    stdoutBuffer += chunk;
     let newline: number;
     while ((newline = stdoutBuffer.indexOf('\n')) >= 0) {
       lines.push(stdoutBuffer.slice(0, newline));
@@ -78,8 +74,6 @@ export function spawnProgram(
     if (lines.length > MAX_QUEUED_LINES) lines.splice(0, lines.length - MAX_QUEUED_LINES);
     if (lines.length > 0) waiter?.();
   });
-  // a write to a program that just died must not crash the parent
-  child.stdin!.on('error', () => undefined);
 
   const running = () => !gone && child.exitCode === null && child.signalCode === null;
 
@@ -123,7 +117,7 @@ export function spawnProgram(
       });
     },
     send(message) {
-      if (running()) child.stdin!.write(`${JSON.stringify(message)}\n`);
+      if (running()) child.writeStdin(`${JSON.stringify(message)}\n`);
     },
     stderrTail: () => stderr,
     async terminate(graceMs) {
@@ -139,4 +133,15 @@ export function spawnProgram(
       if (running()) child.kill('SIGKILL');
     },
   };
+}
+
+/** Starts several programs at once; if one cannot be spawned, the others are stopped and its error thrown. */
+export async function spawnPrograms(specs: Array<Parameters<typeof spawnProgram>>): Promise<ProgramProcess[]> {
+  const settled = await Promise.allSettled(specs.map((spec) => spawnProgram(...spec)));
+  const refused = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (refused) {
+    await Promise.all(settled.map((r) => (r.status === 'fulfilled' ? r.value.terminate(0) : undefined)));
+    throw refused.reason;
+  }
+  return settled.map((r) => (r as PromiseFulfilledResult<ProgramProcess>).value);
 }

@@ -11,7 +11,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { readBody } from '../../lib/outbound-http.ts';
-import { spawnProgram } from './program-process.ts';
+import { spawnPrograms, type ProgramProcess } from './program-process.ts';
 import { writeWorkspace } from './workspace-writer.ts';
 
 const STEP_TIMEOUT_MS = 30_000;
@@ -77,8 +77,15 @@ export async function rehearsePair(node: string, argv: { sidecar: string[]; agen
   const workspace = path.join(dir, 'workspace');
   const stand = await standIns();
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir };
-  const sidecar = spawnProgram('sidecar', node, argv.sidecar, { cwd: dir, env });
-  const agent = spawnProgram('agent-runtime', node, argv.agent, { cwd: dir, env });
+  let programs: ProgramProcess[];
+  try {
+    programs = await spawnPrograms([['sidecar', node, argv.sidecar, { cwd: dir, env }], ['agent-runtime', node, argv.agent, { cwd: dir, env }]]);
+  } catch (err) {
+    await stand.close();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const [sidecar, agent] = programs;
   try {
     await mkdir(workspace);
     await writeWorkspace(workspace, [

@@ -9,7 +9,7 @@ import type { SandboxSpec } from './adapter.ts';
 import { confineToCgroup, processTree, removeCgroup } from './cgroup.ts';
 import { confinedArgv, SANDBOX_IPC_DIR, SANDBOX_PATH_ENV, SANDBOX_WORKSPACE, sandboxNodePath, SIDECAR_SOCKET_NAME } from './confinement.ts';
 import { cachedPairArgv } from './code-cache.ts';
-import { spawnProgram, type ProgramProcess } from './program-process.ts';
+import { spawnPrograms, type ProgramProcess } from './program-process.ts';
 import { writeWorkspace } from './workspace-writer.ts';
 
 const READY_TIMEOUT_MS = 30_000;
@@ -79,20 +79,25 @@ export class SandboxPair {
       sidecar: [`--max-old-space-size=${SIDECAR_HEAP_MB}`, ...NODE_MEMORY_FLAGS],
       agent: [`--max-old-space-size=${heapMb}`, ...NODE_MEMORY_FLAGS],
     }, settings.log);
-    const sidecar = spawnProgram('sidecar', node, sidecarArgv, { cwd: dir, env: sidecarEnv(dir), niceness: SANDBOX_NICENESS });
     const agentCommand = [node, ...agentArgv];
-    // the agent's environment names no secret and no setting: PATH and HOME only
-    const agent = settings.bwrap
-      ? spawnProgram('agent-runtime', settings.bwrap, confinedArgv({ root: settings.root, workspaceDir: workspace, ipcDir: path.join(dir, 'ipc') }, agentCommand), {
-          cwd: workspace,
-          env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE },
-          niceness: SANDBOX_NICENESS,
-        })
-      : spawnProgram('agent-runtime', agentCommand[0], agentCommand.slice(1), {
-          cwd: workspace,
-          env: { PATH: process.env.PATH ?? SANDBOX_PATH_ENV, HOME: workspace },
-          niceness: SANDBOX_NICENESS,
-        });
+    const [sidecar, agent] = await spawnPrograms([
+      ['sidecar', node, sidecarArgv, { cwd: dir, env: sidecarEnv(dir), niceness: SANDBOX_NICENESS }],
+      // the agent's environment names no secret and no setting: PATH and HOME only
+      settings.bwrap
+        ? ['agent-runtime', settings.bwrap, confinedArgv({ root: settings.root, workspaceDir: workspace, ipcDir: path.join(dir, 'ipc') }, agentCommand), {
+            cwd: workspace,
+            env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE },
+            niceness: SANDBOX_NICENESS,
+          }]
+        : ['agent-runtime', agentCommand[0], agentCommand.slice(1), {
+            cwd: workspace,
+            env: { PATH: process.env.PATH ?? SANDBOX_PATH_ENV, HOME: workspace },
+            niceness: SANDBOX_NICENESS,
+          }],
+    ]).catch(async (err: Error) => {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    });
 
     const [sidecarReady, agentReady] = await Promise.allSettled([sidecar.nextLine(READY_TIMEOUT_MS), agent.nextLine(READY_TIMEOUT_MS)]);
     const port = sidecarReady.status === 'fulfilled' ? sidecarReady.value.port : undefined;
