@@ -21,7 +21,7 @@ export const SIDECAR_HEAP_MB = 256;
 const NODE_MEMORY_FLAGS = ['--max-semi-space-size=1'];
 // Sandboxes run at a lower CPU priority than the platform and the workflow engine: when starting
 // and running agents fill the cores, launches, reads and run events are still served at once.
-const SANDBOX_NICENESS = 10;
+const SANDBOX_NICENESS = 19;
 // what the sidecar may need from the host's environment: nothing secret, no platform setting
 const SIDECAR_ENV_KEYS = ['PATH', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TZ', 'LANG'];
 

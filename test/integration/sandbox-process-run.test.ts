@@ -59,7 +59,7 @@ describe('a run in a process sandbox claimed from a warm pool of 2', () => {
     const agentCommand = commandOf(agentPid);
     const sidecarCommand = commandOf(procs.sidecarPid);
     // both programs (the agent's node under bwrap too) yield the CPU to the platform
-    assert.deepEqual([agentPid, procs.sidecarPid].map(getPriority), [10, 10]);
+    assert.deepEqual([agentPid, procs.sidecarPid].map(getPriority), [19, 19]);
 
     await receiver.waitFor((events) => events.some((e) => e.type === 'completed'));
     memory.stop();
