@@ -42,12 +42,12 @@ export function exitWhenStdinEnds(): void {
 }
 
 /**
- * Loads node's fetch implementation (lazily loaded on first use); given a URL of our own (the
- * sidecar's loopback port), also runs its HTTP client path once, so the run's first event is quick.
+ * Loads node's fetch implementation (lazily loaded on first use) while the program waits in the
+ * pool, so the run does not pay for it (the agent's model library needs its classes).
  */
-export async function warmFetch(url = 'data:,warm'): Promise<void> {
+export async function warmFetch(): Promise<void> {
   try {
-    await (await fetch(url)).arrayBuffer();
+    await (await fetch('data:,warm')).arrayBuffer();
   } catch {
     // nothing to warm: the first real call pays instead
   }
