@@ -127,7 +127,13 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     const { at: executionStartedAt } = await signals.started;
     const timeout = ctx.sleep(seconds(sandbox.timeoutSeconds), 'run timeout');
     const heartbeatMs = seconds(sandbox.heartbeatSeconds);
-    const view: LivenessView = { tickMs: heartbeatMs * 2, staleMs: heartbeatMs * 3, lateMs: heartbeatMs / 2, lookedAt: executionStartedAt, recordableFrom: executionStartedAt };
+    const view: LivenessView = {
+      tickMs: heartbeatMs * 2,
+      staleMs: heartbeatMs * 3,
+      lateMs: heartbeatMs / 2,
+      lookedAt: executionStartedAt,
+      recordableFrom: executionStartedAt,
+    };
     for (;;) {
       // One timer and one liveness step per tick keeps the journal proportional to the run's length.
       const woken = await firstOf([
