@@ -152,7 +152,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       const { rows } = await pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [runId]);
       if (!rows[0] || !['pending', 'running'].includes(rows[0].status)) return false;
       if (sandboxId === REMOTE) return true;
-      return o.adapter.alive(sandboxId);
+      const state = await o.adapter.state(sandboxId);
+      return state === 'ending' ? 'ending' : state === 'running';
     },
 
     finalize: (runId: string, ending: RunEnding) => finalizeRun(pool, runId, ending),

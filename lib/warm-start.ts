@@ -6,6 +6,13 @@ export function announceReady(fields: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ ready: true, ...fields })}\n`);
 }
 
+/** The sidecar's line to its parent once it holds the run's end, delivered or still being delivered. */
+export const END_HELD = 'end_held';
+
+export function announceEndHeld(): void {
+  process.stdout.write(`${JSON.stringify({ [END_HELD]: true })}\n`);
+}
+
 /** The first line on stdin; rejects if stdin ends first. Later input is ignored. */
 export function readFirstLine(): Promise<string> {
   return new Promise((resolve, reject) => {

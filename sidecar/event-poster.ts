@@ -12,9 +12,18 @@ import { requestText } from '../lib/outbound-http.ts';
 export interface EventPosterOptions {
   eventsUrl: string;
   secret: string;
-  /** how long one event is retried on network errors, 408, 429 and 5xx before it is dropped */
+  /**
+   * How long one event is retried on network errors, 408, 429 and 5xx before it is dropped: long,
+   * so that an outage of the platform loses neither the run's output nor its end.
+   */
   retryBudgetMs?: number;
+  /** the same for a heartbeat, which the next one replaces */
+  heartbeatBudgetMs?: number;
   attemptTimeoutMs?: number;
+  /** called once the run's end (completed or failed) is queued: from then on the sidecar holds it */
+  onEnd?: () => void;
+  /** called when the run's end was dropped: undeliverable within its budget, or refused */
+  onEndUndelivered?: () => void;
   /** operator diagnostics; never receives the secret */
   warn?: (message: string) => void;
 }
@@ -47,11 +56,13 @@ export class EventPoster {
   private terminal = false;
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly retryBudgetMs: number;
+  private readonly heartbeatBudgetMs: number;
   private readonly attemptTimeoutMs: number;
   private readonly warn: (message: string) => void;
 
   constructor(private readonly opts: EventPosterOptions) {
-    this.retryBudgetMs = opts.retryBudgetMs ?? 30_000;
+    this.retryBudgetMs = opts.retryBudgetMs ?? 600_000;
+    this.heartbeatBudgetMs = opts.heartbeatBudgetMs ?? 30_000;
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;
     this.warn = opts.warn ?? ((m) => process.stderr.write(`sidecar: ${m}\n`));
   }
@@ -76,6 +87,7 @@ export class EventPoster {
     this.sequence += 1;
     const body = JSON.stringify({ sequence: this.sequence, type, at: new Date().toISOString(), data });
     this.queue.push({ id: newRunEventId(), sequence: this.sequence, type, body });
+    if (this.terminal) this.opts.onEnd?.();
     this.kick();
     return this.sequence;
   }
@@ -113,12 +125,13 @@ export class EventPoster {
         this.warn(`platform closed the run's event sink at event ${event.sequence}; posting stopped`);
       } else if (outcome !== 'delivered') {
         this.warn(`event ${event.sequence} (${event.type}) dropped`);
+        if (TERMINAL_RUN_EVENT_TYPES.includes(event.type)) this.opts.onEndUndelivered?.();
       }
     }
   }
 
   private async deliver(event: Pending): Promise<Outcome> {
-    const deadline = Date.now() + this.retryBudgetMs;
+    const deadline = Date.now() + (event.type === 'heartbeat' ? this.heartbeatBudgetMs : this.retryBudgetMs);
     for (let attempt = 0; ; attempt++) {
       let outcome: Outcome;
       let retryAfterMs = 0;

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { McpToolServer } from '../lib/mcp/tool-server.ts';
 import type { SidecarAssignment } from './assignment.ts';
-import { EventPoster } from './event-poster.ts';
+import { EventPoster, type EventPosterOptions } from './event-poster.ts';
 import { firstPartyTools } from './first-party-tools.ts';
 import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
 import { answerModels, proxyChatCompletion } from './model-proxy.ts';
@@ -100,9 +100,9 @@ export class SidecarHttpServer {
   }
 
   /** Takes the run: builds its tools, emits started and starts the heartbeat. */
-  assign(assignment: SidecarAssignment): EventPoster {
+  assign(assignment: SidecarAssignment, hooks: Pick<EventPosterOptions, 'onEnd' | 'onEndUndelivered'> = {}): EventPoster {
     if (this.run) throw new Error('the sidecar is already assigned');
-    const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret });
+    const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, ...hooks });
     const tools: SidecarTool[] = [
       ...runtimeTools({
         events,

@@ -6,7 +6,7 @@ import { parseAssignment } from './assignment.ts';
 import { SidecarHttpServer } from './http-server.ts';
 import { prepareOutputValidator } from './output-validator.ts';
 import { requestText } from '../lib/outbound-http.ts';
-import { announceReady, exitWhenStdinEnds, readFirstLine } from '../lib/warm-start.ts';
+import { announceEndHeld, announceReady, exitWhenStdinEnds, readFirstLine } from '../lib/warm-start.ts';
 
 // No top-level await: the program is bundled as CommonJS so its compiled code can be cached
 // (bin/cached-program.ts).
@@ -28,7 +28,12 @@ async function main(): Promise<void> {
   try {
     const assignment = parseAssignment(line);
     if (assignment.socketPath) await sidecar.listenOnSocket(assignment.socketPath);
-    sidecar.assign(assignment);
+    sidecar.assign(assignment, {
+      // the parent counts the sandbox alive while this process holds the run's end, agent gone or not
+      onEnd: announceEndHeld,
+      // an end that cannot be delivered leaves nothing to serve: the parent sees the sandbox gone
+      onEndUndelivered: () => process.exit(3),
+    });
   } catch (err) {
     // the message names fields only: the assignment holds secrets
     process.stderr.write(`sidecar: ${(err as Error).message}\n`);

@@ -30,7 +30,12 @@ export interface RunActivities {
   boot(runId: string): Promise<SandboxRef>;
   /** Epoch ms of the last event received for the run, from the db. */
   lastHeartbeatAt(runId: string): Promise<number | null>;
-  sandboxAlive(runId: string, sandboxId: string): Promise<boolean>;
+  /**
+   * true: the sandbox runs. 'ending': the runner has handed its end to its sidecar, which is still
+   * delivering it (heartbeats have stopped; the agent may have exited). false: the sandbox is gone
+   * or the run has already ended.
+   */
+  sandboxAlive(runId: string, sandboxId: string): Promise<boolean | 'ending'>;
   /** Compare-and-set in the db; false means someone else finalized first. */
   finalize(runId: string, ending: RunEnding): Promise<{ finalized: boolean }>;
   teardown(runId: string, sandboxId: string): Promise<void>;

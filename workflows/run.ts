@@ -45,6 +45,18 @@ interface StartedSignal {
   at: number;
 }
 
+/** What the execution phase's liveness remembers between ticks; all from journaled values. */
+interface LivenessView {
+  tickMs: number;
+  staleMs: number;
+  /** how much later than its tick a probe may answer before the platform counts as not listening */
+  lateMs: number;
+  /** when the last probe answered (the execution's start before the first) */
+  lookedAt: number;
+  /** silence is counted from here at the earliest */
+  recordableFrom: number;
+}
+
 type Woken =
   | { by: 'started' }
   | { by: 'terminal'; signal: TerminalSignal }
@@ -114,26 +126,37 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   async function watchExecution(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<RunEnding> {
     const { at: executionStartedAt } = await signals.started;
     const timeout = ctx.sleep(seconds(sandbox.timeoutSeconds), 'run timeout');
-    const tickMs = seconds(sandbox.heartbeatSeconds) * 2;
-    const staleMs = seconds(sandbox.heartbeatSeconds) * 3;
+    const heartbeatMs = seconds(sandbox.heartbeatSeconds);
+    const view: LivenessView = {
+      tickMs: heartbeatMs * 2,
+      staleMs: heartbeatMs * 3,
+      lateMs: heartbeatMs / 2,
+      lookedAt: executionStartedAt,
+      recordableFrom: executionStartedAt,
+    };
     for (;;) {
       // One timer and one liveness step per tick keeps the journal proportional to the run's length.
       const woken = await firstOf([
         signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
         signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
         timeout.map(() => ({ by: 'run timeout' })),
-        ctx.sleep(tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
+        ctx.sleep(view.tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
       ]);
       if (woken.by === 'terminal') return fromTerminalSignal(woken.signal);
       if (woken.by === 'cancel') return cancelled(woken.signal.reason);
       if (woken.by === 'run timeout') return timedOut(sandbox.timeoutSeconds);
-      const lost = await checkLiveness(ctx, runId, sandbox, executionStartedAt, staleMs);
+      const lost = await checkLiveness(ctx, runId, sandbox, view);
       if (lost) return lost;
     }
   }
 
-  async function checkLiveness(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, since: number, staleMs: number): Promise<RunEnding | null> {
-    let probe: { alive: boolean; lastEventAt: number | null; checkedAt: number };
+  /**
+   * Judges the sandbox's silence only over time in which the platform could record its events: a
+   * probe that answers late (the database stalled or refused, the engine was held up) shows that
+   * the platform itself was not listening, so silence counts again from that answer.
+   */
+  async function checkLiveness(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, view: LivenessView): Promise<RunEnding | null> {
+    let probe: { alive: boolean | 'ending'; lastEventAt: number | null; checkedAt: number };
     try {
       probe = await ctx.run('liveness', async () => {
         const [alive, lastEventAt] = await Promise.all([
@@ -143,12 +166,21 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         return { alive, lastEventAt, checkedAt: Date.now() };
       }, retry.liveness);
     } catch (err) {
-      if (isGiveUp(err)) return failed('liveness_check_failed', `The run's liveness could not be checked: ${err.message}`);
-      throw err;
+      if (!isGiveUp(err)) throw err;
+      // The platform could not look (its database unreachable, say): that is not the sandbox's
+      // silence, so the run waits for the next tick; its timeout still bounds it.
+      ctx.console.warn(`liveness of run ${runId} could not be checked: ${err.message}`);
+      view.lookedAt = view.recordableFrom = await ctx.date.now();
+      return null;
     }
-    if (!probe.alive) return sandboxLost();
-    const silentMs = probe.checkedAt - Math.max(probe.lastEventAt ?? since, since);
-    return silentMs > staleMs ? heartbeatLost(silentMs) : null;
+    const late = probe.checkedAt - (view.lookedAt + view.tickMs) > view.lateMs;
+    view.lookedAt = probe.checkedAt;
+    if (late) view.recordableFrom = probe.checkedAt;
+    if (probe.alive === false) return sandboxLost();
+    // The sidecar holds the run's end and delivers it (or exits when it gives up): no heartbeats now.
+    if (probe.alive === 'ending' || late) return null;
+    const silentMs = probe.checkedAt - Math.max(probe.lastEventAt ?? view.recordableFrom, view.recordableFrom);
+    return silentMs > view.staleMs ? heartbeatLost(silentMs) : null;
   }
 
   /** Records the ending once, then tears the sandbox down whatever happened. */

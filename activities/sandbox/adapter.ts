@@ -29,12 +29,20 @@ export interface SandboxSpec {
   limits: { memoryMb: number; cpus: number };
 }
 
+/**
+ * running: both programs run. ending: the runner has handed its end to the sidecar, which is
+ * still there delivering it (the agent may have exited). gone: anything else.
+ */
+export type SandboxState = 'running' | 'ending' | 'gone';
+
 export interface SandboxAdapter {
   readonly kind: 'process' | 'docker' | 'firecracker';
   /** starts the run's sandbox; answers once the agent has its assignment */
   start(spec: SandboxSpec): Promise<{ sandboxId: string }>;
   /** false when the sandbox is unknown to this process or its programs have exited */
   alive(sandboxId: string): Promise<boolean>;
+  /** what liveness judges by; 'gone' for an unknown sandbox */
+  state(sandboxId: string): Promise<SandboxState>;
   /** stops the programs and removes the workspace; safe to call twice or for an unknown id */
   stop(sandboxId: string): Promise<void>;
   /** stops every sandbox and the warm pool */

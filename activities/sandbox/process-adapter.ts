@@ -157,6 +157,10 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
       return active.get(sandboxId)?.alive() ?? false;
     },
 
+    async state(sandboxId) {
+      return active.get(sandboxId)?.state() ?? 'gone';
+    },
+
     stop,
 
     async close() {

@@ -13,6 +13,8 @@ export interface ProgramProcess {
   running(): boolean;
   /** the next JSON line on stdout; rejects if the process exits or the time runs out first */
   nextLine(timeoutMs: number): Promise<Record<string, unknown>>;
+  /** hands every later JSON line on stdout (and any still queued) to `listener` instead of nextLine */
+  watchLines(listener: (line: Record<string, unknown>) => void): void;
   /** writes one JSON line on stdin */
   send(message: unknown): void;
   stderrTail(): string;
@@ -37,6 +39,7 @@ export async function spawnProgram(
   let stdoutBuffer = '';
   const lines: string[] = [];
   let waiter: (() => void) | null = null;
+  let listener: ((line: Record<string, unknown>) => void) | null = null;
   let gone = false;
   // stdout is fully read once 'close' fires: only then does "no line" mean "no line ever"
   let closed = false;
@@ -71,9 +74,17 @@ export async function spawnProgram(
     }
     // only the handshake lines matter: a chatty program must not grow our memory
     if (stdoutBuffer.length > 64 * 1024) stdoutBuffer = '';
+    if (listener) return deliverLines();
     if (lines.length > MAX_QUEUED_LINES) lines.splice(0, lines.length - MAX_QUEUED_LINES);
     if (lines.length > 0) waiter?.();
   });
+
+  const deliverLines = () => {
+    for (const line of lines.splice(0)) {
+      const parsed = parseLine(line);
+      if (parsed) listener?.(parsed);
+    }
+  };
 
   const running = () => !gone && child.exitCode === null && child.signalCode === null;
 
@@ -96,13 +107,8 @@ export async function spawnProgram(
           const line = lines.shift();
           if (line !== undefined) {
             done();
-            let parsed: unknown;
-            try {
-              parsed = JSON.parse(line);
-            } catch {
-              parsed = undefined;
-            }
-            if (typeof parsed === 'object' && parsed !== null) resolve(parsed as Record<string, unknown>);
+            const parsed = parseLine(line);
+            if (parsed) resolve(parsed);
             else reject(new Error(`${label} printed an unexpected line: ${line.slice(0, 200)}`));
           } else if (closed) {
             done();
@@ -115,6 +121,10 @@ export async function spawnProgram(
         waiter = settle;
         settle();
       });
+    },
+    watchLines(watch) {
+      listener = watch;
+      deliverLines();
     },
     send(message) {
       if (running()) child.writeStdin(`${JSON.stringify(message)}\n`);
@@ -133,6 +143,15 @@ export async function spawnProgram(
       if (running()) child.kill('SIGKILL');
     },
   };
+}
+
+function parseLine(line: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(line);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Starts several programs at once; if one cannot be spawned, the others are stopped and its error thrown. */

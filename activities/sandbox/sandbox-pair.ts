@@ -5,7 +5,8 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBase62 } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/log.ts';
-import type { SandboxSpec } from './adapter.ts';
+import { END_HELD } from '../../lib/warm-start.ts';
+import type { SandboxSpec, SandboxState } from './adapter.ts';
 import { confineToCgroup, processTree, removeCgroup } from './cgroup.ts';
 import { confinedArgv, SANDBOX_IPC_DIR, SANDBOX_PATH_ENV, SANDBOX_WORKSPACE, sandboxNodePath, SIDECAR_SOCKET_NAME } from './confinement.ts';
 import { cachedPairArgv } from './code-cache.ts';
@@ -50,6 +51,8 @@ function sidecarEnv(home: string): NodeJS.ProcessEnv {
 export class SandboxPair {
   private cgroupDir: string | undefined;
   private stopping: Promise<void> | undefined;
+  /** the sidecar said it holds the run's end */
+  private endHeld = false;
   /** settles when either program has exited */
   readonly ended: Promise<void>;
 
@@ -114,6 +117,16 @@ export class SandboxPair {
     return this.stopping === undefined && this.sidecar.running() && this.agent.running();
   }
 
+  /**
+   * The sidecar is the sandbox's life once it holds the run's end: the agent exits as soon as it
+   * has handed its result over, and the sidecar delivers it (or exits when it gives up).
+   */
+  state(): SandboxState {
+    if (this.stopping !== undefined || !this.sidecar.running()) return 'gone';
+    if (this.endHeld) return 'ending';
+    return this.agent.running() ? 'running' : 'gone';
+  }
+
   /** Writes the workspace, sets the ceilings, then assigns the sidecar and, once it serves the run, the agent. */
   async assign(spec: SandboxSpec): Promise<void> {
     const workspace = path.join(this.dir, 'workspace');
@@ -129,6 +142,9 @@ export class SandboxPair {
     this.sidecar.send({ ...spec.sidecar, filesDir: path.join(this.dir, 'files'), socketPath: this.confined ? socketPath : undefined });
     const ack = await this.sidecar.nextLine(ASSIGN_TIMEOUT_MS);
     if (ack.assigned !== true) throw new Error('the sidecar did not take its assignment');
+    this.sidecar.watchLines((line) => {
+      if (line[END_HELD] === true) this.endHeld = true;
+    });
     this.agent.send(
       this.confined
         ? { workspace: SANDBOX_WORKSPACE, sidecarUrl: 'http://sidecar', sidecarSocket: `${SANDBOX_IPC_DIR}/${SIDECAR_SOCKET_NAME}` }

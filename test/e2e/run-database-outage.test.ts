@@ -1,0 +1,200 @@
+// A database that stalls for 20 s fails no healthy run: neither runs whose agents hand over their
+// results while it is stalled, nor runs in the middle of their work. The platform reaches
+// PostgreSQL through a pausable proxy; the model sits behind a gate that holds a chosen turn.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { aKey, anOrg } from '../support/builders.ts';
+import { freshDatabase, type TestDatabase } from '../support/db.ts';
+import { client } from '../support/http.ts';
+import { startPausableProxy, type PausableProxy } from '../support/pausable-proxy.ts';
+import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
+import { aDefaultModel, importFixture } from '../support/runs.ts';
+
+const RUNS = 6;
+const OUTAGE_MS = 20_000;
+const ECHO = '/api/agents/@fixtures/agent-echo/run';
+// what the scripted model has the agent report through its output tool
+const OUTPUT = { echo: 'example' };
+
+/** Which turn of the scripted conversation a request is: the echo agent logs, outputs, then says done. */
+function turnOf(body: any): 'first' | 'after log' | 'after output' {
+  const called = new Set<string>();
+  for (const m of body?.messages ?? []) for (const c of m?.tool_calls ?? []) called.add(String(c?.function?.name ?? ''));
+  if ([...called].some((n) => n.endsWith('output'))) return 'after output';
+  return [...called].some((n) => n.endsWith('log')) ? 'after log' : 'first';
+}
+
+/** The model provider as the platform sees it: the scripted model, with one turn held until released. */
+interface ModelGate {
+  url: string;
+  holdTurn: ReturnType<typeof turnOf> | null;
+  held(): number;
+  release(): void;
+  close(): Promise<void>;
+}
+
+async function startModelGate(upstream: FakeModel): Promise<ModelGate> {
+  const target = new URL(upstream.url);
+  let waiting: Array<() => void> = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      const send = () => {
+        const out = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        });
+        out.on('error', () => res.destroy());
+        out.end(raw);
+      };
+      let body: unknown;
+      try {
+        body = JSON.parse(raw.toString('utf8') || 'null');
+      } catch {
+        body = null;
+      }
+      if (gate.holdTurn && req.method === 'POST' && turnOf(body) === gate.holdTurn) waiting.push(send);
+      else send();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const gate: ModelGate = {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    holdTurn: null,
+    held: () => waiting.length,
+    release() {
+      gate.holdTurn = null;
+      const go = waiting;
+      waiting = [];
+      for (const send of go) send();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  return gate;
+}
+
+let fake: FakeModel;
+let gate: ModelGate;
+let db: TestDatabase;
+let proxy: PausableProxy;
+let platform: PlatformProcess;
+let api: ReturnType<typeof client>;
+
+before(async () => {
+  fake = await startFakeModel();
+  gate = await startModelGate(fake);
+  db = await freshDatabase();
+  const direct = new URL(db.url);
+  proxy = await startPausableProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+  const proxied = new URL(db.url);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(proxy.port);
+  // A 2 s heartbeat: the 20 s outage spans ten of them, three times the allowed silence.
+  platform = await startPlatformProcess({
+    db: { ...db, url: proxied.toString() },
+    env: { RUN_HEARTBEAT_SECONDS: '2', RUN_BOOT_SECONDS: '60', SANDBOX_WARM_POOL: '0' },
+  });
+  const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+  const org = await anOrg(pool);
+  const { key } = await aKey(pool, { ...org, userId: org.ownerId });
+  await pool.end();
+  api = client(platform.url, { key });
+  await importFixture(platform.url, key, 'agent-echo');
+  await aDefaultModel(platform.url, key, gate.url, 'fake');
+});
+
+after(async () => {
+  proxy?.resume();
+  await platform?.stop();
+  await proxy?.close();
+  await db?.drop();
+  await gate?.close();
+  await fake?.close();
+});
+
+async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function launch(tag: string): Promise<Array<{ id: string; message: string }>> {
+  const runs = [];
+  for (let i = 0; i < RUNS; i++) {
+    const message = `${tag} ${i}`;
+    const res = await api.post(ECHO, { input: { message } });
+    assert.equal(res.status, 201, res.text);
+    runs.push({ id: res.body.id as string, message });
+  }
+  return runs;
+}
+
+async function endings(runs: Array<{ id: string; message: string }>): Promise<Array<{ status: string; code?: string; output: unknown }>> {
+  const ended = [];
+  for (const run of runs) {
+    let body: any;
+    await until(`run ${run.id} to end`, async () => {
+      const res = await api.get(`/api/runs/${run.id}?wait=20`).catch(() => null);
+      body = res?.body;
+      return res?.status === 200 && !['pending', 'running'].includes(body.status);
+    }, 120_000);
+    ended.push({ status: body.status, code: body.error?.code, output: body.result?.output });
+  }
+  return ended;
+}
+
+/** The platform's agent runtime processes still running. */
+function agentProcesses(): number {
+  const out = execFileSync('ps', ['-o', 'args=', '--ppid', String(platform.proc.pid)], { encoding: 'utf8' });
+  return out.split('\n').filter((line) => line.includes('agent-runtime')).length;
+}
+
+async function outage(): Promise<void> {
+  proxy.pause();
+  await new Promise((r) => setTimeout(r, OUTAGE_MS));
+  proxy.resume();
+}
+
+describe('runs under a database outage', () => {
+  test('runs whose agents finish while the database is stalled end success with their output', async () => {
+    gate.holdTurn = 'after output';
+    const runs = await launch('finishing');
+    // every agent has set its output and waits for its last model turn
+    await until('every agent at its last turn', () => gate.held() === RUNS, 90_000);
+    assert.equal(agentProcesses(), RUNS);
+    proxy.pause();
+    // the agents hand their results to their sidecars and exit while nothing can be recorded
+    const pausedAt = Date.now();
+    gate.release();
+    await until('every agent to exit', () => agentProcesses() === 0, OUTAGE_MS);
+    await new Promise((r) => setTimeout(r, OUTAGE_MS - (Date.now() - pausedAt)));
+    proxy.resume();
+
+    const ended = await endings(runs);
+    assert.deepEqual(ended, runs.map(() => ({ status: 'success', code: undefined, output: OUTPUT })));
+  });
+
+  test('runs in the middle of their work while the database is stalled end success with their output', async () => {
+    gate.holdTurn = 'after log';
+    const runs = await launch('working');
+    await until('every agent in the middle of its work', () => gate.held() === RUNS, 90_000);
+    await outage();
+    gate.release();
+
+    const ended = await endings(runs);
+    assert.deepEqual(ended, runs.map(() => ({ status: 'success', code: undefined, output: OUTPUT })));
+  });
+});

@@ -1,0 +1,61 @@
+// The sidecar's event delivery through a platform that cannot record: heartbeats are given up
+// soon (the next one says the same), every other event is kept, and the run's end is announced
+// to the sandbox's parent when it is taken in and when it cannot be delivered.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventPoster } from '../../sidecar/event-poster.ts';
+import { newRunEventSecret } from '../../lib/run-events.ts';
+import { startEventReceiver, waitUntil, type EventReceiver } from '../integration/sidecar-run-harness.ts';
+
+const quiet = () => undefined;
+
+describe('sidecar event poster', () => {
+  const receivers: EventReceiver[] = [];
+  after(async () => {
+    await Promise.all(receivers.map((r) => r.close()));
+  });
+
+  async function aPlatform(answer: (type: string) => number) {
+    const secret = newRunEventSecret();
+    const receiver = await startEventReceiver(secret, { answer: (event) => answer(event.type) });
+    receivers.push(receiver);
+    return { secret, receiver, eventsUrl: `${receiver.url}/internal/runs/run_poster/events` };
+  }
+
+  test('a heartbeat is given up after its own short budget while the events around it are kept', async () => {
+    let recording = false;
+    const platform = await aPlatform(() => (recording ? 202 : 503));
+    const poster = new EventPoster({ ...platform, heartbeatBudgetMs: 300, retryBudgetMs: 20_000, warn: quiet });
+
+    poster.emit('heartbeat', {});
+    poster.emit('log', { level: 'info', message: 'kept' });
+    await waitUntil(() => platform.receiver.deliveries.some((d) => d.event?.type === 'log'), 10_000);
+    recording = true;
+    await platform.receiver.waitFor((events) => events.some((e) => e.type === 'log'), 20_000);
+
+    assert.deepEqual(platform.receiver.events.map((e) => [e.sequence, e.type]), [[2, 'log']]);
+    assert.ok(platform.receiver.deliveries.some((d) => d.event?.type === 'heartbeat' && d.status === 503));
+  });
+
+  test('the run\'s end is announced once when taken in, and again when it cannot be delivered', async () => {
+    const platform = await aPlatform((type) => (type === 'completed' ? 503 : 202));
+    const calls: string[] = [];
+    const poster = new EventPoster({
+      ...platform,
+      retryBudgetMs: 500,
+      warn: quiet,
+      onEnd: () => calls.push('end held'),
+      onEndUndelivered: () => calls.push('end undelivered'),
+    });
+
+    poster.emit('log', { level: 'info', message: 'before the end' });
+    assert.deepEqual(calls, []);
+    poster.emit('completed', { text: 'done' });
+    assert.deepEqual(calls, ['end held']);
+    poster.emit('failed', { code: 'late', message: 'a second end is refused' });
+    await waitUntil(() => calls.length === 2, 10_000);
+
+    assert.deepEqual(calls, ['end held', 'end undelivered']);
+    assert.deepEqual(platform.receiver.events.map((e) => e.type), ['log']);
+  });
+});
