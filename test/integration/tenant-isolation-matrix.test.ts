@@ -127,6 +127,8 @@ const CASES: Record<string, Case> = {
   'POST /api/packages/skills/{scope}/{name}/versions/{version}/restore': { s2Member: true },
   'PUT /api/packages/{scope}/{name}/home': { s2Member: true, body: () => ({}) },
   'GET /api/agents/{scope}/{name}/bundle': { s2Member: true },
+  'PUT /api/packages/{scope}/{name}/dist-tags/{tag}': { s2Member: true, body: () => ({ version: '1.0.0' }) },
+  'DELETE /api/packages/{scope}/{name}/dist-tags/{tag}': { s2Member: true },
 
   'POST /api/model-provider-credentials': { exempt: "creates in the caller's own organization" },
   'GET /api/model-provider-credentials': { orgLevel: ORG, lists: (a) => a.credentialId },
@@ -157,7 +159,7 @@ function fillPath(path: string, a: Tenant): string {
     'roles/{roleId}': a.roleId, 'spaces/{spaceId}': a.s1, 'api-keys/{id}': a.keyId, 'end-users/{id}': a.endUserId,
     'runs/{id}': a.runId, 'agents/{scope}': `@${a.packageScope}`, 'packages/{scope}': `@${a.packageScope}`,
     'skills/{scope}': `@${a.packageScope}`, '{scope}/{name}': skill ? a.skillName : a.agentName,
-    '{name}/{version}': '1.0.0', 'versions/{version}': '1.0.0',
+    '{name}/{version}': '1.0.0', 'versions/{version}': '1.0.0', 'dist-tags/{tag}': 'beta',
     'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId,
   };
   return segs.map((s, i) => {
