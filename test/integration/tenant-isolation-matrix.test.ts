@@ -1,10 +1,10 @@
 // Every route of the built app (core, public and module routes) has an entry in CASES: either an
 // isolation probe or a stated reason it holds no other tenant's data. A probe furnishes tenant A
-// (organization A, space s1) and proves that organization B and A's other space s2 can neither
-// read, change nor list A's resources: by-id routes answer 404 (a key may be refused with 403 for
-// a permission no key holds), lists never show A's items while A's own caller sees them, and
-// runner routes refuse a run's signature for another run. Declaring a route without an entry
-// fails the suite.
+// (organization A, space s1) and proves that organization B and A's other space s2 (its owner, a
+// member of both spaces and a member of s2 alone, each acting in s2) can neither read, change nor
+// list A's resources: by-id routes answer 404 (a key may be refused with 403 for a permission no
+// key holds), lists never show A's items while A's own caller sees them, and runner routes refuse
+// a run's signature for another run. Declaring a route without an entry fails the suite.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createApp } from '../../api/app.ts';
@@ -203,7 +203,12 @@ const otherOrg = (r: RouteDef) => side('organization B', b.ownerKey1, b.ownerCoo
 function otherSpace(r: RouteDef, c: Probe): Caller[] {
   if (c.orgLevel) return [];
   const member = side("s2's member", a.s2MemberKey, a.s2MemberCookie, a.orgId, a.s2, r);
-  return c.s2Member ? member : [...side("A's owner in s2", a.ownerKey2, a.ownerCookie, a.orgId, a.s2, r), ...member];
+  if (c.s2Member) return member;
+  return [
+    ...side("A's owner in s2", a.ownerKey2, a.ownerCookie, a.orgId, a.s2, r),
+    ...side('a member of s1 and s2, in s2', a.bothMemberKey, a.bothMemberCookie, a.orgId, a.s2, r),
+    ...member,
+  ];
 }
 
 test('every route of the built app has a tenant-isolation case here', () => {

@@ -21,6 +21,9 @@ export interface Tenant {
   /** an organization member who holds space_admin in s2 and no role in s1 */
   s2MemberKey: string;
   s2MemberCookie: string;
+  /** an organization member who holds space_admin in both spaces: their key pinned to s2 */
+  bothMemberKey: string;
+  bothMemberCookie: string;
   memberId: string;
   invitationId: string;
   roleId: string;
@@ -54,6 +57,9 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   const k1 = await aKey(pool, { orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId });
   const k2 = await aKey(pool, { orgId: org.orgId, spaceId: s2, userId: org.ownerId });
   const s2MemberKey = (await aKey(pool, { orgId: org.orgId, spaceId: s2, userId: s2Member })).key;
+  const bothMember = await aMember(pool, org.orgId, 'member', { spaceId: s2, roleKey: 'space_admin' });
+  await pool.query(`INSERT INTO space_members (space_id, user_id, org_id, role_key) VALUES ($1, $2, $3, 'space_admin')`, [org.spaceId, bothMember, org.orgId]);
+  const bothMemberKey = (await aKey(pool, { orgId: org.orgId, spaceId: s2, userId: bothMember })).key;
 
   const roleId = `role_${tag}`;
   await pool.query(`INSERT INTO space_roles (id, org_id, key, name, permissions) VALUES ($1, $2, 'ops', 'Ops', '{spaces:read}')`, [roleId, org.orgId]);
@@ -101,6 +107,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     ownerCookie: (await aSession(pool, org.ownerId)).cookie,
     ownerKey1: k1.key, ownerKey2: k2.key, keyId: k1.keyId,
     s2MemberKey, s2MemberCookie: (await aSession(pool, s2Member)).cookie,
+    bothMemberKey, bothMemberCookie: (await aSession(pool, bothMember)).cookie,
     memberId, invitationId, roleId, endUserId,
     runId, runSecret, s2RunId, s2RunSecret,
     packageScope, agentName, skillName, credentialId, modelId,
