@@ -43,13 +43,16 @@ export function isPermission(s: string): s is Permission {
 export type OrgRole = 'owner' | 'admin' | 'member' | 'guest';
 export const ORG_ROLES: readonly OrgRole[] = ['owner', 'admin', 'member', 'guest'];
 
-/** Permissions that act on the organization rather than a space. */
+/**
+ * Permissions that act on the organization rather than a space: only an organization role holds
+ * them, a space role never grants them (a key pinned to a space must not reach beyond it).
+ */
 export const ORG_LEVEL_PERMISSIONS: readonly Permission[] = [
   'models:read', 'models:write', 'models:delete', 'proxies:read', 'proxies:write', 'proxies:delete',
-  'org-webhooks:read', 'oauth-clients:read', 'oauth-clients:write', 'oauth-clients:delete',
+  'org-webhooks:read', 'mcp:read', 'mcp:invoke',
   'org:read', 'org:write', 'org:delete', 'members:read', 'members:write', 'roles:read', 'roles:write',
-  'spaces:read', 'spaces:write', 'mcp:read', 'mcp:invoke',
 ];
+const ORG_LEVEL_SET = new Set<Permission>(ORG_LEVEL_PERMISSIONS);
 
 const READ_ACTIONS = new Set(['read', 'read-all']);
 const isRead = (p: string) => READ_ACTIONS.has(p.split(':')[1] ?? '');
@@ -67,9 +70,7 @@ export function orgRoleCoversSpaces(role: OrgRole): boolean {
   return role === 'owner' || role === 'admin';
 }
 
-const SPACE_PERMISSIONS: readonly Permission[] = ALL_PERMISSIONS.filter(
-  (p) => !['org:read', 'org:write', 'org:delete', 'members:read', 'members:write', 'roles:read', 'roles:write', 'org-webhooks:read'].includes(p),
-);
+const SPACE_PERMISSIONS: readonly Permission[] = ALL_PERMISSIONS.filter((p) => !ORG_LEVEL_SET.has(p));
 
 export interface SpaceRolePreset {
   key: string;
@@ -96,8 +97,11 @@ export function presetRole(key: string): SpaceRolePreset | undefined {
   return SPACE_ROLE_PRESETS.find((r) => r.key === key);
 }
 
-/** A guest never holds more than reading, whatever space role they are given. */
+/**
+ * What a space role grants a person of this organization role: never an organization-level
+ * permission (an organization-defined role may still list one), and to a guest only reading.
+ */
 export function capForOrgRole(role: OrgRole, perms: Iterable<Permission>): Permission[] {
-  const list = [...perms];
+  const list = [...perms].filter((p) => !ORG_LEVEL_SET.has(p));
   return role === 'guest' ? list.filter(isRead) : list;
 }

@@ -6,7 +6,7 @@ export const CURRENT_API_VERSION = '2026-03-21';
 export const SUPPORTED_API_VERSIONS = new Set([CURRENT_API_VERSION]);
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-function isCalendarDate(s: string): boolean {
+export function isCalendarDate(s: string): boolean {
   const m = DATE.exec(s);
   if (!m) return false;
   const d = new Date(`${s}T00:00:00Z`);

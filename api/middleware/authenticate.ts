@@ -10,7 +10,7 @@ import type { Principal } from '../context.ts';
 import type { AppDeps } from '../deps.ts';
 import type { RouteDef } from '../route.ts';
 import { computePermissions, loadApiKeyFacts, loadSessionFacts, type ApiKeyFacts, type SessionFacts } from '../services/access.ts';
-import { parseViewAs } from './view-as.ts';
+import { resolveViewAs } from './view-as.ts';
 import { sessionCookieName, extendSessionIfDue } from '../services/session-cookie.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -107,7 +107,7 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
     }
     if (!orgHeader) throw problem('invalid_request', { param: 'X-Org-Id', detail: 'This route needs the X-Org-Id header.' });
     if (!facts.orgRole || !facts.orgId) throw problem('forbidden', { param: 'X-Org-Id', detail: 'You are not a member of this organization.' });
-    const viewAs = parseViewAs(req, facts.orgRole);
+    const viewAs = await resolveViewAs(req, facts.orgRole, database.pool, facts.orgId);
     req.ctx.org = { id: facts.orgId, role: viewAs?.orgRole ?? facts.orgRole, apiVersion: facts.orgApiVersion };
     if (facts.orgDeleting && req.method !== 'GET') throw problem('org_deleting');
     const { permissions, spaceMember } = computePermissions(facts, facts.userId, viewAs);

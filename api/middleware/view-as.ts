@@ -1,7 +1,8 @@
 // X-View-As: owners and admins preview the API as a lesser role: `<org role>` or
 // `<org role>:<space role key>` (member:viewer, guest, admin ...).
+import type pg from 'pg';
 import type { Request } from '../http.ts';
-import { ORG_ROLES, type OrgRole } from '../../lib/permissions.ts';
+import { ORG_ROLES, presetRole, type OrgRole } from '../../lib/permissions.ts';
 import { problem } from '../../lib/problem.ts';
 import type { ViewAs } from '../services/access.ts';
 
@@ -22,4 +23,12 @@ export function parseViewAs(req: Request, actualRole: OrgRole, fromQuery = false
   }
   req.ctx.viewAs = raw as string;
   return { orgRole, spaceRoleKey: m[2] };
+}
+
+/** parseViewAs, with the permissions of an organization-defined space role looked up. */
+export async function resolveViewAs(req: Request, actualRole: OrgRole, pool: pg.Pool, orgId: string, fromQuery = false): Promise<ViewAs | undefined> {
+  const viewAs = parseViewAs(req, actualRole, fromQuery);
+  if (!viewAs?.spaceRoleKey || presetRole(viewAs.spaceRoleKey)) return viewAs;
+  const { rows } = await pool.query<{ permissions: string[] }>('SELECT permissions FROM space_roles WHERE org_id = $1 AND key = $2', [orgId, viewAs.spaceRoleKey]);
+  return { ...viewAs, customPermissions: rows[0]?.permissions ?? null };
 }

@@ -31,7 +31,7 @@ export const agentConfigRoutes = [
     method: 'put', path: '/api/agents/{scope}/{name}/config', summary: "Lock input fields and choose the agent's model in this space", tag: 'Agents',
     permission: 'agents:configure', params: AgentParams,
     body: z.object({ locked_input: z.record(z.string(), z.unknown()).default({}), model_id: z.string().nullable().default(null) }).strict(),
-    responses: { 200: { description: 'The configuration', schema: AgentConfig } },
+    responses: { 200: { description: 'The configuration', schema: AgentConfig }, 400: { description: 'model_not_configured: model_id names no model of the organization' } },
     handler: async ({ ctx, params, body, deps }) => {
       const scope = spaceScopeOf(ctx, deps.database);
       const agentId = agentIdOf(params);
@@ -43,6 +43,15 @@ export const agentConfigRoutes = [
           detail: `Required input field${emptyRequired.length > 1 ? 's' : ''} ${emptyRequired.join(', ')} cannot be locked without a value.`,
           errors: emptyRequired.map((k) => ({ field: `locked_input.${k}`, code: 'invalid_value', message: 'A required field needs a value to be locked.' })),
         });
+      }
+      if (body.model_id !== null) {
+        const { rowCount } = await scope.pool.query('SELECT 1 FROM models WHERE id = $1 AND org_id = $2', [body.model_id, scope.orgId]);
+        if (!rowCount) {
+          throw problem('model_not_configured', {
+            detail: `The organization has no model ${body.model_id}.`,
+            errors: [{ field: 'model_id', code: 'invalid_value', message: 'Name a model of this organization (GET /api/models), or null for its default.' }],
+          });
+        }
       }
       await scope.pool.query(
         `INSERT INTO agent_configs (org_id, space_id, agent_id, locked_input, model_id) VALUES ($1, $2, $3, $4, $5)

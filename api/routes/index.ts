@@ -15,6 +15,7 @@ import { packageRoutes } from './packages.ts';
 import { packageDraftRoutes } from './package-drafts.ts';
 import { packagePlacementRoutes } from './package-placement.ts';
 import { packageBundleRoutes } from './package-bundles.ts';
+import { packageDistTagRoutes } from './package-dist-tags.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
@@ -33,5 +34,6 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...packageDraftRoutes,
     ...packagePlacementRoutes,
     ...packageBundleRoutes,
+    ...packageDistTagRoutes,
   ];
 }

@@ -17,6 +17,7 @@ export const Organization = z.object({
   slug: z.string(),
   role: z.string(),
   defaultSpaceId: z.string().nullable(),
+  apiVersion: z.string().nullable().describe('the API version pinned on the organization (used when a request sends no Service-Version); null follows the current version'),
   deleting: z.boolean(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -60,10 +61,14 @@ export const orgRoutes = [
     },
   }),
   route({
-    method: 'patch', path: '/api/orgs/{orgId}', summary: 'Rename an organization or change its slug', tag: TAG,
+    method: 'patch', path: '/api/orgs/{orgId}', summary: 'Rename an organization, change its slug or pin its API version', tag: TAG,
     tenant: 'none', permission: null, params: OrgParams,
-    body: z.object({ name: z.string().trim().min(1).max(200).optional(), slug: Slug.optional() }).strict(),
-    responses: { 200: { description: 'The organization', schema: Organization } },
+    body: z.object({
+      name: z.string().trim().min(1).max(200).optional(),
+      slug: Slug.optional(),
+      apiVersion: z.string().nullable().optional().describe('YYYY-MM-DD, a version this instance serves; null unpins'),
+    }).strict(),
+    responses: { 200: { description: 'The organization', schema: Organization }, 400: { description: 'invalid_api_version or unsupported_api_version' } },
     handler: async ({ ctx, req, deps, params, body }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:write', write: true });
       return ok(await orgs.updateOrganization(access.scope, access.role, body));

@@ -19,14 +19,26 @@ function draftReply(reply: DraftReply): Reply {
   return ok(reply.draft, { ETag: reply.etag });
 }
 
+/** 304 when If-None-Match names the draft's current ETag (weak comparison, RFC 9110), or is *. */
+function notModified(req: Request, etag: string): boolean {
+  const value = req.headers['if-none-match'];
+  if (typeof value !== 'string') return false;
+  const bare = (t: string) => t.trim().replace(/^W\//, '');
+  return value.split(',').some((t) => t.trim() === '*' || bare(t) === bare(etag));
+}
+
 const DraftResponses = { 200: { description: 'The draft; ETag header', schema: DraftRecord } };
 
 export const packageDraftRoutes = [
   route({
     method: 'get', path: '/api/packages/{scope}/{name}/draft', summary: 'Read the draft (strong ETag)', tag: TAG,
     permission: null, params: PackageParams,
-    responses: DraftResponses,
-    handler: async ({ ctx, params, deps }) => draftReply(await getDraft(scopeOf(ctx, deps), packageIdOf(params))),
+    headers: [{ name: 'If-None-Match', description: 'ETag of a draft the caller holds: 304 with no body while it is still current.' }],
+    responses: { ...DraftResponses, 304: { description: 'Not modified; ETag header' } },
+    handler: async ({ ctx, params, req, deps }) => {
+      const reply = await getDraft(scopeOf(ctx, deps), packageIdOf(params));
+      return notModified(req, reply.etag) ? { status: 304, headers: { ETag: reply.etag } } : draftReply(reply);
+    },
   }),
   route({
     method: 'put', path: '/api/packages/{scope}/{name}/draft', summary: 'Save the draft whole: manifest and, optionally, every other file', tag: TAG,

@@ -114,6 +114,8 @@ export async function loadSessionFacts(pool: pg.Pool, tokenHash: string, orgId: 
 export interface ViewAs {
   orgRole: OrgRole;
   spaceRoleKey?: string;
+  /** the permissions of the previewed space role when the organization defines it (not a preset) */
+  customPermissions?: string[] | null;
 }
 
 /**
@@ -133,10 +135,11 @@ export function computePermissions(facts: MembershipFacts, userId: string, viewA
   } else if (orgRoleCoversSpaces(orgRole)) {
     spacePerms = ALL_PERMISSIONS;
   } else {
-    const roleKey = viewAs ? viewAs.spaceRoleKey ?? facts.spaceRoleKey : facts.spaceRoleKey;
+    const previewed = viewAs?.spaceRoleKey !== undefined;
+    const roleKey = previewed ? viewAs!.spaceRoleKey : facts.spaceRoleKey;
     if (roleKey) {
       const preset = presetRole(roleKey);
-      const custom = facts.customRolePermissions?.filter(isPermission) ?? [];
+      const custom = (previewed ? viewAs!.customPermissions : facts.customRolePermissions)?.filter(isPermission) ?? [];
       spacePerms = capForOrgRole(orgRole, preset ? preset.permissions : custom);
     }
   }

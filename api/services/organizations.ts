@@ -6,6 +6,7 @@ import type { OrgScope } from '../../db/tenant.ts';
 import { newId, randomBase62 } from '../../lib/ids.ts';
 import type { OrgRole } from '../../lib/permissions.ts';
 import { problem } from '../../lib/problem.ts';
+import { SUPPORTED_API_VERSIONS, isCalendarDate } from '../middleware/api-version.ts';
 import { changeIdentity, type IdentityOrgScope, type IdentityStore } from './identity-change.ts';
 import { sweepTenantRows } from './tenant-sweep.ts';
 
@@ -19,6 +20,8 @@ export interface Organization {
   slug: string;
   role: OrgRole;
   defaultSpaceId: string | null;
+  /** the API version pinned on the organization; null follows the current version */
+  apiVersion: string | null;
   deleting: boolean;
   createdAt: string;
   updatedAt: string;
@@ -29,12 +32,13 @@ interface OrgRow {
   name: string;
   slug: string;
   deleting_at: Date | null;
+  api_version: string | null;
   created_at: Date;
   updated_at: Date;
   default_space_id: string | null;
 }
 
-const ORG_COLUMNS = `o.id, o.name, o.slug, o.deleting_at, o.created_at, o.updated_at,
+const ORG_COLUMNS = `o.id, o.name, o.slug, o.deleting_at, o.api_version, o.created_at, o.updated_at,
   (SELECT s.id FROM spaces s WHERE s.org_id = o.id AND s.is_default LIMIT 1) AS default_space_id`;
 
 function toOrganization(row: OrgRow, role: OrgRole): Organization {
@@ -44,6 +48,7 @@ function toOrganization(row: OrgRow, role: OrgRole): Organization {
     slug: row.slug,
     role,
     defaultSpaceId: row.default_space_id,
+    apiVersion: row.api_version ?? null,
     deleting: row.deleting_at !== null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
@@ -86,7 +91,7 @@ export async function createOrganization(
   for (let attempt = 0; !row; attempt++) {
     const { rows } = await client.query(
       `INSERT INTO organizations (name, slug) VALUES ($1, $2) ON CONFLICT (slug) DO NOTHING
-       RETURNING id, name, slug, deleting_at, created_at, updated_at, NULL::text AS default_space_id`,
+       RETURNING id, name, slug, deleting_at, api_version, created_at, updated_at, NULL::text AS default_space_id`,
       [input.name.trim(), slug],
     );
     row = rows[0];
@@ -122,16 +127,29 @@ export async function getOrganization(scope: OrgScope, role: OrgRole): Promise<O
   return toOrganization(rows[0], role);
 }
 
-export async function updateOrganization(scope: OrgScope, role: OrgRole, patch: { name?: string; slug?: string }): Promise<Organization> {
-  const { rows } = await scope.pool.query(
-    `UPDATE organizations o SET name = COALESCE($2, name), slug = COALESCE($3, slug), updated_at = now()
+/** A pin must be a date this server serves: a pin it cannot serve would fail every call later. */
+function checkPinnable(version: string): void {
+  const errors = [{ field: 'apiVersion', code: 'invalid_value', message: `Served versions: ${[...SUPPORTED_API_VERSIONS].join(', ')}.` }];
+  if (!isCalendarDate(version)) throw problem('invalid_api_version', { detail: 'apiVersion must be a date in the form YYYY-MM-DD.', errors });
+  if (!SUPPORTED_API_VERSIONS.has(version)) throw problem('unsupported_api_version', { detail: `API version ${version} is not served by this instance.`, errors });
+}
+
+export async function updateOrganization(
+  scope: IdentityOrgScope, role: OrgRole, patch: { name?: string; slug?: string; apiVersion?: string | null },
+): Promise<Organization> {
+  if (patch.apiVersion) checkPinnable(patch.apiVersion);
+  const update = async (db: pg.Pool | pg.PoolClient) => db.query(
+    `UPDATE organizations o SET name = COALESCE($2, name), slug = COALESCE($3, slug),
+        api_version = CASE WHEN $4 THEN $5 ELSE api_version END, updated_at = now()
       WHERE o.id = $1 AND NOT EXISTS (SELECT 1 FROM organizations x WHERE x.slug = $3 AND x.id <> $1)
       RETURNING ${ORG_COLUMNS}`,
-    [scope.orgId, patch.name?.trim() ?? null, patch.slug ?? null],
+    [scope.orgId, patch.name?.trim() ?? null, patch.slug ?? null, patch.apiVersion !== undefined, patch.apiVersion ?? null],
   ).catch((err) => {
     if ((err as { code?: string }).code === '23505') throw slugTaken(patch.slug ?? '');
     throw err;
   });
+  // the pin travels with cached credentials: changing it goes through an identity change
+  const { rows } = patch.apiVersion !== undefined ? await changeIdentity(scope, update) : await update(scope.pool);
   if (!rows[0]) {
     if (patch.slug !== undefined) throw slugTaken(patch.slug);
     throw problem('not_found', { detail: 'No such organization.' });

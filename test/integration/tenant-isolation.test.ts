@@ -43,6 +43,7 @@ const RESOURCE_OF: Record<string, (t: Tenant) => string> = {
   '{scope}/{name}': () => 'bot',
   '{name}/{version}': () => '1.0.0',
   'versions/{version}': () => '1.0.0',
+  'dist-tags/{tag}': () => 'beta',
 };
 
 /** Bodies that pass validation, so the call reaches the lookup that must miss. */
@@ -61,6 +62,7 @@ const SAMPLE_BODY: Record<string, (b: Tenant) => unknown> = {
   'PUT /api/packages/{scope}/{name}/draft': () => ({ manifest: {} }),
   'PUT /api/packages/{scope}/{name}/draft/files': () => ({ path: 'prompt.md', content: 'hijacked' }),
   'POST /api/packages/{scope}/{name}/draft/move': () => ({ from: 'prompt.md', to: 'moved.md' }),
+  'PUT /api/packages/{scope}/{name}/dist-tags/{tag}': () => ({ version: '1.0.0' }),
 };
 
 /** Query strings that pass validation, for routes that require one. */

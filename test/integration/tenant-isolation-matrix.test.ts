@@ -1,0 +1,310 @@
+// Every route of the built app (core, public and module routes) has an entry in CASES: either an
+// isolation probe or a stated reason it holds no other tenant's data. A probe furnishes tenant A
+// (organization A, space s1) and proves that organization B and A's other space s2 (its owner, a
+// member of both spaces and a member of s2 alone, each acting in s2) can neither read, change nor
+// list A's resources: by-id routes answer 404 (a key may be refused with 403 for a permission no
+// key holds), lists never show A's items while A's own caller sees them, and runner routes refuse
+// a run's signature for another run. Declaring a route without an entry fails the suite.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createApp } from '../../api/app.ts';
+import { loadModules } from '../../api/modules/index.ts';
+import type { RouteDef } from '../../api/route.ts';
+import { allRoutes } from '../../api/routes/index.ts';
+import { signedRunEventHeaders } from '../../lib/run-events.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { call, type CallOptions } from '../support/http.ts';
+import { aTenant, orgSnapshot, type Tenant } from '../support/tenant-world.ts';
+
+interface Probe {
+  /** a body that passes validation, so the call reaches the lookup that must miss */
+  body?: (a: Tenant) => unknown;
+  query?: string;
+  /** a list: A's own caller sees this item, no caller of B or of s2 does */
+  lists?: (a: Tenant) => string;
+  /** the list's path for a caller's own organization (routes that carry it in the path) */
+  ownPath?: (caller: Tenant) => string;
+  /** why no cross-space probe applies (organization-level resources) */
+  orgLevel?: string;
+  /**
+   * authority follows the space the path or the package names, not X-Space-Id: only the member of
+   * s2 who holds no role in s1 probes across spaces (A's owner legitimately reaches s1 from anywhere)
+   */
+  s2Member?: true;
+  /** no path parameter, but the body names A's resource */
+  byBody?: true;
+}
+type Case = Probe | { exempt: string } | { runner: true };
+
+const PUBLIC = { exempt: 'public: instance documents and health, no tenant data' };
+const ACCOUNT = { exempt: "account-level: acts on the caller's own account, no organization or space" };
+const OWN_SPACE = { exempt: "creates in the caller's own space (key pin or X-Space-Id; header binding is in tenant-isolation.test.ts)" };
+const ORG = "organization-level resource: every space of the organization shares it";
+
+const CASES: Record<string, Case> = {
+  'GET /health/live': PUBLIC, 'GET /health/ready': PUBLIC, 'GET /api/openapi.json': PUBLIC,
+  'GET /api/docs': PUBLIC, 'GET /api/docs/reference.js': PUBLIC, 'GET /llms.txt': PUBLIC,
+  'POST /api/auth/sign-up/email': ACCOUNT, 'POST /api/auth/sign-in/email': ACCOUNT, 'POST /api/auth/sign-out': ACCOUNT,
+  'GET /api/auth/session': ACCOUNT, 'POST /api/auth/change-password': ACCOUNT, 'POST /api/auth/set-password': ACCOUNT,
+  'POST /api/auth/request-password-reset': ACCOUNT, 'POST /api/auth/reset-password': ACCOUNT,
+  'POST /api/auth/bootstrap/redeem': { exempt: 'instance bootstrap: creates the first organization, guarded by the bootstrap token' },
+  'POST /api/invitations/{token}/accept': { exempt: 'the invitation token is the credential; it joins its own organization only (invitations.test.ts)' },
+
+  'POST /api/end-users': OWN_SPACE,
+  'GET /api/end-users': { lists: (a) => a.endUserId },
+  'GET /api/end-users/{id}': {},
+  'PATCH /api/end-users/{id}': { body: () => ({ name: 'Hijacked' }) },
+  'DELETE /api/end-users/{id}': {},
+
+  'POST /api/agents/{scope}/{name}/run': { body: () => ({ input: {} }) },
+  'GET /api/agents/{scope}/{name}/runs': { lists: (a) => a.runId },
+  'GET /api/runs': { lists: (a) => a.runId },
+  'GET /api/runs/{id}': {},
+  'GET /api/runs/{id}/logs': {},
+  'POST /api/runs/{id}/cancel': { body: () => ({}) },
+  'DELETE /api/runs/{id}': {},
+  'PATCH /api/runs/{id}/sink/extend': { body: () => ({ seconds: 3600 }) },
+  'POST /internal/runs/{id}/events': { runner: true },
+  'GET /internal/runs/{id}/history': { runner: true },
+  'GET /internal/runs/{id}/memory': { runner: true },
+  'POST /api/runs/inline': OWN_SPACE,
+  'POST /api/runs/inline/validate': { exempt: 'checks a manifest given in the body; reads no stored resource' },
+  'POST /api/runs/remote': { byBody: true, body: (a) => ({ packageId: `@${a.packageScope}/${a.agentName}` }) },
+  'GET /api/agents/{scope}/{name}/config': {},
+  'PUT /api/agents/{scope}/{name}/config': { body: () => ({}) },
+
+  'GET /api/orgs': { lists: (a) => a.orgId, orgLevel: 'lists organizations, not spaces' },
+  'POST /api/orgs': { exempt: 'account-level: creates a new organization owned by the caller' },
+  'GET /api/orgs/{orgId}': { orgLevel: ORG },
+  'PATCH /api/orgs/{orgId}': { orgLevel: ORG, body: () => ({ name: 'Hijacked' }) },
+  'DELETE /api/orgs/{orgId}': { orgLevel: ORG },
+  'GET /api/orgs/{orgId}/members': { orgLevel: ORG, lists: (a) => a.memberId, ownPath: (c) => `/api/orgs/${c.orgId}/members` },
+  'PATCH /api/orgs/{orgId}/members/{userId}': { orgLevel: ORG, body: () => ({ role: 'guest' }) },
+  'DELETE /api/orgs/{orgId}/members/{userId}': { orgLevel: ORG },
+  'POST /api/orgs/{orgId}/invitations': { orgLevel: ORG, body: () => ({ email: 'intruder@example.test', role: 'member' }) },
+  'GET /api/orgs/{orgId}/invitations': { orgLevel: ORG, lists: (a) => a.invitationId, ownPath: (c) => `/api/orgs/${c.orgId}/invitations` },
+  'DELETE /api/orgs/{orgId}/invitations/{invitationId}': { orgLevel: ORG },
+  'GET /api/orgs/{orgId}/roles': { orgLevel: ORG, lists: (a) => a.roleId, ownPath: (c) => `/api/orgs/${c.orgId}/roles` },
+  'POST /api/orgs/{orgId}/roles': { orgLevel: ORG, body: () => ({ key: 'hijack', name: 'Hijack', permissions: [] }) },
+  'PATCH /api/orgs/{orgId}/roles/{roleId}': { orgLevel: ORG, body: () => ({ name: 'Hijacked' }) },
+  'DELETE /api/orgs/{orgId}/roles/{roleId}': { orgLevel: ORG },
+
+  'GET /api/spaces': { lists: (a) => a.s1, orgLevel: 'lists the organization\'s spaces; which team spaces a member sees is spaces.test.ts' },
+  'POST /api/spaces': { exempt: "creates a space in the caller's own organization" },
+  'GET /api/spaces/{spaceId}': { s2Member: true },
+  'PATCH /api/spaces/{spaceId}': { s2Member: true, body: () => ({ name: 'Hijacked' }) },
+  'DELETE /api/spaces/{spaceId}': { s2Member: true },
+  'GET /api/spaces/{spaceId}/members': { s2Member: true },
+  'POST /api/spaces/{spaceId}/members': { s2Member: true, body: (a) => ({ userId: a.memberId, roleKey: 'viewer' }) },
+  'PATCH /api/spaces/{spaceId}/members/{userId}': { s2Member: true, body: () => ({ roleKey: 'viewer' }) },
+  'DELETE /api/spaces/{spaceId}/members/{userId}': { s2Member: true },
+  'POST /api/spaces/{spaceId}/packages': { s2Member: true, body: (a) => ({ packageId: `@${a.packageScope}/${a.agentName}` }) },
+  'PATCH /api/spaces/{spaceId}/packages/{scope}/{name}': { s2Member: true, body: () => ({ active: false }) },
+  'DELETE /api/spaces/{spaceId}/packages/{scope}/{name}': { s2Member: true },
+
+  'POST /api/api-keys': OWN_SPACE,
+  'GET /api/api-keys': { lists: (a) => a.keyId },
+  'GET /api/api-keys/available-scopes': { exempt: 'account-level: the scopes the caller could grant in its own space' },
+  'DELETE /api/api-keys/{id}': {},
+
+  'POST /api/packages/import': OWN_SPACE,
+  'POST /api/packages/import-bundle': OWN_SPACE,
+  'POST /api/packages/import-github': OWN_SPACE,
+  'GET /api/packages': { lists: (a) => `@${a.packageScope}/${a.agentName}` },
+  'GET /api/packages/{scope}/{name}': { s2Member: true },
+  'DELETE /api/packages/{scope}/{name}': { s2Member: true },
+  'GET /api/packages/{scope}/{name}/files': { s2Member: true },
+  'GET /api/packages/{scope}/{name}/files/content': { s2Member: true, query: '?path=manifest.json' },
+  'GET /api/packages/{scope}/{name}/{version}/download': { s2Member: true },
+  'GET /api/packages/{scope}/{name}/versions': { s2Member: true },
+  'POST /api/packages/{scope}/{name}/versions/{version}/yank': { s2Member: true },
+  'GET /api/packages/{scope}/{name}/draft': { s2Member: true },
+  'PUT /api/packages/{scope}/{name}/draft': { s2Member: true, body: () => ({ manifest: {} }) },
+  'PUT /api/packages/{scope}/{name}/draft/files': { s2Member: true, body: () => ({ path: 'prompt.md', content: 'hijacked' }) },
+  'DELETE /api/packages/{scope}/{name}/draft/files': { s2Member: true, query: '?path=prompt.md' },
+  'POST /api/packages/{scope}/{name}/draft/move': { s2Member: true, body: () => ({ from: 'prompt.md', to: 'moved.md' }) },
+  'POST /api/packages/{scope}/{name}/publish': { s2Member: true, body: () => ({}) },
+  'POST /api/packages/skills/{scope}/{name}/versions/{version}/restore': { s2Member: true },
+  'PUT /api/packages/{scope}/{name}/home': { s2Member: true, body: () => ({}) },
+  'GET /api/agents/{scope}/{name}/bundle': { s2Member: true },
+  'PUT /api/packages/{scope}/{name}/dist-tags/{tag}': { s2Member: true, body: () => ({ version: '1.0.0' }) },
+  'DELETE /api/packages/{scope}/{name}/dist-tags/{tag}': { s2Member: true },
+
+  'POST /api/model-provider-credentials': { exempt: "creates in the caller's own organization" },
+  'GET /api/model-provider-credentials': { orgLevel: ORG, lists: (a) => a.credentialId },
+  'POST /api/model-provider-credentials/test': { exempt: 'tests a credential given in the body; reads no stored resource' },
+  'POST /api/model-provider-credentials/discover': { orgLevel: ORG, byBody: true, body: (a) => ({ credential_id: a.credentialId }) },
+  'GET /api/model-provider-credentials/{id}': { orgLevel: ORG },
+  'PATCH /api/model-provider-credentials/{id}': { orgLevel: ORG, body: () => ({ name: 'Hijacked' }) },
+  'DELETE /api/model-provider-credentials/{id}': { orgLevel: ORG },
+  'POST /api/model-provider-credentials/{id}/test': { orgLevel: ORG },
+  'GET /api/models/openrouter': { exempt: "a public provider's catalog, no tenant data" },
+  'POST /api/models/test': { orgLevel: ORG, byBody: true, body: (a) => ({ credential_id: a.credentialId, model: 'fake' }) },
+  'POST /api/models': { orgLevel: ORG, byBody: true, body: (a) => ({ credential_id: a.credentialId, model: 'stolen' }) },
+  'GET /api/models': { orgLevel: ORG, lists: (a) => a.modelId },
+  'GET /api/models/{id}': { orgLevel: ORG },
+  'PATCH /api/models/{id}': { orgLevel: ORG, body: () => ({ name: 'Hijacked' }) },
+  'DELETE /api/models/{id}': { orgLevel: ORG },
+  'POST /api/models/{id}/test': { orgLevel: ORG },
+};
+
+const keyOf = (r: RouteDef) => `${r.method.toUpperCase()} ${r.path}`;
+
+/** The value of each path parameter, named by `<previous segment>/{<parameter>}`, for tenant A. */
+function fillPath(path: string, a: Tenant): string {
+  const segs = path.split('/');
+  const skill = path.includes('/skills/');
+  const values: Record<string, string> = {
+    'orgs/{orgId}': a.orgId, 'members/{userId}': a.memberId, 'invitations/{invitationId}': a.invitationId,
+    'roles/{roleId}': a.roleId, 'spaces/{spaceId}': a.s1, 'api-keys/{id}': a.keyId, 'end-users/{id}': a.endUserId,
+    'runs/{id}': a.runId, 'agents/{scope}': `@${a.packageScope}`, 'packages/{scope}': `@${a.packageScope}`,
+    'skills/{scope}': `@${a.packageScope}`, '{scope}/{name}': skill ? a.skillName : a.agentName,
+    '{name}/{version}': '1.0.0', 'versions/{version}': '1.0.0', 'dist-tags/{tag}': 'beta',
+    'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId,
+  };
+  return segs.map((s, i) => {
+    if (!/^\{\w+\}$/.test(s)) return s;
+    const v = values[`${segs[i - 1]}/${s}`];
+    if (v === undefined) throw new Error(`no value for ${segs[i - 1]}/${s} in ${path}: extend fillPath`);
+    return v;
+  }).join('/');
+}
+
+let app: TestApp;
+let routes: RouteDef[];
+let a: Tenant;
+let b: Tenant;
+
+before(async () => {
+  app = await startTestApp();
+  const modules = await loadModules(app.deps.config.MODULES, app.deps);
+  routes = createApp(app.deps, { routes: allRoutes(), modules, log: app.deps.log, version: 'test' }).routes;
+  a = await aTenant(app);
+  b = await aTenant(app);
+});
+after(() => app.close());
+
+interface Caller {
+  name: string;
+  opts: CallOptions;
+  /** an API key: a route needing a permission no key holds may answer 403 forbidden instead */
+  key: boolean;
+}
+
+/** The credentials of one side: a key when keys may call the route, and a session. */
+function side(name: string, key: string, cookie: string, org: string, space: string, route: RouteDef): Caller[] {
+  const out: Caller[] = [{ name: `${name} session`, opts: { cookie, org, space }, key: false }];
+  if (!route.sessionOnly) out.unshift({ name: `${name} key`, opts: { key }, key: true });
+  return out;
+}
+
+const ownSide = (r: RouteDef) => side('A', a.ownerKey1, a.ownerCookie, a.orgId, a.s1, r);
+const otherOrg = (r: RouteDef) => side('organization B', b.ownerKey1, b.ownerCookie, b.orgId, b.s1, r);
+function otherSpace(r: RouteDef, c: Probe): Caller[] {
+  if (c.orgLevel) return [];
+  const member = side("s2's member", a.s2MemberKey, a.s2MemberCookie, a.orgId, a.s2, r);
+  if (c.s2Member) return member;
+  return [
+    ...side("A's owner in s2", a.ownerKey2, a.ownerCookie, a.orgId, a.s2, r),
+    ...side('a member of s1 and s2, in s2', a.bothMemberKey, a.bothMemberCookie, a.orgId, a.s2, r),
+    ...member,
+  ];
+}
+
+test('every route of the built app has a tenant-isolation case here', () => {
+  const missing = routes.map(keyOf).filter((k) => !CASES[k]);
+  assert.deepEqual(missing, [], 'add each route to CASES in tenant-isolation-matrix.test.ts: a probe, or { exempt: <reason> }');
+  const known = new Set(routes.map(keyOf));
+  assert.deepEqual(Object.keys(CASES).filter((k) => !known.has(k)), [], 'CASES names routes that no longer exist');
+});
+
+test("neither organization B nor A's other space reads, changes or lists A's resources", async () => {
+  const before = await orgSnapshot(app, a.orgId);
+  const wrong: string[] = [];
+  const probes = routes.flatMap((r) => {
+    const c = CASES[keyOf(r)];
+    return c && !('exempt' in c) && !('runner' in c) ? [{ r, c }] : [];
+  });
+  assert.ok(probes.length > 50, 'the route table has probed routes');
+
+  // A's owner session sees the resource: the refusals below are about the tenant, not a missing row.
+  for (const { r, c } of probes) {
+    if (r.method !== 'get') continue;
+    const path = c.ownPath ? c.ownPath(a) : fillPath(r.path, a);
+    for (const caller of ownSide(r).filter((x) => !x.key)) {
+      const res = await call(app.url, 'GET', path + (c.query ?? ''), caller.opts);
+      if (res.status >= 400) wrong.push(`${keyOf(r)} (${caller.name}): A's own caller got ${res.status} ${res.body?.code ?? ''}`);
+      else if (c.lists && !res.text.includes(`"${c.lists(a)}"`)) wrong.push(`${keyOf(r)} (${caller.name}): A's own list misses its item`);
+    }
+  }
+
+  for (const { r, c } of probes) {
+    const name = keyOf(r);
+    const callers = [...otherOrg(r), ...otherSpace(r, c)];
+    const method = r.method.toUpperCase();
+    if (r.path.includes('{') || c.byBody) {
+      const path = fillPath(r.path, a) + (c.query ?? '');
+      for (const caller of callers) {
+        const res = await call(app.url, method, path, { ...caller.opts, body: r.body ? (c.body?.(a) ?? {}) : undefined });
+        if (res.status === 400 && ['validation_failed', 'invalid_request'].includes(res.body?.code)) {
+          wrong.push(`${name} (${caller.name}): refused before the lookup (${res.body.code} ${res.body.param ?? ''}); give the case a body or query`);
+          continue;
+        }
+        const refused = res.status === 404 || (caller.key && res.status === 403 && res.body?.code === 'forbidden');
+        const listWithout = c.lists && res.status === 200 && !res.text.includes(`"${c.lists(a)}"`);
+        if (!refused && !listWithout) wrong.push(`${name} (${caller.name}): ${res.status} ${res.body?.code ?? res.text.slice(0, 80)}`);
+      }
+    }
+    if (c.lists && !r.path.includes('{')) {
+      for (const caller of callers) {
+        const res = await call(app.url, 'GET', r.path, caller.opts);
+        if (res.status !== 200) wrong.push(`${name} (${caller.name}): its own list answered ${res.status} ${res.body?.code ?? ''}`);
+        else if (res.text.includes(`"${c.lists(a)}"`)) wrong.push(`${name} (${caller.name}): lists A's ${c.lists(a)}`);
+      }
+    }
+    if (c.ownPath) {
+      for (const caller of otherOrg(r).filter((x) => !x.key)) {
+        const res = await call(app.url, 'GET', c.ownPath(b), caller.opts);
+        if (res.status !== 200) wrong.push(`${name} (${caller.name}): its own list answered ${res.status} ${res.body?.code ?? ''}`);
+        else if (res.text.includes(`"${c.lists!(a)}"`)) wrong.push(`${name} (${caller.name}): lists A's ${c.lists!(a)}`);
+      }
+    }
+  }
+  assert.deepEqual(wrong, []);
+  assert.deepEqual(await orgSnapshot(app, a.orgId), before, "organization A's rows are unchanged");
+});
+
+test("a runner holding one run's secret is refused every other run's events, history and memory", async () => {
+  const runnerRoutes = routes.filter((r) => (CASES[keyOf(r)] as { runner?: true } | undefined)?.runner);
+  assert.equal(runnerRoutes.length, 3);
+  const wrong: string[] = [];
+  const others = [{ who: 'a run of organization B', id: b.runId }, { who: "a run of A's other space", id: a.s2RunId }];
+  for (const r of runnerRoutes) {
+    const method = r.method.toUpperCase();
+    const raw = method === 'POST' ? JSON.stringify({ sequence: 1, at: new Date().toISOString(), type: 'heartbeat' }) : '';
+    const send = (runId: string, secret: string) => call(app.url, method, r.path.replace('{id}', runId), {
+      headers: { ...signedRunEventHeaders(secret, raw), ...(raw ? { 'content-type': 'application/json' } : {}) },
+      rawBody: raw || undefined,
+    });
+    const own = await send(a.runId, a.runSecret);
+    if (own.status >= 300) wrong.push(`${keyOf(r)}: the run's own secret got ${own.status} ${own.body?.code ?? ''}`);
+    for (const other of others) {
+      const res = await send(other.id, a.runSecret);
+      if (res.status !== 401) wrong.push(`${keyOf(r)} for ${other.who} signed with run ${a.runId}'s secret: ${res.status} ${res.text.slice(0, 80)}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test("a run's history and memory hold only runs of its own space and organization", async () => {
+  const get = (what: string) => call(app.url, 'GET', `/internal/runs/${a.runId}/${what}`, { headers: signedRunEventHeaders(a.runSecret, '') });
+  const history = await get('history');
+  const memory = await get('memory');
+  assert.equal(history.status, 200);
+  assert.equal(memory.status, 200);
+  assert.ok(memory.text.includes(`fact of ${a.runId}`), 'the run recalls its own pin');
+  for (const foreign of [a.s2RunId, b.runId]) {
+    assert.ok(!history.text.includes(foreign), `history shows ${foreign}`);
+    assert.ok(!memory.text.includes(foreign), `memory shows ${foreign}`);
+  }
+});

@@ -1,0 +1,130 @@
+// One organization furnished with a resource of every kind the route table names, in its default
+// team space, plus a second team space: what the cross-tenant and cross-space matrix probes.
+import { newRunEventSecret } from '../../lib/run-events.ts';
+import { writeZip } from '../../lib/zip/write-zip.ts';
+import type { TestApp } from './app.ts';
+import { aKey, aMember, anOrg, aSession, aSpace } from './builders.ts';
+import { importPackage } from './runs.ts';
+
+export interface Tenant {
+  orgId: string;
+  /** the default team space, where every resource below lives */
+  s1: string;
+  /** another team space of the same organization */
+  s2: string;
+  ownerId: string;
+  ownerCookie: string;
+  /** the owner's key pinned to s1, and to s2 */
+  ownerKey1: string;
+  ownerKey2: string;
+  keyId: string;
+  /** an organization member who holds space_admin in s2 and no role in s1 */
+  s2MemberKey: string;
+  s2MemberCookie: string;
+  /** an organization member who holds space_admin in both spaces: their key pinned to s2 */
+  bothMemberKey: string;
+  bothMemberCookie: string;
+  memberId: string;
+  invitationId: string;
+  roleId: string;
+  endUserId: string;
+  /** a run in s1, and a run of the same agent and actor in s2 */
+  runId: string;
+  runSecret: string;
+  s2RunId: string;
+  s2RunSecret: string;
+  packageScope: string;
+  agentName: string;
+  skillName: string;
+  credentialId: string;
+  modelId: string;
+}
+
+function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
+  const entries = new Map<string, Buffer>([['manifest.json', Buffer.from(JSON.stringify(manifest))]]);
+  for (const [p, c] of Object.entries(files)) entries.set(p, Buffer.from(c));
+  return writeZip(entries);
+}
+
+export async function aTenant(app: TestApp): Promise<Tenant> {
+  const pool = app.deps.database.pool;
+  const org = await anOrg(pool);
+  const tag = org.orgId.slice(0, 8);
+  const s2 = await aSpace(pool, org.orgId, { name: 'Other' });
+  await aSpace(pool, org.orgId, { kind: 'personal', ownerUserId: org.ownerId, name: 'Personal' });
+  const memberId = await aMember(pool, org.orgId, 'member', { spaceId: org.spaceId, roleKey: 'editor' });
+  const s2Member = await aMember(pool, org.orgId, 'member', { spaceId: s2, roleKey: 'space_admin' });
+  const k1 = await aKey(pool, { orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId });
+  const k2 = await aKey(pool, { orgId: org.orgId, spaceId: s2, userId: org.ownerId });
+  const s2MemberKey = (await aKey(pool, { orgId: org.orgId, spaceId: s2, userId: s2Member })).key;
+  const bothMember = await aMember(pool, org.orgId, 'member', { spaceId: s2, roleKey: 'space_admin' });
+  await pool.query(`INSERT INTO space_members (space_id, user_id, org_id, role_key) VALUES ($1, $2, $3, 'space_admin')`, [org.spaceId, bothMember, org.orgId]);
+  const bothMemberKey = (await aKey(pool, { orgId: org.orgId, spaceId: s2, userId: bothMember })).key;
+
+  const roleId = `role_${tag}`;
+  await pool.query(`INSERT INTO space_roles (id, org_id, key, name, permissions) VALUES ($1, $2, 'ops', 'Ops', '{spaces:read}')`, [roleId, org.orgId]);
+  const invitationId = `inv_${tag}`;
+  await pool.query(
+    `INSERT INTO invitations (id, org_id, email, role, token_hash, expires_at) VALUES ($1, $2, 'pending@example.test', 'member', $3, now() + interval '1 day')`,
+    [invitationId, org.orgId, `hash-${invitationId}`],
+  );
+  const endUserId = `eu_${tag}`;
+  await pool.query(`INSERT INTO end_users (id, org_id, space_id, external_id, name) VALUES ($1, $2, $3, 'customer-1', 'Customer')`, [endUserId, org.orgId, org.spaceId]);
+
+  const packageScope = `t${tag}`;
+  const agentName = 'bot';
+  const skillName = 'note';
+  await importPackage(app.url, k1.key, archive({ name: `@${packageScope}/${agentName}`, version: '1.0.0', type: 'agent', schema_version: '0.3' }, { 'prompt.md': 'Say hello.' }));
+  await importPackage(app.url, k1.key, archive({ name: `@${packageScope}/${skillName}`, version: '1.0.0', type: 'skill', schema_version: '0.3' }, {
+    'SKILL.md': `---\nname: ${skillName}\ndescription: Notes things.\n---\nNote it.\n`,
+  }));
+
+  const aRun = async (id: string, spaceId: string) => {
+    const secret = newRunEventSecret();
+    await pool.query(
+      `INSERT INTO runs (id, org_id, space_id, agent_id, agent_version, status, trigger_kind, actor_user_id, timeout_seconds, event_secret, sink_expires_at)
+       VALUES ($1, $2, $3, $4, '1.0.0', 'running', 'member', $5, 60, $6, now() + interval '1 hour')`,
+      [id, org.orgId, spaceId, `@${packageScope}/${agentName}`, org.ownerId, app.deps.secrets.seal(secret)],
+    );
+    await pool.query(`INSERT INTO run_logs (run_id, sequence, level, message, data) VALUES ($1, 1, 'info', $2, '{"kind":"pin"}')`, [id, `fact of ${id}`]);
+    return secret;
+  };
+  const runId = `run_${tag}`;
+  const s2RunId = `run_s2${tag}`;
+  const runSecret = await aRun(runId, org.spaceId);
+  const s2RunSecret = await aRun(s2RunId, s2);
+
+  const credentialId = `mpc_${tag}`;
+  await pool.query(
+    `INSERT INTO model_provider_credentials (id, org_id, provider, name, base_url) VALUES ($1, $2, 'openai-compatible', 'Local', 'http://127.0.0.1:9/v1')`,
+    [credentialId, org.orgId],
+  );
+  const modelId = `mdl_${tag}`;
+  await pool.query(`INSERT INTO models (id, org_id, credential_id, model, name) VALUES ($1, $2, $3, 'fake', 'Fake')`, [modelId, org.orgId, credentialId]);
+
+  return {
+    orgId: org.orgId, s1: org.spaceId, s2, ownerId: org.ownerId,
+    ownerCookie: (await aSession(pool, org.ownerId)).cookie,
+    ownerKey1: k1.key, ownerKey2: k2.key, keyId: k1.keyId,
+    s2MemberKey, s2MemberCookie: (await aSession(pool, s2Member)).cookie,
+    bothMemberKey, bothMemberCookie: (await aSession(pool, bothMember)).cookie,
+    memberId, invitationId, roleId, endUserId,
+    runId, runSecret, s2RunId, s2RunSecret,
+    packageScope, agentName, skillName, credentialId, modelId,
+  };
+}
+
+/** A fingerprint of every row of every table that carries the organization's id. */
+export async function orgSnapshot(app: TestApp, orgId: string): Promise<Record<string, string>> {
+  const pool = app.deps.database.pool;
+  const { rows: tables } = await pool.query(
+    `SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
+      WHERE c.table_schema = current_schema() AND c.column_name = 'org_id' AND t.table_type = 'BASE TABLE' ORDER BY 1`,
+  );
+  const out: Record<string, string> = {};
+  for (const { table_name } of tables) {
+    const { rows } = await pool.query(`SELECT count(*)::int AS n, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS h FROM "${table_name}" x WHERE org_id = $1`, [orgId]);
+    out[table_name] = `${rows[0].n}:${rows[0].h}`;
+  }
+  return out;
+}
