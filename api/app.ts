@@ -18,6 +18,7 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { createRouteMounter, type MountedRoute } from './router.ts';
 import { buildLlmsTxt, publicRoutes, type PublicDocs } from './routes/public.ts';
 import type { RouteDef } from './route.ts';
+import { sessionCookieName } from './services/session-cookie.ts';
 import { createAssetServer } from './static-assets.ts';
 import type { Logger } from '../lib/log.ts';
 
@@ -114,7 +115,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
     }
   };
 
-  docs.openapi = buildOpenApiDocument(all, { version: parts.version, serverUrl: config.PUBLIC_URL });
+  docs.openapi = buildOpenApiDocument(all, { version: parts.version, serverUrl: config.PUBLIC_URL, sessionCookie: sessionCookieName(config) });
   docs.llms = buildLlmsTxt(all);
   return { app, routes: all };
 }
