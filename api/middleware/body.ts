@@ -37,8 +37,9 @@ export function readRawBody(req: Request, limitBytes: number): Promise<Buffer> {
       req.rawBody = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
       resolve(req.rawBody);
     });
-    req.on('error', (err) => {
-      if (!failed) reject(err);
+    // a client that goes away mid-body (or is cut off by the request timeout) sent a bad request, not a server fault
+    req.on('error', () => {
+      if (!failed) reject(problem('invalid_request', { detail: 'The request body was not received in full.' }));
     });
   });
 }

@@ -82,6 +82,26 @@ describe("the HTTP parser's refusals", () => {
     assertProblem(await raw(port, `GET /health/live?q=${'u'.repeat(20_000)} HTTP/1.1\r\nHost: a\r\n\r\n`), 414);
   });
 
+  test('a client that leaves mid-body is not logged as a server failure', async () => {
+    const logged: string[] = [];
+    const log = app.deps.log as { error: (msg: string, fields?: unknown) => void };
+    const original = log.error;
+    log.error = (msg: string, fields?: unknown) => {
+      logged.push(`${msg} ${JSON.stringify(fields)}`);
+    };
+    try {
+      const socket = net.connect(port, '127.0.0.1');
+      await new Promise<void>((r) => socket.once('connect', () => r()));
+      socket.write('POST /api/auth/sign-in/email HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"email":');
+      await new Promise((r) => setTimeout(r, 300));
+      socket.destroy();
+      await new Promise((r) => setTimeout(r, 500));
+    } finally {
+      log.error = original;
+    }
+    assert.deepEqual(logged, []);
+  });
+
   test('an HTTP/1.1 request without Host: 400 naming the header', async () => {
     const res = await raw(port, 'GET /health/live HTTP/1.1\r\n\r\n');
     assertProblem(res, 400);
