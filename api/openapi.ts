@@ -22,7 +22,7 @@ export const ProblemSchema = z
   })
   .meta({ id: 'Problem' });
 
-const PROBLEM_STATUSES = [400, 401, 403, 404, 409, 413, 429, 500];
+const PROBLEM_STATUSES = [400, 401, 403, 404, 409, 413, 429, 500, 503];
 
 // the project declares no license (package.json is private): all rights reserved until it picks one
 const LICENSE = { name: 'UNLICENSED' };
@@ -67,12 +67,14 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: Do
       else if (Number(status) >= 400) responses[status] = { description: spec.description, content: problemContent };
       else responses[status] = { description: spec.description };
     }
-    const takesBody = Boolean(def.body || def.rawBody);
+    const takesBody = Boolean(def.body || def.rawBody || def.idempotent);
     for (const status of PROBLEM_STATUSES) {
       if (responses[status]) continue;
       if (status === 401 && stage !== 'protected') continue;
       if (status === 429 && !def.rateLimit) continue;
       if (status === 413 && !takesBody) continue;
+      // the starting and draining gates stand before every route but the public ones
+      if (status === 503 && stage === 'public') continue;
       responses[status] = { description: 'Problem document (RFC 9457).', content: problemContent };
     }
     const parameterObjects = headers.map((h) => ({ name: h.name, in: 'header' as const, required: h.required ?? false, schema: { type: 'string' as const }, description: h.description }));
