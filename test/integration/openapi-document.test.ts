@@ -69,6 +69,10 @@ describe('GET /api/openapi.json', () => {
       }
     }
     assert.deepEqual(missing, []);
+    const createEndUser = doc.paths['/api/end-users'].post.responses;
+    assert.ok(createEndUser['413'] && createEndUser['503'] && createEndUser['500'], 'the body limit, the gates and internal errors');
+    assert.ok(!doc.paths['/api/end-users'].get.responses['413'], 'no body, no 413');
+    assert.ok(!doc.paths['/health/live'].get.responses['503'], 'public routes stand before the gates');
   });
 
   test('the session scheme names the real cookie, the server is relative without PUBLIC_URL, and a license is stated', async () => {
