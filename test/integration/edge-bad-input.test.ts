@@ -100,4 +100,18 @@ describe('multipart uploads', () => {
     });
     assertProblem(res, 400, 'invalid_request');
   });
+
+  test('a NUL byte in a file name or a text field is 400 invalid_request', async () => {
+    const boundary = 'edgeboundary';
+    const parts = [
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename*=UTF-8''a%00.zip\r\nContent-Type: application/zip\r\n\r\nPK\r\n--${boundary}--\r\n`,
+      `--${boundary}\r\nContent-Disposition: form-data; name="note"\r\n\r\na\u0000b\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\nPK\r\n--${boundary}--\r\n`,
+    ];
+    for (const body of parts) {
+      const res = await call(app().url, 'POST', '/api/packages/import', {
+        key, rawBody: body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      });
+      assertProblem(res, 400, 'invalid_request');
+    }
+  });
 });

@@ -1,5 +1,4 @@
 // The API in-process over a fresh database, listening on a free port: what most tests talk to.
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { createApp } from '../../api/app.ts';
