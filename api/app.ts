@@ -8,6 +8,7 @@ import { problem } from '../lib/problem.ts';
 import type { AppDeps } from './deps.ts';
 import { compileTrust, decorate, RouteTable, type Request, type Response } from './http.ts';
 import { checkDeclaredLength } from './middleware/body.ts';
+import { refuseBadParams, refuseBadQuery } from './middleware/clean-input.ts';
 import { cors } from './middleware/cors.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { lifecycleGates } from './middleware/gates.ts';
@@ -17,6 +18,7 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { createRouteMounter, type MountedRoute } from './router.ts';
 import { buildLlmsTxt, publicRoutes, type PublicDocs } from './routes/public.ts';
 import type { RouteDef } from './route.ts';
+import { sessionCookieName } from './services/session-cookie.ts';
 import { createAssetServer } from './static-assets.ts';
 import type { Logger } from '../lib/log.ts';
 
@@ -70,12 +72,14 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
   async function route(req: Request, res: Response): Promise<void> {
     if (corsStage(req, res)) return;
     checkDeclaredLength(req, bodyLimit);
+    refuseBadQuery(req.query);
     let found: ReturnType<typeof table.match>;
     try {
       found = table.match(req.method, req.path);
     } catch {
       throw problem('invalid_request', { detail: 'The request path is not valid percent-encoding.' });
     }
+    if (found) refuseBadParams(found.params);
     if (found && found.value.stage === 'public') {
       req.params = found.params;
       return found.value.handle(req, res);
@@ -111,7 +115,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
     }
   };
 
-  docs.openapi = buildOpenApiDocument(all, { version: parts.version, serverUrl: config.PUBLIC_URL });
+  docs.openapi = buildOpenApiDocument(all, { version: parts.version, serverUrl: config.PUBLIC_URL, sessionCookie: sessionCookieName(config) });
   docs.llms = buildLlmsTxt(all);
   return { app, routes: all };
 }

@@ -22,7 +22,12 @@ export const ProblemSchema = z
   })
   .meta({ id: 'Problem' });
 
-const PROBLEM_STATUSES = [400, 401, 403, 404, 409, 429];
+const PROBLEM_STATUSES = [400, 401, 403, 404, 409, 413, 429, 500, 503];
+
+// the project declares no license (package.json is private): all rights reserved until it picks one
+const LICENSE = { name: 'UNLICENSED' };
+
+const problemContent = { 'application/problem+json': { schema: ProblemSchema } };
 
 export interface OpenApiDocument {
   json: string;
@@ -30,10 +35,18 @@ export interface OpenApiDocument {
   document: Record<string, unknown>;
 }
 
-export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: { version: string; serverUrl?: string }): OpenApiDocument {
+export interface DocumentInfo {
+  version: string;
+  /** PUBLIC_URL; without it the server is relative to where the document was fetched */
+  serverUrl?: string;
+  /** the session cookie's real name (<SESSION_COOKIE_PREFIX>.session_token) */
+  sessionCookie: string;
+}
+
+export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: DocumentInfo): OpenApiDocument {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key (apst_...) or an OIDC access token.' });
-  registry.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: 'session_token', description: 'The session cookie set by sign-in.' });
+  registry.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: info.sessionCookie, description: 'The session cookie set by sign-in.' });
 
   for (const def of routes) {
     const stage = def.stage ?? 'protected';
@@ -49,15 +62,20 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: { 
 
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(def.responses)) {
-      responses[status] = spec.schema
-        ? { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } }
-        : { description: spec.description };
+      if (spec.schema) responses[status] = { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } };
+      // every error leaves as a problem document, declared with a schema or not
+      else if (Number(status) >= 400) responses[status] = { description: spec.description, content: problemContent };
+      else responses[status] = { description: spec.description };
     }
+    const takesBody = Boolean(def.body || def.rawBody || def.idempotent);
     for (const status of PROBLEM_STATUSES) {
       if (responses[status]) continue;
       if (status === 401 && stage !== 'protected') continue;
       if (status === 429 && !def.rateLimit) continue;
-      responses[status] = { description: 'Problem document (RFC 9457).', content: { 'application/problem+json': { schema: ProblemSchema } } };
+      if (status === 413 && !takesBody) continue;
+      // the starting and draining gates stand before every route but the public ones
+      if (status === 503 && stage === 'public') continue;
+      responses[status] = { description: 'Problem document (RFC 9457).', content: problemContent };
     }
     const parameterObjects = headers.map((h) => ({ name: h.name, in: 'header' as const, required: h.required ?? false, schema: { type: 'string' as const }, description: h.description }));
 
@@ -87,8 +105,9 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: { 
       title: 'Agent Platform API',
       version: info.version,
       description: `Multi-tenant API for packaging, running and scheduling AI agents. Errors are RFC 9457 problem documents; ${Object.keys(errorCatalog).length} codes are catalogued.`,
+      license: LICENSE,
     },
-    servers: info.serverUrl ? [{ url: info.serverUrl }] : [],
+    servers: [{ url: info.serverUrl ?? '/' }],
   }) as unknown as Record<string, unknown>;
   const json = JSON.stringify(document);
   const etag = `"${createHash('sha256').update(json).digest('base64url')}"`;

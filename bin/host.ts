@@ -2,10 +2,10 @@
 // DATABASE_URL), the shared cache, the workflow engine (embedded Restate unless addresses are
 // given) and the HTTP API. Stops everything in reverse on stop().
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../api/app.ts';
+import { createHttpServer } from '../api/server.ts';
 import type { AppDeps } from '../api/deps.ts';
 import { createLifecycle } from '../api/lifecycle.ts';
 import { allRoutes } from '../api/routes/index.ts';
@@ -114,8 +114,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       const modules = await loadModules(config.MODULES, deps);
       const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: PLATFORM_VERSION });
       lap('app');
-      const server = http.createServer(app);
-      server.keepAliveTimeout = 65_000;
+      const server = createHttpServer(app, { typeBase: config.ERROR_TYPE_BASE });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(config.PORT, config.HOST, () => resolve());

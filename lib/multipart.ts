@@ -3,6 +3,7 @@
 // (no chunk list concatenated at the end). Other fields are collected as short strings.
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
+import { hasForbiddenText, printable } from './clean-text.ts';
 import { problem } from './problem.ts';
 
 export interface UploadedFile {
@@ -27,6 +28,10 @@ export interface ReadMultipartOptions {
 
 export function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\/form-data\b/i.test(req.headers['content-type'] ?? '');
+}
+
+function malformed(err: Error) {
+  return problem('invalid_request', { detail: `The multipart request is malformed: ${printable(err.message)}.` });
 }
 
 /** Throws 400 invalid_request when the field is missing and 413 payload_too_large past the limit. */
@@ -65,11 +70,20 @@ export function readMultipartFile(req: IncomingMessage, opts: ReadMultipartOptio
     };
 
     parser.on('field', (name, value) => {
+      if (hasForbiddenText(name) || hasForbiddenText(value)) {
+        fail(problem('invalid_request', { param: printable(name), detail: 'A multipart field holds a NUL byte or an unpaired surrogate.' }));
+        return;
+      }
       fields[name] = value;
     });
     parser.on('file', (name, stream, info) => {
       if (name !== opts.field || file || failed) {
         stream.resume();
+        return;
+      }
+      if (hasForbiddenText(info.filename ?? '')) {
+        stream.resume();
+        fail(problem('invalid_request', { param: opts.field, detail: 'The file name holds a NUL byte or an unpaired surrogate.' }));
         return;
       }
       pending++;
@@ -85,7 +99,8 @@ export function readMultipartFile(req: IncomingMessage, opts: ReadMultipartOptio
       stream.on('limit', () => {
         fail(problem('payload_too_large', { detail: `The uploaded file exceeds ${opts.maxBytes} bytes.` }));
       });
-      stream.on('error', fail);
+      // a body cut short errors the file stream before the parser: the same malformed request
+      stream.on('error', (err: Error) => fail(malformed(err)));
       stream.on('close', () => {
         if (failed) return;
         if (chunks.length) buffer = Buffer.concat([buffer.subarray(0, size - chunks.reduce((n, c) => n + c.length, 0)), ...chunks]);
@@ -95,12 +110,12 @@ export function readMultipartFile(req: IncomingMessage, opts: ReadMultipartOptio
         settle();
       });
     });
-    parser.on('error', (err: Error) => fail(problem('invalid_request', { detail: `The multipart request is malformed: ${err.message}.` })));
+    parser.on('error', (err: Error) => fail(malformed(err)));
     parser.on('close', () => {
       finished = true;
       settle();
     });
-    req.on('error', fail);
+    req.on('error', (err: Error) => fail(malformed(err)));
     req.pipe(parser);
   });
 }

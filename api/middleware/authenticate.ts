@@ -27,13 +27,19 @@ function headerValue(req: Request, name: string): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
+/** A cookie's value; one that is not valid percent-encoding is unreadable, so no credential (undefined). */
 export function readCookie(req: Request, name: string): string | undefined {
   const header = req.headers.cookie;
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0) continue;
-    if (part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+    if (part.slice(0, eq).trim() !== name) continue;
+    try {
+      return decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      return undefined;
+    }
   }
   return undefined;
 }

@@ -2,6 +2,9 @@
 // kept (idempotency fingerprints and signature checks need them) and JSON is parsed from them.
 import type { Request } from '../http.ts';
 import { problem } from '../../lib/problem.ts';
+import { refuseBadJson } from './clean-input.ts';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /** Refuses a declared length over the limit before anything reads the body. */
 export function checkDeclaredLength(req: Request, limitBytes: number): void {
@@ -34,13 +37,14 @@ export function readRawBody(req: Request, limitBytes: number): Promise<Buffer> {
       req.rawBody = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
       resolve(req.rawBody);
     });
-    req.on('error', (err) => {
-      if (!failed) reject(err);
+    // a client that goes away mid-body (or is cut off by the request timeout) sent a bad request, not a server fault
+    req.on('error', () => {
+      if (!failed) reject(problem('invalid_request', { detail: 'The request body was not received in full.' }));
     });
   });
 }
 
-/** Parses a JSON body; an empty body is undefined; malformed JSON is 400. */
+/** Parses a JSON body; an empty body is undefined; malformed JSON, bytes that are not UTF-8 and forbidden text are 400. */
 export async function readJsonBody(req: Request, limitBytes: number): Promise<unknown> {
   const raw = await readRawBody(req, limitBytes);
   if (raw.length === 0) return undefined;
@@ -48,9 +52,18 @@ export async function readJsonBody(req: Request, limitBytes: number): Promise<un
   if (!/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
     throw problem('invalid_request', { param: 'Content-Type', detail: 'The request body must be application/json.' });
   }
+  let text: string;
   try {
-    return JSON.parse(raw.toString('utf8'));
+    text = utf8.decode(raw);
+  } catch {
+    throw problem('invalid_request', { detail: 'The request body is not valid UTF-8.' });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
   } catch {
     throw problem('invalid_request', { detail: 'The request body is not valid JSON.' });
   }
+  refuseBadJson(json);
+  return json;
 }

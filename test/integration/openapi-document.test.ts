@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { compileErrors, validate } from '@readme/openapi-parser';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { call } from '../support/http.ts';
 
@@ -45,6 +46,42 @@ describe('GET /api/openapi.json', () => {
     assert.ok(result.valid, result.valid ? '' : compileErrors(result));
   });
 
+  test("an independent linter finds no error: Redocly's recommended rules plus RFC 9457 bodies on every 4xx", async () => {
+    const res = await call(app.url, 'GET', '/api/openapi.json');
+    const config = await createConfig({ extends: ['recommended'], rules: { 'operation-4xx-problem-details-rfc7807': 'error' } });
+    const problems = await lintFromString({ source: res.text, absoluteRef: '/openapi.json', config });
+    // The one warning accepted: the project declares no license, so there is no SPDX id or URL to give.
+    const accepted = new Set(['info-license-strict']);
+    const left = problems.filter((p) => p.severity === 'error' || !accepted.has(p.ruleId));
+    assert.deepEqual(left.map((p) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`), []);
+  });
+
+  test('every declared error response is a problem document', async () => {
+    const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+    const missing: string[] = [];
+    for (const [path, ops] of Object.entries<any>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(ops)) {
+        for (const [status, response] of Object.entries<any>(op.responses ?? {})) {
+          // readiness answers its own JSON status document while starting or draining
+          if (path === '/health/ready' && status === '503') continue;
+          if (Number(status) >= 400 && !response.content?.['application/problem+json']) missing.push(`${method} ${path} ${status}`);
+        }
+      }
+    }
+    assert.deepEqual(missing, []);
+    const createEndUser = doc.paths['/api/end-users'].post.responses;
+    assert.ok(createEndUser['413'] && createEndUser['503'] && createEndUser['500'], 'the body limit, the gates and internal errors');
+    assert.ok(!doc.paths['/api/end-users'].get.responses['413'], 'no body, no 413');
+    assert.ok(!doc.paths['/health/live'].get.responses['503'], 'public routes stand before the gates');
+  });
+
+  test('the session scheme names the real cookie, the server is relative without PUBLIC_URL, and a license is stated', async () => {
+    const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+    assert.deepEqual(doc.components.securitySchemes.session, { type: 'apiKey', in: 'cookie', name: 'agent_platform.session_token', description: doc.components.securitySchemes.session.description });
+    assert.deepEqual(doc.servers, [{ url: '/' }]);
+    assert.equal(typeof doc.info.license.name, 'string');
+  });
+
   test("it includes the loaded modules' routes, the problem schema and the Idempotency-Key parameter where honored", async () => {
     const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
     assert.ok(doc.paths['/api/models']?.get, 'core-providers: GET /api/models');
@@ -56,6 +93,17 @@ describe('GET /api/openapi.json', () => {
     const listEndUsers = doc.paths['/api/end-users'].get;
     assert.ok(!listEndUsers.parameters.some((p: any) => p.name === 'Idempotency-Key'));
   });
+});
+
+test('a custom cookie prefix and PUBLIC_URL show in the document', async () => {
+  const other = await startTestApp({ env: { SESSION_COOKIE_PREFIX: 'acme', PUBLIC_URL: 'http://127.0.0.1:9/base' } });
+  try {
+    const doc = (await call(other.url, 'GET', '/api/openapi.json')).body;
+    assert.equal(doc.components.securitySchemes.session.name, 'acme.session_token');
+    assert.deepEqual(doc.servers, [{ url: 'http://127.0.0.1:9/base' }]);
+  } finally {
+    await other.close();
+  }
 });
 
 describe('GET /api/docs', () => {

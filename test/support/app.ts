@@ -1,8 +1,8 @@
 // The API in-process over a fresh database, listening on a free port: what most tests talk to.
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { createApp } from '../../api/app.ts';
+import { createHttpServer } from '../../api/server.ts';
 import type { AppDeps } from '../../api/deps.ts';
 import { createLifecycle } from '../../api/lifecycle.ts';
 import { loadModules } from '../../api/modules/index.ts';
@@ -58,7 +58,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   };
   const modules = await loadModules(config.MODULES, deps);
   const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'test' });
-  const server = http.createServer(app);
+  const server = createHttpServer(app, { typeBase: config.ERROR_TYPE_BASE });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   lifecycle.ready = !opts.notReady;
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
