@@ -94,7 +94,7 @@ export const errorCatalog = {
   invalid_input: { status: 400, title: 'Run input fails the input schema' },
   invalid_manifest: { status: 400, title: 'ZIP import: manifest invalid' },
   invalid_path: { status: 400, title: 'Not a usable file path' },
-  invalid_request: { status: 400, title: 'Malformed request' },
+  invalid_request: { status: 400, title: 'Malformed request', also: [408, 414, 431] },
   invalid_signature: { status: 401, title: 'Run event signature mismatch' },
   invalid_source: { status: 400, title: 'Source must be draft or published' },
   invalid_stored_manifest: { status: 500, title: 'Catalog holds a malformed manifest' },

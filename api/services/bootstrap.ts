@@ -78,7 +78,9 @@ export async function redeemBootstrap(store: BootstrapStore, input: BootstrapInp
     const user = await insertUser(client, { email, password: input.password, name: input.name }).catch(() => {
       throw problem('bootstrap_signup_failed', { detail: 'The owner account could not be created.' });
     });
-    const orgName = input.organization_name?.trim() || `${input.name.trim()}'s organization`;
+    // The derived name must fit the organization name's limit like a given one (200 characters).
+    const derived = `${input.name.trim()}'s organization`;
+    const orgName = input.organization_name?.trim() || (derived.length <= 200 ? derived : input.name.trim().slice(0, 200));
     const org = await createOrganization(client, { name: orgName, ownerUserId: user.id }).catch(() => {
       throw problem('bootstrap_org_failed', { detail: 'The owner account was prepared but the organization could not be created; nothing was kept.' });
     });

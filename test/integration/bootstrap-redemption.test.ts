@@ -114,3 +114,21 @@ describe('an instance that names its owner', () => {
     assert.equal(res.body.errors[0].code, 'unknown_field');
   });
 });
+
+describe('the organization a redemption names for the owner', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  test('without organization_name, a 200-character owner name still gives an organization name within 200 characters', async () => {
+    const name = 'N'.repeat(200);
+    const res = await client(app.url).post('/api/auth/bootstrap/redeem', { ...owner, name, token: TOKEN });
+    assert.equal(res.status, 201, res.text);
+    const { rows } = await app.deps.database.pool.query('SELECT name FROM organizations');
+    assert.equal(rows.length, 1);
+    assert.ok(rows[0].name.length <= 200, `stored ${rows[0].name.length} characters`);
+    assert.ok(rows[0].name.startsWith('NNN'));
+  });
+});

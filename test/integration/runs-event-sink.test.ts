@@ -125,6 +125,14 @@ describe('what events record', () => {
     assert.equal((await send(id, secret, { type: 'heartbeat' })).status, 404);
   });
 
+  test('an event whose text PostgreSQL cannot store (a NUL byte) is refused with 400, not a 500', async () => {
+    const { id, secret } = await aRun();
+    const res = await send(id, secret, { type: 'log', data: { level: 'info', message: 'nul \u0000 here' } });
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.code, 'validation_failed');
+    assert.equal((await send(id, secret, { type: 'log', data: { level: 'info', message: 'fine' } })).status, 204);
+  });
+
   test('an event for an unknown run is 404', async () => {
     const res = await send('run_doesnotexist', 'whsec_' + Buffer.from('x'.repeat(24)).toString('base64'), { type: 'heartbeat' });
     assert.equal(res.status, 404);

@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { problem } from '../../../lib/problem.ts';
+import { refuseBadJson } from '../../middleware/clean-input.ts';
 import { verifyRunEventSignature } from '../../../lib/run-events.ts';
 import { finalizeRun } from '../../../db/run-finalization.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
@@ -41,6 +42,8 @@ function parseEvent(raw: Buffer): EventBody {
   } catch {
     throw problem('invalid_request', { detail: 'The event body is not valid JSON.' });
   }
+  // Text PostgreSQL cannot store is refused here as it is at the public edge, never met mid-query.
+  refuseBadJson(body);
   const e = body as Partial<EventBody>;
   if (!e || typeof e !== 'object' || !Number.isInteger(e.sequence) || (e.sequence as number) < 1 || typeof e.type !== 'string') {
     throw problem('invalid_request', { detail: 'An event needs an integer sequence (from 1) and a type.' });
