@@ -31,7 +31,7 @@ const SEND_RETRY_MS = 15_000;
 class SignalRefused extends Error {}
 
 /** Typed access to the `run` workflow through the Restate ingress. */
-export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: Buffer } = {}): RunWorkflowClient {
+export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: Buffer; signalRetryMs?: number } = {}): RunWorkflowClient {
   const sign = <B extends object>(runId: string, kind: SignalKind, body: B): B & { mac?: string } =>
     opts.signalKey ? { ...body, mac: signalMac(opts.signalKey, runId, kind, body) } : body;
   // Only requests that are safe to repeat are retried by the library: workflow submissions and
@@ -52,7 +52,7 @@ export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: 
     const url = `${base}/${RUN_WORKFLOW_NAME}/${encodeURIComponent(runId)}/${handler}/send`;
     const headers = { 'content-type': 'application/json', 'idempotency-key': randomUUID() };
     const payload = JSON.stringify(body);
-    const deadline = Date.now() + SEND_RETRY_MS;
+    const deadline = Date.now() + (opts.signalRetryMs ?? SEND_RETRY_MS);
     for (let attempt = 0; ; attempt++) {
       let failure: Error;
       try {

@@ -85,9 +85,9 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
   const root = opts.root ?? projectRoot();
   const workDir = path.resolve(opts.workDir);
   await mkdir(workDir, { recursive: true });
-  const [, confinement, cgroups] = await Promise.all([
-    ensureProgramBundle(root),
-    chooseConfinement(opts, root, workDir),
+  // The confinement probe binds dist/ into its view: on a fresh checkout it must exist first.
+  const [confinement, cgroups] = await Promise.all([
+    ensureProgramBundle(root).then(() => chooseConfinement(opts, root, workDir)),
     prepareCgroups(opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT),
   ]);
   const isolation: SandboxIsolation = {

@@ -37,6 +37,8 @@ export interface TestAppOptions {
   cachePrefix?: string;
   /** run over this database (another app's) instead of a fresh one; it is left in place on close */
   databaseUrl?: string;
+  /** the run workflow's client (events then signal the engine through it) */
+  runs?: AppDeps['runs'];
 }
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -55,6 +57,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     bootstrapToken: config.BOOTSTRAP_TOKEN!,
     runFeed,
     runReads,
+    runs: opts.runs,
   };
   const modules = await loadModules(config.MODULES, deps);
   const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'test' });

@@ -1,0 +1,131 @@
+// `npm run mutation [group ...]`: StrykerJS over the security-critical files, each group of files
+// against the tests that guard them (the command runner runs `npm test -- <those tests>` per
+// mutant, the TypeScript checker drops mutants that do not compile). Prints the score per file and
+// every surviving mutant, and writes the whole result to reports/mutation/summary.json.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Stryker } from '@stryker-mutator/core';
+import type { MutantResult } from '@stryker-mutator/api/core';
+import { ensureTestServices } from '../support/services.ts';
+
+interface Group {
+  mutate: string[];
+  tests: string[];
+}
+
+export const GROUPS: Record<string, Group> = {
+  'api-key-format': {
+    mutate: ['lib/api-key-format.ts'],
+    tests: ['test/unit/api-key-format.test.ts', 'test/integration/api-key-checksum-refusal.test.ts'],
+  },
+  egress: {
+    mutate: ['lib/egress.ts'],
+    tests: ['test/unit/egress-address-classification.test.ts', 'test/unit/egress-guarded-fetch.test.ts'],
+  },
+  zip: {
+    mutate: ['lib/zip/*.ts'],
+    tests: ['test/unit/zip-entry-names.test.ts', 'test/unit/zip-limits.test.ts', 'test/unit/zip-round-trip.test.ts', 'test/unit/afps-package-archive.test.ts'],
+  },
+  'run-events': {
+    mutate: ['lib/run-events.ts', 'api/services/runs/events.ts'],
+    tests: ['test/unit/run-event-signature.test.ts', 'test/integration/runs-event-sink.test.ts', 'test/integration/run-event-forgery-after-open.test.ts', 'test/integration/run-event-engine-signal.test.ts'],
+  },
+  finalization: {
+    mutate: ['db/run-finalization.ts'],
+    tests: ['test/integration/run-finalized-once-race.test.ts'],
+  },
+  tenancy: {
+    mutate: ['db/tenant.ts', 'api/services/end-users.ts', 'api/services/api-keys.ts', 'api/services/runs/records.ts'],
+    tests: ['test/integration/tenant-isolation.test.ts', 'test/integration/tenant-isolation-matrix.test.ts'],
+  },
+};
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+
+function existing(files: string[]): string[] {
+  return files.filter((f) => f.includes('*') || fs.existsSync(path.join(root, f)));
+}
+
+interface FileScore {
+  killed: number;
+  survived: number;
+  timeout: number;
+  noCoverage: number;
+  ignored: number;
+  invalid: number;
+  score: number | null;
+  survivors: string[];
+}
+
+function score(results: MutantResult[]): Record<string, FileScore> {
+  const out: Record<string, FileScore> = {};
+  for (const r of results) {
+    const s = (out[r.fileName] ??= { killed: 0, survived: 0, timeout: 0, noCoverage: 0, ignored: 0, invalid: 0, score: null, survivors: [] });
+    if (r.status === 'Killed') s.killed++;
+    else if (r.status === 'Timeout') s.timeout++;
+    else if (r.status === 'Survived') s.survived++;
+    else if (r.status === 'NoCoverage') s.noCoverage++;
+    else if (r.status === 'Ignored') s.ignored++;
+    else s.invalid++;
+    if (r.status === 'Survived' || r.status === 'NoCoverage') {
+      s.survivors.push(`${r.location.start.line}:${r.location.start.column} ${r.mutatorName}: ${JSON.stringify(r.replacement ?? '')}`.slice(0, 240));
+    }
+  }
+  for (const s of Object.values(out)) {
+    const valid = s.killed + s.timeout + s.survived + s.noCoverage;
+    s.score = valid ? Math.round(((s.killed + s.timeout) / valid) * 1000) / 10 : null;
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2);
+  const names = wanted.length ? wanted : Object.keys(GROUPS);
+  const summary: Record<string, FileScore> = {};
+  const started = Date.now();
+  // PostgreSQL, the template database and Redis are prepared once; each mutant's test command
+  // inherits their addresses instead of preparing them again.
+  const services = await ensureTestServices(root);
+  Object.assign(process.env, services.env, { NODE_ENV: 'test' });
+  for (const name of names) {
+    const group = GROUPS[name];
+    if (!group) throw new Error(`no mutation group ${name}; groups: ${Object.keys(GROUPS).join(', ')}`);
+    const tests = existing(group.tests);
+    const t0 = Date.now();
+    const stryker = new Stryker({
+      mutate: group.mutate,
+      testRunner: 'command',
+      commandRunner: { command: `node --import tsx --test --test-concurrency=1 --test-reporter=dot ${tests.join(' ')}` },
+      checkers: ['typescript'],
+      tsconfigFile: 'tsconfig.json',
+      coverageAnalysis: 'off',
+      concurrency: Number(process.env.MUTATION_CONCURRENCY ?? 2),
+      timeoutMS: 60_000,
+      reporters: ['progress'],
+      ignorePatterns: ['dist', '.data', '.test-data', '.scratch', 'reports', 'test/fixtures/build', '.stryker-tmp'],
+      tempDirName: '.stryker-tmp',
+      cleanTempDir: 'always',
+      disableTypeChecks: false,
+    });
+    const results = await stryker.runMutationTest();
+    Object.assign(summary, score(results));
+    process.stdout.write(`group ${name}: ${results.length} mutants in ${Math.round((Date.now() - t0) / 1000)} s\n`);
+  }
+  const dir = path.join(root, 'reports', 'mutation');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'summary.json'), JSON.stringify(summary, null, 2));
+  process.stdout.write('\nfile | score % | killed | timeout | survived | no coverage | invalid\n');
+  for (const [file, s] of Object.entries(summary)) {
+    process.stdout.write(`${file} | ${s.score ?? '-'} | ${s.killed} | ${s.timeout} | ${s.survived} | ${s.noCoverage} | ${s.invalid}\n`);
+  }
+  for (const [file, s] of Object.entries(summary)) {
+    if (s.survivors.length) process.stdout.write(`\nsurvivors in ${file}:\n  ${s.survivors.join('\n  ')}\n`);
+  }
+  process.stdout.write(`\nwall time ${Math.round((Date.now() - started) / 1000)} s\n`);
+  await services.stop();
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
