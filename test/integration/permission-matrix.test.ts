@@ -5,7 +5,7 @@
 // written below, never from lib/permissions.ts, so a wrong catalog entry fails here.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createApp } from '../../api/app.ts';
 import { loadModules } from '../../api/modules/index.ts';
 import type { RouteDef } from '../../api/route.ts';
@@ -17,6 +17,14 @@ import { call } from '../support/http.ts';
 
 const SPEC: Array<{ group: string; scope: string }> = JSON.parse(readFileSync(new URL('../fixtures/spec/scopes.json', import.meta.url), 'utf8'));
 const SCOPES = SPEC.map((s) => s.scope);
+
+// The copy is the spec's extract verbatim; where the shared spec folder sits beside the checkout
+// (a developer's machine, CI), the two must not drift apart.
+test('the scope table used here is the shared spec\'s, byte for byte', () => {
+  const shared = new URL('../../../shared/spec/scopes.json', import.meta.url);
+  if (!existsSync(shared)) return;
+  assert.equal(readFileSync(new URL('../fixtures/spec/scopes.json', import.meta.url), 'utf8'), readFileSync(shared, 'utf8'));
+});
 
 // The role rules. The organization roles are the spec's four; owners and admins cover every team
 // space (409 redundant_space_role). What acts on the organization rather than a space (models and
