@@ -8,7 +8,7 @@ import type { Logger } from '../lib/log.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
-import { activityFailure, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
+import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
 import type { SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
 
 export interface RunMaterials {
@@ -155,7 +155,15 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       return o.adapter.alive(sandboxId);
     },
 
-    finalize: (runId: string, ending: RunEnding) => finalizeRun(pool, runId, ending),
+    async finalize(runId: string, ending: RunEnding) {
+      const { finalized } = await finalizeRun(pool, runId, ending);
+      if (finalized) return { finalized };
+      // Someone else ended the run first: the workflow ends the way the run did.
+      const { rows } = await pool.query<{ status: RecordedEnding['status']; code: string | null }>(
+        `SELECT status, error->>'code' AS code FROM runs WHERE id = $1`, [runId]);
+      const r = rows[0];
+      return r ? { finalized, recorded: r.code === null ? { status: r.status } : { status: r.status, code: r.code } } : { finalized };
+    },
 
     async teardown(runId, sandboxId) {
       if (sandboxId !== REMOTE) await o.adapter.stop(sandboxId);

@@ -1,6 +1,8 @@
 // Plain data exchanged between the run workflow, its activities and its callers: no engine types.
 
 export const RUN_WORKFLOW_NAME = 'run';
+/** The workflow state key holding its result when the invocation ends as a failure. */
+export const RESULT_STATE = 'result';
 
 /** What boot hands back: the sandbox and the timings that watch over it. */
 export interface SandboxRef {
@@ -23,7 +25,13 @@ export type RunEnding =
   | { status: 'success'; output: unknown }
   | { status: 'failed'; error: RunError }
   | { status: 'timeout'; error: { code: 'run_timeout'; message: string } }
-  | { status: 'cancelled'; error: { code: 'run_cancelled'; message: string } };
+  | { status: 'cancelled'; error: { code: 'run_cancelled' | 'run_cancelled_by_operator'; message: string } };
+
+/** The ending a run holds in the db: status and, unless it succeeded, its error code. */
+export interface RecordedEnding {
+  status: RunEnding['status'];
+  code?: string;
+}
 
 export interface RunActivities {
   /** Starts the sandbox. Throw an ActivityFailure to fail the run at once with its code; anything else is retried. */
@@ -31,8 +39,8 @@ export interface RunActivities {
   /** Epoch ms of the last event received for the run, from the db. */
   lastHeartbeatAt(runId: string): Promise<number | null>;
   sandboxAlive(runId: string, sandboxId: string): Promise<boolean>;
-  /** Compare-and-set in the db; false means someone else finalized first. */
-  finalize(runId: string, ending: RunEnding): Promise<{ finalized: boolean }>;
+  /** Compare-and-set in the db; false means someone else finalized first, whose ending is `recorded`. */
+  finalize(runId: string, ending: RunEnding): Promise<{ finalized: boolean; recorded?: RecordedEnding }>;
   teardown(runId: string, sandboxId: string): Promise<void>;
 }
 

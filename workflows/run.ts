@@ -3,11 +3,11 @@ import { signalMacValid, type SignalKind } from '../lib/signal-mac.ts';
 import * as restate from '@restatedev/restate-sdk';
 import { CancelledError, RestatePromise, TerminalError, type RunOptions, type WorkflowContext, type WorkflowSharedContext } from '@restatedev/restate-sdk';
 import {
-  bootTimedOut, cancelled, failed, fromTerminalSignal, heartbeatLost, sandboxLost, terminalSignalProblem, timedOut,
+  OPERATOR_CANCEL_CODE, RunEndedBadly, bootTimedOut, cancelled, failed, fromTerminalSignal, heartbeatLost, sandboxLost, terminalSignalProblem, timedOut,
 } from './run-endings.ts';
 import {
-  RUN_WORKFLOW_NAME, isActivityFailure,
-  type CancelSignal, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
+  RESULT_STATE, RUN_WORKFLOW_NAME, isActivityFailure,
+  type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
 } from './run-types.ts';
 
 type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown';
@@ -45,6 +45,12 @@ interface StartedSignal {
   at: number;
 }
 
+/** What finish leaves: the workflow's result, and the ending the run holds now (its own or an earlier one). */
+interface FinishOutcome {
+  result: RunWorkflowResult;
+  recorded: RecordedEnding;
+}
+
 type Woken =
   | { by: 'started' }
   | { by: 'terminal'; signal: TerminalSignal }
@@ -67,10 +73,29 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   async function run(ctx: WorkflowContext): Promise<RunWorkflowResult> {
     const runId = ctx.key;
     const signals = listen(ctx);
-    const booted = await boot(ctx, runId).catch(unlessCancelled({ ending: cancelledByEngine() }));
-    if ('ending' in booted) return finish(ctx, runId, null, booted.ending);
-    const ending = await watch(ctx, runId, signals, booted.sandbox).catch(unlessCancelled(cancelledByEngine()));
-    return finish(ctx, runId, booted.sandbox, ending);
+    const engine = { cancelled: false };
+    const booted = await boot(ctx, runId).catch(unlessCancelled(engine, { ending: cancelledByOperator() }));
+    if ('ending' in booted) return conclude(ctx, await finish(ctx, runId, null, booted.ending), engine.cancelled);
+    const ending = await watch(ctx, runId, signals, booted.sandbox).catch(unlessCancelled(engine, cancelledByOperator()));
+    return conclude(ctx, await finish(ctx, runId, booted.sandbox, ending), engine.cancelled);
+  }
+
+  /**
+   * After finalize and teardown: a run recorded failed or timed out (and a cancellation through the
+   * engine) ends the invocation as a failure, so the engine's UI lists it as such. The result stays
+   * readable through the `result` handler.
+   */
+  async function conclude(ctx: WorkflowContext, outcome: FinishOutcome, cancelledByEngine: boolean): Promise<RunWorkflowResult> {
+    const { result, recorded } = outcome;
+    if (recorded.status === 'failed' || recorded.status === 'timeout') {
+      ctx.set(RESULT_STATE, result);
+      throw new RunEndedBadly(recorded.status, recorded.code);
+    }
+    if (cancelledByEngine) {
+      ctx.set(RESULT_STATE, result);
+      throw new CancelledError();
+    }
+    return result;
   }
 
   async function watch(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<RunEnding> {
@@ -152,10 +177,12 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   }
 
   /** Records the ending once, then tears the sandbox down whatever happened. */
-  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding): Promise<RunWorkflowResult> {
+  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding): Promise<FinishOutcome> {
     try {
-      const { finalized } = await ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize);
-      return { ending, finalized };
+      const { finalized, recorded } = await ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize);
+      // Older journals (and a run deleted meanwhile) carry no recorded ending: the workflow's own stands in.
+      const held = finalized || !recorded ? { status: ending.status, code: 'error' in ending ? ending.error.code : undefined } : recorded;
+      return { result: { ending, finalized }, recorded: held };
     } finally {
       if (sandbox) await teardown(ctx, runId, sandbox);
     }
@@ -174,6 +201,8 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     name: RUN_WORKFLOW_NAME,
     handlers: {
       run,
+      /** The workflow's result once it ended, also when it ended as a failure; null before. */
+      result: async (ctx: WorkflowSharedContext): Promise<RunWorkflowResult | null> => (await ctx.get<RunWorkflowResult>(RESULT_STATE)) ?? null,
       /** The runner's first event arrived. */
       started: async (ctx: WorkflowSharedContext, input?: SignedSignal): Promise<SignalAck> => {
         authenticate(ctx.key, 'started', {}, input?.mac);
@@ -218,16 +247,17 @@ async function signal<T>(ctx: WorkflowSharedContext, name: keyof Signals, value:
   }
 }
 
-/** A cancellation through the engine (admin API or UI) ends the run like a cancel request. */
-function unlessCancelled<T>(fallback: T): (err: unknown) => T {
+/** A cancellation through the engine (admin API or UI) ends the run cancelled, and is noted. */
+function unlessCancelled<T>(engine: { cancelled: boolean }, fallback: T): (err: unknown) => T {
   return (err) => {
-    if (err instanceof CancelledError) return fallback;
-    throw err;
+    if (!(err instanceof CancelledError)) throw err;
+    engine.cancelled = true;
+    return fallback;
   };
 }
 
-function cancelledByEngine(): RunEnding {
-  return cancelled('The run was cancelled through the workflow engine.');
+function cancelledByOperator(): RunEnding {
+  return cancelled('The run was cancelled by an operator through the workflow engine.', OPERATOR_CANCEL_CODE);
 }
 
 function firstOf(candidates: RestatePromise<Woken>[]): RestatePromise<Woken> {

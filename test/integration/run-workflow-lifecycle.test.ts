@@ -10,7 +10,7 @@ import { cancelInvocation, queryInvocations, registerDeployment, sqlString } fro
 import { startWorkflowEndpoint, type WorkflowEndpoint } from '../../workflows/endpoint.ts';
 import { createRunWorkflow } from '../../workflows/run.ts';
 import { createRunWorkflowClient, type RunWorkflowClient } from '../../workflows/run-client.ts';
-import { activityFailure, type RunActivities, type RunEnding, type SandboxRef } from '../../workflows/run-types.ts';
+import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../../workflows/run-types.ts';
 
 // Small timings keep the file short: boot 2 s, heartbeat 1 s (liveness tick 2 s, stale after 3 s), timeout 3 s.
 const TIMINGS = { bootSeconds: 2, heartbeatSeconds: 1, timeoutSeconds: 3 };
@@ -23,6 +23,8 @@ interface RunScript {
   teardownFails: boolean;
   /** Someone else (the API's cancel path, say) finalized the run first. */
   finalizedElsewhere: boolean;
+  /** What that other party recorded, as the finalize activity reports it. */
+  recordedElsewhere?: RecordedEnding;
 }
 
 interface RunRecord {
@@ -56,7 +58,8 @@ function aSandboxWorld() {
       const record = recordOf(runId);
       record.finalizeCalls.push(ending);
       const first = !record.script.finalizedElsewhere && record.finalizeCalls.length === 1;
-      return { finalized: first };
+      const { recordedElsewhere } = record.script;
+      return first || !recordedElsewhere ? { finalized: first } : { finalized: first, recorded: recordedElsewhere };
     },
     async teardown(runId, sandboxId) {
       const record = recordOf(runId);
@@ -112,6 +115,14 @@ describe('run workflow lifecycle', { concurrency: true }, () => {
     await registerDeployment(server.adminUrl, endpoint.url);
     client = createRunWorkflowClient(server.ingressUrl);
   });
+
+  async function invocationOutcome(invocationId: string) {
+    const rows = await queryInvocations<{ completion_result?: string; completion_failure?: string }>(
+      server.adminUrl,
+      `SELECT completion_result, completion_failure FROM sys_invocation WHERE id = ${sqlString(invocationId)}`,
+    );
+    return rows[0];
+  }
 
   after(async () => {
     await endpoint?.close();
@@ -246,7 +257,39 @@ describe('run workflow lifecycle', { concurrency: true }, () => {
     const { ending } = await client.attach(runId);
 
     assert.equal(ending.status, 'cancelled');
+    assert.equal(ending.status === 'cancelled' && ending.error.code, 'run_cancelled_by_operator');
     assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+    assert.deepEqual(await invocationOutcome(invocationId), { completion_result: 'failure', completion_failure: '[409] Cancelled' });
+  });
+
+  test('a run that ends failed or timed out ends its workflow as a failure in the engine; a success does not', async () => {
+    const failing = world.aRun();
+    const slow = world.aRun();
+    const fine = world.aRun();
+    const ids = await Promise.all([failing, slow, fine].map(async ({ runId }) => (await client.submit(runId)).invocationId));
+    await Promise.all([failing, slow, fine].map(({ runId }) => client.started(runId)));
+    await client.terminal(failing.runId, { status: 'failed', error: { code: 'tool_crashed', message: 'boom' } });
+    await client.terminal(fine.runId, { status: 'success', output: 1 });
+
+    const results = await Promise.all([failing, slow, fine].map(({ runId }) => client.attach(runId)));
+
+    assert.deepEqual(results.map((r) => r.ending.status), ['failed', 'timeout', 'success']);
+    assert.deepEqual(await invocationOutcome(ids[0]), { completion_result: 'failure', completion_failure: '[500] run failed: tool_crashed' });
+    assert.deepEqual(await invocationOutcome(ids[1]), { completion_result: 'failure', completion_failure: '[500] run timeout: run_timeout' });
+    assert.deepEqual(await invocationOutcome(ids[2]), { completion_result: 'success' });
+    assert.deepEqual(await client.output(failing.runId), results[0], 'the result of a failed workflow stays readable');
+  });
+
+  test('a run another party finalized failed ends its workflow as that failure', async () => {
+    const { runId } = world.aRun({ finalizedElsewhere: true, recordedElsewhere: { status: 'failed', code: 'workflow_lost' } });
+    const { invocationId } = await client.submit(runId);
+    await client.started(runId);
+    await client.terminal(runId, { status: 'success', output: 1 });
+
+    const result = await client.attach(runId);
+
+    assert.deepEqual(result, { ending: { status: 'success', output: 1 }, finalized: false });
+    assert.deepEqual(await invocationOutcome(invocationId), { completion_result: 'failure', completion_failure: '[500] run failed: workflow_lost' });
   });
 
   test('a run that outlives its timeout ends with timeout', async () => {
