@@ -7,6 +7,7 @@ import type { Config } from '../lib/config.ts';
 import type { Logger } from '../lib/log.ts';
 import { registerDeployment, RestateAdminError } from '../restate/admin.ts';
 import { startRestateServer } from '../restate/launcher.ts';
+import { startSandboxReaper } from '../activities/sandbox/reaper.ts';
 import { restateLogTransport, startWorkflowEndpoint } from '../workflows/endpoint.ts';
 import { createRunWorkflowClient, type RunWorkflowClient } from '../workflows/run-client.ts';
 import { buildWorkflowServices } from '../workflows/services.ts';
@@ -150,6 +151,8 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       const port = config.WORKER_PORT ?? ports.worker;
       const adapter = await createSandboxAdapter(deps, dataDir);
       stops.push(() => adapter.close());
+      const reaper = startSandboxReaper(deps.database.pool, adapter, config.RUN_RECONCILE_SECONDS, log);
+      stops.push(() => reaper.stop());
       const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey });
       const endpoint = await startWorkflowEndpoint({ port, services: services.definitions, logger: restateLogTransport(log) });
       stops.push(() => endpoint.close());

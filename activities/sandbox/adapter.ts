@@ -35,6 +35,8 @@ export interface SandboxAdapter {
   start(spec: SandboxSpec): Promise<{ sandboxId: string }>;
   /** false when the sandbox is unknown to this process or its programs have exited */
   alive(sandboxId: string): Promise<boolean>;
+  /** the sandboxes this process runs, with their run (for the reaper) */
+  sandboxes(): Array<{ sandboxId: string; runId: string }>;
   /** stops the programs and removes the workspace; safe to call twice or for an unknown id */
   stop(sandboxId: string): Promise<void>;
   /** stops every sandbox and the warm pool */
