@@ -3,7 +3,8 @@
 // workflow driving it any more (the engine lost it, or finalization gave up). It is failed
 // `run_abandoned`, through the same compare-and-set as every ending, so a workflow that does come
 // back later finds it finalized and changes nothing. Remote runs keep the same deadlines: their
-// workflow enforces them too.
+// workflow enforces them too. Before that far deadline, a second sweep asks the engine about open
+// runs and fails `workflow_lost` those whose workflow was killed or is gone.
 import type pg from 'pg';
 import type { Logger } from '../../../lib/log.ts';
 import { finalizeRun } from '../../../db/run-finalization.ts';
