@@ -73,11 +73,11 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   async function run(ctx: WorkflowContext): Promise<RunWorkflowResult> {
     const runId = ctx.key;
     const signals = listen(ctx);
-    const engine = { cancelled: false };
+    const engine: EngineCancel = { cancelled: false };
     const booted = await boot(ctx, runId).catch(unlessCancelled(engine, { ending: cancelledByOperator() }));
-    if ('ending' in booted) return conclude(ctx, await finish(ctx, runId, null, booted.ending), engine.cancelled);
+    if ('ending' in booted) return conclude(ctx, await finish(ctx, runId, null, booted.ending, engine), engine.cancelled);
     const ending = await watch(ctx, runId, signals, booted.sandbox).catch(unlessCancelled(engine, cancelledByOperator()));
-    return conclude(ctx, await finish(ctx, runId, booted.sandbox, ending), engine.cancelled);
+    return conclude(ctx, await finish(ctx, runId, booted.sandbox, ending, engine), engine.cancelled);
   }
 
   /**
@@ -176,21 +176,21 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     return silentMs > staleMs ? heartbeatLost(silentMs) : null;
   }
 
-  /** Records the ending once, then tears the sandbox down whatever happened. */
-  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding): Promise<FinishOutcome> {
+  /** Records the ending once, then tears the sandbox down whatever happened (a cancellation meanwhile included). */
+  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding, engine: EngineCancel): Promise<FinishOutcome> {
     try {
-      const { finalized, recorded } = await ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize);
+      const { finalized, recorded } = await despiteCancel(engine, () => ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize));
       // Older journals (and a run deleted meanwhile) carry no recorded ending: the workflow's own stands in.
       const held = finalized || !recorded ? { status: ending.status, code: 'error' in ending ? ending.error.code : undefined } : recorded;
       return { result: { ending, finalized }, recorded: held };
     } finally {
-      if (sandbox) await teardown(ctx, runId, sandbox);
+      if (sandbox) await teardown(ctx, runId, sandbox, engine);
     }
   }
 
-  async function teardown(ctx: WorkflowContext, runId: string, sandbox: SandboxRef): Promise<void> {
+  async function teardown(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, engine: EngineCancel): Promise<void> {
     try {
-      await ctx.run('teardown', () => activities.teardown(runId, sandbox.sandboxId), retry.teardown);
+      await despiteCancel(engine, () => ctx.run('teardown', () => activities.teardown(runId, sandbox.sandboxId), retry.teardown));
     } catch (err) {
       if (!isGiveUp(err)) throw err;
       ctx.console.warn(`teardown of sandbox ${sandbox.sandboxId} gave up: ${err.message}`);
@@ -247,13 +247,29 @@ async function signal<T>(ctx: WorkflowSharedContext, name: keyof Signals, value:
   }
 }
 
-/** A cancellation through the engine (admin API or UI) ends the run cancelled, and is noted. */
-function unlessCancelled<T>(engine: { cancelled: boolean }, fallback: T): (err: unknown) => T {
+/** Whether the engine delivered a cancellation (admin API or UI) to this invocation. */
+interface EngineCancel {
+  cancelled: boolean;
+}
+
+/** A cancellation through the engine ends the run cancelled, and is noted. */
+function unlessCancelled<T>(engine: EngineCancel, fallback: T): (err: unknown) => T {
   return (err) => {
     if (!(err instanceof CancelledError)) throw err;
     engine.cancelled = true;
     return fallback;
   };
+}
+
+/** A cancellation that arrives while the run is being wound up is noted, and the step taken again. */
+async function despiteCancel<T>(engine: EngineCancel, step: () => PromiseLike<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (!(err instanceof CancelledError)) throw err;
+    engine.cancelled = true;
+    return step();
+  }
 }
 
 function cancelledByOperator(): RunEnding {

@@ -25,6 +25,8 @@ interface RunScript {
   finalizedElsewhere: boolean;
   /** What that other party recorded, as the finalize activity reports it. */
   recordedElsewhere?: RecordedEnding;
+  /** The first finalize call waits for it. */
+  finalizeGate?: Promise<void>;
 }
 
 interface RunRecord {
@@ -57,6 +59,7 @@ function aSandboxWorld() {
     async finalize(runId, ending) {
       const record = recordOf(runId);
       record.finalizeCalls.push(ending);
+      if (record.finalizeCalls.length === 1) await record.script.finalizeGate;
       const first = !record.script.finalizedElsewhere && record.finalizeCalls.length === 1;
       const { recordedElsewhere } = record.script;
       return first || !recordedElsewhere ? { finalized: first } : { finalized: first, recorded: recordedElsewhere };
@@ -258,6 +261,24 @@ describe('run workflow lifecycle', { concurrency: true }, () => {
 
     assert.equal(ending.status, 'cancelled');
     assert.equal(ending.status === 'cancelled' && ending.error.code, 'run_cancelled_by_operator');
+    assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+    assert.deepEqual(await invocationOutcome(invocationId), { completion_result: 'failure', completion_failure: '[409] Cancelled' });
+  });
+
+  test('a cancellation through the engine while the ending is recorded still records it and tears down', async () => {
+    let open = () => {};
+    const { runId, sandbox, record } = world.aRun({ finalizeGate: new Promise<void>((r) => (open = r)) });
+    const { invocationId } = await client.submit(runId);
+    await client.started(runId);
+    await client.terminal(runId, { status: 'success', output: 'done' });
+    while (record.finalizeCalls.length === 0) await new Promise((r) => setTimeout(r, 20));
+    await cancelInvocation(server.adminUrl, invocationId);
+    await new Promise((r) => setTimeout(r, 300));
+    open();
+
+    const result = await client.attach(runId);
+
+    assert.deepEqual(result.ending, { status: 'success', output: 'done' });
     assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
     assert.deepEqual(await invocationOutcome(invocationId), { completion_result: 'failure', completion_failure: '[409] Cancelled' });
   });
