@@ -14,6 +14,9 @@ import { buildWorkflowServices } from '../workflows/services.ts';
 import { createSandboxAdapter, runActivitiesFor } from './sandbox.ts';
 import type { PortPlan } from './data-dir.ts';
 
+/** The sandbox reaper runs at least this often, whatever RUN_RECONCILE_SECONDS says. */
+const REAP_MAX_SECONDS = 15;
+
 export interface Engine {
   ingressUrl: string;
   adminUrl: string;
@@ -151,7 +154,8 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       const port = config.WORKER_PORT ?? ports.worker;
       const adapter = await createSandboxAdapter(deps, dataDir);
       stops.push(() => adapter.close());
-      const reaper = startSandboxReaper(deps.database.pool, adapter, config.RUN_RECONCILE_SECONDS, log);
+      // One indexed read per pass, and only while sandboxes run: cheap enough to follow the sweep closely.
+      const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
       stops.push(() => reaper.stop());
       const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey });
       const endpoint = await startWorkflowEndpoint({ port, services: services.definitions, logger: restateLogTransport(log) });
