@@ -8,7 +8,7 @@ import type { Logger } from '../lib/log.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
-import { activityFailure, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
+import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
 import type { SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
 
 export interface RunMaterials {
@@ -150,13 +150,22 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
     async sandboxAlive(runId, sandboxId) {
       // A run already finalized elsewhere (cancelled through the API) needs its sandbox stopped.
       const { rows } = await pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [runId]);
-      if (!rows[0] || !['pending', 'running'].includes(rows[0].status)) return false;
+      if (!rows[0]) return false;
+      if (!['pending', 'running'].includes(rows[0].status)) return 'ended';
       if (sandboxId === REMOTE) return true;
       const state = await o.adapter.state(sandboxId);
       return state === 'ending' ? 'ending' : state === 'running';
     },
 
-    finalize: (runId: string, ending: RunEnding) => finalizeRun(pool, runId, ending),
+    async finalize(runId: string, ending: RunEnding) {
+      const { finalized } = await finalizeRun(pool, runId, ending);
+      if (finalized) return { finalized };
+      // Someone else ended the run first: the workflow ends the way the run did.
+      const { rows } = await pool.query<{ status: RecordedEnding['status']; code: string | null }>(
+        `SELECT status, error->>'code' AS code FROM runs WHERE id = $1`, [runId]);
+      const r = rows[0];
+      return r ? { finalized, recorded: r.code === null ? { status: r.status } : { status: r.status, code: r.code } } : { finalized };
+    },
 
     async teardown(runId, sandboxId) {
       if (sandboxId !== REMOTE) await o.adapter.stop(sandboxId);

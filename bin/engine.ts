@@ -7,11 +7,15 @@ import type { Config } from '../lib/config.ts';
 import type { Logger } from '../lib/log.ts';
 import { registerDeployment, RestateAdminError } from '../restate/admin.ts';
 import { startRestateServer } from '../restate/launcher.ts';
+import { startSandboxReaper } from '../activities/sandbox/reaper.ts';
 import { restateLogTransport, startWorkflowEndpoint } from '../workflows/endpoint.ts';
 import { createRunWorkflowClient, type RunWorkflowClient } from '../workflows/run-client.ts';
 import { buildWorkflowServices } from '../workflows/services.ts';
 import { createSandboxAdapter, runActivitiesFor } from './sandbox.ts';
 import type { PortPlan } from './data-dir.ts';
+
+/** The sandbox reaper runs at least this often, whatever RUN_RECONCILE_SECONDS says. */
+const REAP_MAX_SECONDS = 15;
 
 export interface Engine {
   ingressUrl: string;
@@ -150,6 +154,9 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       const port = config.WORKER_PORT ?? ports.worker;
       const adapter = await createSandboxAdapter(deps, dataDir);
       stops.push(() => adapter.close());
+      // One indexed read per pass, and only while sandboxes run: cheap enough to follow the sweep closely.
+      const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
+      stops.push(() => reaper.stop());
       const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey });
       const endpoint = await startWorkflowEndpoint({ port, services: services.definitions, logger: restateLogTransport(log) });
       stops.push(() => endpoint.close());

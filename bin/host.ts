@@ -13,7 +13,7 @@ import { loadModules } from '../api/modules/index.ts';
 import { createAuthCache } from '../api/services/auth-cache.ts';
 import { createRunReadCache } from '../api/services/runs/read-cache.ts';
 import { createRunStatusFeed } from '../api/services/runs/status-feed.ts';
-import { reconcileAbandonedRuns } from '../api/services/runs/reconciler.ts';
+import { startRunReconciler } from '../api/services/runs/reconciler.ts';
 import { createRunSubmitter } from '../api/services/runs/submitter.ts';
 import { purgeExpiredInlineRuns } from '../api/services/runs/retention.ts';
 import { connectDatabase, type Database } from '../db/client.ts';
@@ -142,14 +142,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       }, 10 * 60_000);
       purge.unref();
       stops.push(async () => clearInterval(purge));
-      const reconcile = setInterval(() => {
-        reconcileAbandonedRuns(database.pool, config.RUN_BOOT_SECONDS).then(
-          (ids) => { if (ids.length) log.warn('abandoned runs failed by the reconciler', { run_ids: ids }); },
-          (err) => log.warn('run reconciliation failed', { error: String(err) }),
-        );
-      }, 60_000);
-      reconcile.unref();
-      stops.push(async () => clearInterval(reconcile));
+      const reconcile = startRunReconciler(database.pool, engine.adminUrl, config.RUN_BOOT_SECONDS, config.RUN_RECONCILE_SECONDS, log);
+      stops.push(() => reconcile.stop());
     }
     lap('engine');
 

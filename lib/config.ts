@@ -132,6 +132,8 @@ export const ConfigSchema = z.object({
   RUN_BOOT_SECONDS: z.coerce.number().int().positive().default(60),
   /** seconds between a runner's heartbeats; a run silent for three of them is failed */
   RUN_HEARTBEAT_SECONDS: z.coerce.number().int().positive().default(5),
+  /** seconds between sweeps for runs whose workflow is gone from the engine and sandboxes whose run ended */
+  RUN_RECONCILE_SECONDS: z.coerce.number().int().positive().default(60),
   /** where sandboxes reach this platform's runner routes; default http://HOST:PORT */
   INTERNAL_API_URL: z.string().url().optional(),
   SHUTDOWN_DRAIN_SECONDS: intFromEnv(25),

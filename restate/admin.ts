@@ -70,17 +70,45 @@ export interface WorkflowInvocation {
   retry_count?: number;
   last_failure?: string;
   pinned_deployment_id?: string;
+  /** once completed: 'success' or 'failure' */
+  completion_result?: string;
+  /** once completed with a failure: `[code] message`, e.g. `[500] run failed: sandbox_lost`, `[409] killed` */
+  completion_failure?: string;
 }
 
 /** The main invocation of a workflow (e.g. the `run` workflow of one run id), or null if none is known. */
 export async function findWorkflowInvocation(adminUrl: string, workflow: string, key: string): Promise<WorkflowInvocation | null> {
   const rows = await queryInvocations<WorkflowInvocation>(
     adminUrl,
-    'SELECT id, status, created_at, modified_at, journal_size, retry_count, last_failure, pinned_deployment_id ' +
+    'SELECT id, status, created_at, modified_at, journal_size, retry_count, last_failure, pinned_deployment_id, completion_result, completion_failure ' +
       `FROM sys_invocation WHERE target_service_name = ${sqlString(workflow)} AND target_service_key = ${sqlString(key)} ` +
       `AND target_handler_name = 'run' ORDER BY created_at DESC LIMIT 1`,
   );
   return rows[0] ?? null;
+}
+
+/** Where a workflow's main invocation stands; completion_* are set once it completed (killed: `[409] killed`). */
+export interface WorkflowInvocationState {
+  key: string;
+  id: string;
+  status: string;
+  completion_result?: string;
+  completion_failure?: string;
+}
+
+/** The main invocations of the given workflow keys, by key; a key the engine does not know is absent. */
+export async function workflowInvocationStates(adminUrl: string, workflow: string, keys: string[]): Promise<Map<string, WorkflowInvocationState>> {
+  const states = new Map<string, WorkflowInvocationState>();
+  if (keys.length === 0) return states;
+  const rows = await queryInvocations<WorkflowInvocationState>(
+    adminUrl,
+    'SELECT target_service_key AS key, id, status, completion_result, completion_failure FROM sys_invocation ' +
+      `WHERE target_service_name = ${sqlString(workflow)} AND target_handler_name = 'run' ` +
+      `AND target_service_key IN (${keys.map(sqlString).join(', ')}) ORDER BY created_at`,
+  );
+  // The latest invocation of a key wins (a workflow key has one within the engine's retention).
+  for (const row of rows) states.set(row.key, row);
+  return states;
 }
 
 /** Quotes a value for use in a query string literal. */

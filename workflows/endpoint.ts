@@ -19,7 +19,10 @@ export function restateLogTransport(log: Logger): restate.LoggerTransport {
     if (params.replaying) return;
     const text = [message, ...rest].map((part) => (part instanceof Error ? part.message : typeof part === 'string' ? part : JSON.stringify(part))).join(' ');
     const fields = params.context ? { invocation_id: params.context.invocationId, target: params.context.invocationTarget } : undefined;
-    if (params.level === 'error') log.error(text, fields);
+    // A run that failed ends its workflow as a failure on purpose (workflows/run.ts): not a fault here.
+    const expected = rest.some((part) => part instanceof Error && (part.name === 'RunEndedBadly' || part.name === 'CancelledError'));
+    if (expected) log.debug(text, fields);
+    else if (params.level === 'error') log.error(text, fields);
     else if (params.level === 'warn') log.warn(text, fields);
     else log.debug(text, fields);
   };

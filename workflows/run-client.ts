@@ -71,6 +71,17 @@ export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: 
     }
   }
 
+  /**
+   * A run that failed, timed out or was cancelled through the engine ends its workflow as a
+   * failure on purpose; its result is still kept by the workflow. Other errors are rethrown.
+   */
+  async function orFailedResult(runId: string, err: unknown): Promise<RunWorkflowResult> {
+    if (!(err instanceof clients.HttpCallError)) throw err;
+    const kept = await Promise.resolve(workflow(runId).result()).catch(() => null);
+    if (!kept) throw err;
+    return kept;
+  }
+
   return {
     async submit(runId) {
       const submission = await workflow(runId).workflowSubmit();
@@ -80,14 +91,20 @@ export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: 
     terminal: (runId, payload) => send(runId, 'terminal', sign(runId, 'terminal', payload)),
     cancel: async (runId, reason) =>
       workflow(runId).cancel(sign(runId, 'cancel', reason === undefined ? {} : { reason }), once<(CancelSignal & { mac?: string }) | undefined>()),
-    attach: (runId) => workflow(runId).workflowAttach(),
+    async attach(runId) {
+      try {
+        return await workflow(runId).workflowAttach();
+      } catch (err) {
+        return orFailedResult(runId, err);
+      }
+    },
     async output(runId) {
       try {
         const output = await workflow(runId).workflowOutput();
         return output.ready ? output.result : null;
       } catch (err) {
         if (err instanceof clients.HttpCallError && err.status === 404) return null;
-        throw err;
+        return orFailedResult(runId, err);
       }
     },
   };

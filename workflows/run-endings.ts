@@ -1,4 +1,19 @@
+import { TerminalError } from '@restatedev/restate-sdk';
 import type { RunEnding, TerminalSignal } from './run-types.ts';
+
+/** A cancellation by an operator through the engine (its admin API or UI), not through the platform's API. */
+export const OPERATOR_CANCEL_CODE = 'run_cancelled_by_operator';
+
+/**
+ * How a run's workflow ends when the run failed or timed out: a failure in the engine, after the
+ * ending is recorded and the sandbox torn down. Expected, so logged quietly (workflows/endpoint.ts).
+ */
+export class RunEndedBadly extends TerminalError {
+  constructor(status: 'failed' | 'timeout', code: string | undefined) {
+    super(`run ${status}: ${code ?? 'unknown'}`);
+    this.name = 'RunEndedBadly';
+  }
+}
 
 export function failed(code: string, message: string, details?: unknown): RunEnding {
   return { status: 'failed', error: details === undefined ? { code, message } : { code, message, details } };
@@ -8,8 +23,8 @@ export function timedOut(timeoutSeconds: number): RunEnding {
   return { status: 'timeout', error: { code: 'run_timeout', message: `The run did not finish within ${timeoutSeconds} s.` } };
 }
 
-export function cancelled(reason?: string): RunEnding {
-  return { status: 'cancelled', error: { code: 'run_cancelled', message: reason ?? 'The run was cancelled.' } };
+export function cancelled(reason?: string, code: 'run_cancelled' | typeof OPERATOR_CANCEL_CODE = 'run_cancelled'): RunEnding {
+  return { status: 'cancelled', error: { code, message: reason ?? 'The run was cancelled.' } };
 }
 
 export function bootTimedOut(bootSeconds: number): RunEnding {

@@ -1,6 +1,8 @@
 // Plain data exchanged between the run workflow, its activities and its callers: no engine types.
 
 export const RUN_WORKFLOW_NAME = 'run';
+/** The workflow state key holding its result when the invocation ends as a failure. */
+export const RESULT_STATE = 'result';
 
 /** What boot hands back: the sandbox and the timings that watch over it. */
 export interface SandboxRef {
@@ -23,7 +25,13 @@ export type RunEnding =
   | { status: 'success'; output: unknown }
   | { status: 'failed'; error: RunError }
   | { status: 'timeout'; error: { code: 'run_timeout'; message: string } }
-  | { status: 'cancelled'; error: { code: 'run_cancelled'; message: string } };
+  | { status: 'cancelled'; error: { code: 'run_cancelled' | 'run_cancelled_by_operator'; message: string } };
+
+/** The ending a run holds in the db: status and, unless it succeeded, its error code. */
+export interface RecordedEnding {
+  status: RunEnding['status'];
+  code?: string;
+}
 
 export interface RunActivities {
   /** Starts the sandbox. Throw an ActivityFailure to fail the run at once with its code; anything else is retried. */
@@ -32,12 +40,13 @@ export interface RunActivities {
   lastHeartbeatAt(runId: string): Promise<number | null>;
   /**
    * true: the sandbox runs. 'ending': the runner has handed its end to its sidecar, which is still
-   * delivering it (heartbeats have stopped; the agent may have exited). false: the sandbox is gone
-   * or the run has already ended.
+   * delivering it (heartbeats have stopped; the agent may have exited). 'ended': the run was
+   * finalized elsewhere (the API records a runner's ending and a cancel as they arrive). false: the
+   * sandbox is gone or the run is unknown.
    */
-  sandboxAlive(runId: string, sandboxId: string): Promise<boolean | 'ending'>;
-  /** Compare-and-set in the db; false means someone else finalized first. */
-  finalize(runId: string, ending: RunEnding): Promise<{ finalized: boolean }>;
+  sandboxAlive(runId: string, sandboxId: string): Promise<boolean | 'ending' | 'ended'>;
+  /** Compare-and-set in the db; false means someone else finalized first, whose ending is `recorded`. */
+  finalize(runId: string, ending: RunEnding): Promise<{ finalized: boolean; recorded?: RecordedEnding }>;
   teardown(runId: string, sandboxId: string): Promise<void>;
 }
 

@@ -3,11 +3,11 @@ import { signalMacValid, type SignalKind } from '../lib/signal-mac.ts';
 import * as restate from '@restatedev/restate-sdk';
 import { CancelledError, RestatePromise, TerminalError, type RunOptions, type WorkflowContext, type WorkflowSharedContext } from '@restatedev/restate-sdk';
 import {
-  bootTimedOut, cancelled, failed, fromTerminalSignal, heartbeatLost, sandboxLost, terminalSignalProblem, timedOut,
+  OPERATOR_CANCEL_CODE, RunEndedBadly, bootTimedOut, cancelled, failed, fromTerminalSignal, heartbeatLost, sandboxLost, terminalSignalProblem, timedOut,
 } from './run-endings.ts';
 import {
-  RUN_WORKFLOW_NAME, isActivityFailure,
-  type CancelSignal, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
+  RESULT_STATE, RUN_WORKFLOW_NAME, isActivityFailure,
+  type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
 } from './run-types.ts';
 
 type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown';
@@ -45,6 +45,9 @@ interface StartedSignal {
   at: number;
 }
 
+/** How long a workflow whose run was finalized elsewhere waits for the signal that follows. */
+const ENDED_ELSEWHERE_GRACE_MS = 5_000;
+
 /** What the execution phase's liveness remembers between ticks; all from journaled values. */
 interface LivenessView {
   tickMs: number;
@@ -55,6 +58,12 @@ interface LivenessView {
   lookedAt: number;
   /** silence is counted from here at the earliest */
   recordableFrom: number;
+}
+
+/** What finish leaves: the workflow's result, and the ending the run holds now (its own or an earlier one). */
+interface FinishOutcome {
+  result: RunWorkflowResult;
+  recorded: RecordedEnding;
 }
 
 type Woken =
@@ -79,10 +88,29 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   async function run(ctx: WorkflowContext): Promise<RunWorkflowResult> {
     const runId = ctx.key;
     const signals = listen(ctx);
-    const booted = await boot(ctx, runId).catch(unlessCancelled({ ending: cancelledByEngine() }));
-    if ('ending' in booted) return finish(ctx, runId, null, booted.ending);
-    const ending = await watch(ctx, runId, signals, booted.sandbox).catch(unlessCancelled(cancelledByEngine()));
-    return finish(ctx, runId, booted.sandbox, ending);
+    const engine: EngineCancel = { cancelled: false };
+    const booted = await boot(ctx, runId).catch(unlessCancelled(engine, { ending: cancelledByOperator() }));
+    if ('ending' in booted) return conclude(ctx, await finish(ctx, runId, null, booted.ending, engine), engine.cancelled);
+    const ending = await watch(ctx, runId, signals, booted.sandbox).catch(unlessCancelled(engine, cancelledByOperator()));
+    return conclude(ctx, await finish(ctx, runId, booted.sandbox, ending, engine), engine.cancelled);
+  }
+
+  /**
+   * After finalize and teardown: a run recorded failed or timed out (and a cancellation through the
+   * engine) ends the invocation as a failure, so the engine's UI lists it as such. The result stays
+   * readable through the `result` handler.
+   */
+  async function conclude(ctx: WorkflowContext, outcome: FinishOutcome, cancelledByEngine: boolean): Promise<RunWorkflowResult> {
+    const { result, recorded } = outcome;
+    if (recorded.status === 'failed' || recorded.status === 'timeout') {
+      ctx.set(RESULT_STATE, result);
+      throw new RunEndedBadly(recorded.status, recorded.code);
+    }
+    if (cancelledByEngine) {
+      ctx.set(RESULT_STATE, result);
+      throw new CancelledError();
+    }
+    return result;
   }
 
   async function watch(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<RunEnding> {
@@ -146,8 +174,25 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       if (woken.by === 'cancel') return cancelled(woken.signal.reason);
       if (woken.by === 'run timeout') return timedOut(sandbox.timeoutSeconds);
       const lost = await checkLiveness(ctx, runId, sandbox, view);
+      if (lost === 'ended') return endedElsewhere(ctx, signals);
       if (lost) return lost;
     }
+  }
+
+  /**
+   * The API recorded the run's ending before its signal reached this workflow: the signal follows
+   * at once, so it is awaited briefly; should it be lost, the recorded ending stands all the same
+   * (finish finds it) and the sandbox is torn down.
+   */
+  async function endedElsewhere(ctx: WorkflowContext, signals: Signals): Promise<RunEnding> {
+    const woken = await firstOf([
+      signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
+      signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
+      ctx.sleep(ENDED_ELSEWHERE_GRACE_MS, 'ended elsewhere').map(() => ({ by: 'liveness tick' })),
+    ]);
+    if (woken.by === 'terminal') return fromTerminalSignal(woken.signal);
+    if (woken.by === 'cancel') return cancelled(woken.signal.reason);
+    return sandboxLost();
   }
 
   /**
@@ -155,8 +200,8 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
    * probe that answers late (the database stalled or refused, the engine was held up) shows that
    * the platform itself was not listening, so silence counts again from that answer.
    */
-  async function checkLiveness(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, view: LivenessView): Promise<RunEnding | null> {
-    let probe: { alive: boolean | 'ending'; lastEventAt: number | null; checkedAt: number };
+  async function checkLiveness(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, view: LivenessView): Promise<RunEnding | 'ended' | null> {
+    let probe: { alive: boolean | 'ending' | 'ended'; lastEventAt: number | null; checkedAt: number };
     try {
       probe = await ctx.run('liveness', async () => {
         const [alive, lastEventAt] = await Promise.all([
@@ -177,25 +222,28 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     view.lookedAt = probe.checkedAt;
     if (late) view.recordableFrom = probe.checkedAt;
     if (probe.alive === false) return sandboxLost();
+    if (probe.alive === 'ended') return 'ended';
     // The sidecar holds the run's end and delivers it (or exits when it gives up): no heartbeats now.
     if (probe.alive === 'ending' || late) return null;
     const silentMs = probe.checkedAt - Math.max(probe.lastEventAt ?? view.recordableFrom, view.recordableFrom);
     return silentMs > view.staleMs ? heartbeatLost(silentMs) : null;
   }
 
-  /** Records the ending once, then tears the sandbox down whatever happened. */
-  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding): Promise<RunWorkflowResult> {
+  /** Records the ending once, then tears the sandbox down whatever happened (a cancellation meanwhile included). */
+  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding, engine: EngineCancel): Promise<FinishOutcome> {
     try {
-      const { finalized } = await ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize);
-      return { ending, finalized };
+      const { finalized, recorded } = await despiteCancel(engine, () => ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize));
+      // Older journals (and a run deleted meanwhile) carry no recorded ending: the workflow's own stands in.
+      const held = finalized || !recorded ? { status: ending.status, code: 'error' in ending ? ending.error.code : undefined } : recorded;
+      return { result: { ending, finalized }, recorded: held };
     } finally {
-      if (sandbox) await teardown(ctx, runId, sandbox);
+      if (sandbox) await teardown(ctx, runId, sandbox, engine);
     }
   }
 
-  async function teardown(ctx: WorkflowContext, runId: string, sandbox: SandboxRef): Promise<void> {
+  async function teardown(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, engine: EngineCancel): Promise<void> {
     try {
-      await ctx.run('teardown', () => activities.teardown(runId, sandbox.sandboxId), retry.teardown);
+      await despiteCancel(engine, () => ctx.run('teardown', () => activities.teardown(runId, sandbox.sandboxId), retry.teardown));
     } catch (err) {
       if (!isGiveUp(err)) throw err;
       ctx.console.warn(`teardown of sandbox ${sandbox.sandboxId} gave up: ${err.message}`);
@@ -206,6 +254,8 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     name: RUN_WORKFLOW_NAME,
     handlers: {
       run,
+      /** The workflow's result once it ended, also when it ended as a failure; null before. */
+      result: async (ctx: WorkflowSharedContext): Promise<RunWorkflowResult | null> => (await ctx.get<RunWorkflowResult>(RESULT_STATE)) ?? null,
       /** The runner's first event arrived. */
       started: async (ctx: WorkflowSharedContext, input?: SignedSignal): Promise<SignalAck> => {
         authenticate(ctx.key, 'started', {}, input?.mac);
@@ -250,16 +300,33 @@ async function signal<T>(ctx: WorkflowSharedContext, name: keyof Signals, value:
   }
 }
 
-/** A cancellation through the engine (admin API or UI) ends the run like a cancel request. */
-function unlessCancelled<T>(fallback: T): (err: unknown) => T {
+/** Whether the engine delivered a cancellation (admin API or UI) to this invocation. */
+interface EngineCancel {
+  cancelled: boolean;
+}
+
+/** A cancellation through the engine ends the run cancelled, and is noted. */
+function unlessCancelled<T>(engine: EngineCancel, fallback: T): (err: unknown) => T {
   return (err) => {
-    if (err instanceof CancelledError) return fallback;
-    throw err;
+    if (!(err instanceof CancelledError)) throw err;
+    engine.cancelled = true;
+    return fallback;
   };
 }
 
-function cancelledByEngine(): RunEnding {
-  return cancelled('The run was cancelled through the workflow engine.');
+/** A cancellation that arrives while the run is being wound up is noted, and the step taken again. */
+async function despiteCancel<T>(engine: EngineCancel, step: () => PromiseLike<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (!(err instanceof CancelledError)) throw err;
+    engine.cancelled = true;
+    return step();
+  }
+}
+
+function cancelledByOperator(): RunEnding {
+  return cancelled('The run was cancelled by an operator through the workflow engine.', OPERATOR_CANCEL_CODE);
 }
 
 function firstOf(candidates: RestatePromise<Woken>[]): RestatePromise<Woken> {

@@ -43,6 +43,8 @@ export interface SandboxAdapter {
   alive(sandboxId: string): Promise<boolean>;
   /** what liveness judges by; 'gone' for an unknown sandbox */
   state(sandboxId: string): Promise<SandboxState>;
+  /** the sandboxes this process runs, with their run (for the reaper) */
+  sandboxes(): Array<{ sandboxId: string; runId: string }>;
   /** stops the programs and removes the workspace; safe to call twice or for an unknown id */
   stop(sandboxId: string): Promise<void>;
   /** stops every sandbox and the warm pool */

@@ -108,6 +108,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
   const poolHeapMb = agentHeapMb(opts.poolMemoryMb ?? DEFAULT_POOL_MEMORY_MB);
   const pool = new WarmPool(Math.max(0, opts.warmPool), poolHeapMb, () => SandboxPair.spawn(settings, poolHeapMb), opts.log);
   const active = new Map<string, SandboxPair>();
+  const runOf = new Map<string, string>();
   let closed = false;
 
   // a platform that exits takes its sandboxes along (the programs also end on stdin EOF)
@@ -122,6 +123,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
     if (!pair) return;
     await pair.stop();
     active.delete(sandboxId);
+    runOf.delete(sandboxId);
     pool.fill();
   };
 
@@ -139,6 +141,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
         throw new Error('the process sandbox adapter is closed');
       }
       active.set(pair.id, pair);
+      runOf.set(pair.id, spec.runId);
       try {
         await pair.assign(spec);
       } catch (err) {
@@ -159,6 +162,9 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
 
     async state(sandboxId) {
       return active.get(sandboxId)?.state() ?? 'gone';
+    },
+    sandboxes() {
+      return [...runOf].map(([sandboxId, runId]) => ({ sandboxId, runId }));
     },
 
     stop,

@@ -40,6 +40,11 @@ async function workflowResult(platform: PlatformProcess, runId: string): Promise
   for (;;) {
     const res = await fetch(`http://127.0.0.1:${ports.restateIngress}/restate/workflow/run/${runId}/output`).catch(() => null);
     if (res?.ok) return (await res.json()) as any;
+    // A run that failed ends its workflow as a failure; the result is kept by its `result` handler.
+    if (res && res.status !== 470 && res.status !== 404) {
+      const kept = await fetch(`http://127.0.0.1:${ports.restateIngress}/run/${runId}/result`, { method: 'POST' }).then((r) => r.json(), () => null);
+      if (kept) return kept as any;
+    }
     if (Date.now() > deadline) throw new Error(`no workflow result for ${runId}: ${res?.status}`);
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -1,122 +1,30 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
-import { startRestateServer, type RestateServer } from '../../restate/launcher.ts';
-import { freePort } from '../../lib/free-port.ts';
-import { cancelInvocation, queryInvocations, registerDeployment, sqlString } from '../../restate/admin.ts';
-import { startWorkflowEndpoint, type WorkflowEndpoint } from '../../workflows/endpoint.ts';
-import { createRunWorkflow } from '../../workflows/run.ts';
-import { createRunWorkflowClient, type RunWorkflowClient } from '../../workflows/run-client.ts';
-import { activityFailure, type RunActivities, type RunEnding, type SandboxRef } from '../../workflows/run-types.ts';
-
-// Small timings keep the file short: boot 2 s, heartbeat 1 s (liveness tick 2 s, stale after 3 s), timeout 3 s.
-const TIMINGS = { bootSeconds: 2, heartbeatSeconds: 1, timeoutSeconds: 3 };
-
-interface RunScript {
-  /** Returns the sandbox or throws; called once per boot attempt (1-based). */
-  boot(attempt: number): SandboxRef;
-  alive(): boolean;
-  lastEventAt(): number | null;
-  teardownFails: boolean;
-  /** Someone else (the API's cancel path, say) finalized the run first. */
-  finalizedElsewhere: boolean;
-}
-
-interface RunRecord {
-  script: RunScript;
-  bootAttempts: number;
-  finalizeCalls: RunEnding[];
-  teardowns: string[];
-}
-
-/** The world outside the workflow, per run id: activities are plain functions recording their calls. */
-function aSandboxWorld() {
-  const runs = new Map<string, RunRecord>();
-  const recordOf = (runId: string) => {
-    const record = runs.get(runId);
-    if (!record) throw new Error(`unknown run ${runId}`);
-    return record;
-  };
-  const activities: RunActivities = {
-    async boot(runId) {
-      const record = recordOf(runId);
-      record.bootAttempts += 1;
-      return record.script.boot(record.bootAttempts);
-    },
-    async lastHeartbeatAt(runId) {
-      return recordOf(runId).script.lastEventAt();
-    },
-    async sandboxAlive(runId) {
-      return recordOf(runId).script.alive();
-    },
-    async finalize(runId, ending) {
-      const record = recordOf(runId);
-      record.finalizeCalls.push(ending);
-      const first = !record.script.finalizedElsewhere && record.finalizeCalls.length === 1;
-      return { finalized: first };
-    },
-    async teardown(runId, sandboxId) {
-      const record = recordOf(runId);
-      if (record.script.teardownFails) throw new Error('docker daemon unreachable');
-      record.teardowns.push(sandboxId);
-    },
-  };
-  function aRun(overrides: Partial<RunScript> & { timings?: Partial<typeof TIMINGS> } = {}) {
-    const runId = `run_${randomUUID()}`;
-    const { timings, ...script } = overrides;
-    const sandbox: SandboxRef = { sandboxId: `sbx_${runId}`, ...TIMINGS, ...timings };
-    const record: RunRecord = {
-      script: {
-        boot: () => sandbox,
-        alive: () => true,
-        lastEventAt: () => Date.now(),
-        teardownFails: false,
-        finalizedElsewhere: false,
-        ...script,
-      },
-      bootAttempts: 0,
-      finalizeCalls: [],
-      teardowns: [],
-    };
-    runs.set(runId, record);
-    return { runId, sandbox, record };
-  }
-  return { activities, aRun };
-}
-
-const quietLogger = (meta: { level: string }, message?: unknown, ...rest: unknown[]) => {
-  if (meta.level === 'error') console.error(message, ...rest);
-};
+import type { RestateServer } from '../../restate/launcher.ts';
+import { cancelInvocation, queryInvocations, sqlString } from '../../restate/admin.ts';
+import type { RunWorkflowClient } from '../../workflows/run-client.ts';
+import { activityFailure } from '../../workflows/run-types.ts';
+import { aSandboxWorld, startWorkflowHarness, type WorkflowHarness } from '../support/run-workflow-world.ts';
 
 describe('run workflow lifecycle', { concurrency: true }, () => {
   const world = aSandboxWorld();
-  let baseDir: string;
+  let harness: WorkflowHarness;
   let server: RestateServer;
-  let endpoint: WorkflowEndpoint;
   let client: RunWorkflowClient;
 
   before(async () => {
-    baseDir = mkdtempSync(join(tmpdir(), 'restate-lifecycle-'));
-    const [ingressPort, adminPort, nodePort, endpointPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-    server = await startRestateServer({ baseDir, ingressPort, adminPort, nodePort, logFile: join(baseDir, 'restate.log') });
-    const workflow = createRunWorkflow(world.activities, {
+    harness = await startWorkflowHarness(world.activities, {
       retry: {
         boot: { maxRetryAttempts: 3, initialRetryInterval: 50, maxRetryInterval: 100 },
         teardown: { maxRetryAttempts: 2, initialRetryInterval: 50, maxRetryInterval: 100 },
       },
     });
-    endpoint = await startWorkflowEndpoint({ port: endpointPort, services: [workflow], logger: quietLogger });
-    await registerDeployment(server.adminUrl, endpoint.url);
-    client = createRunWorkflowClient(server.ingressUrl);
+    ({ server, client } = harness);
   });
+  const invocationOutcome = (invocationId: string) => harness.invocationOutcome(invocationId);
 
   after(async () => {
-    await endpoint?.close();
-    await server?.stop();
-    if (baseDir) rmSync(baseDir, { recursive: true, force: true });
+    await harness?.close();
   });
 
   test('a run that starts and reports success is finalized once with its output and torn down', async () => {
@@ -246,7 +154,9 @@ describe('run workflow lifecycle', { concurrency: true }, () => {
     const { ending } = await client.attach(runId);
 
     assert.equal(ending.status, 'cancelled');
+    assert.equal(ending.status === 'cancelled' && ending.error.code, 'run_cancelled_by_operator');
     assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+    assert.deepEqual(await invocationOutcome(invocationId), { completion_result: 'failure', completion_failure: '[409] Cancelled' });
   });
 
   test('a run that outlives its timeout ends with timeout', async () => {

@@ -3,9 +3,13 @@
 // workflow driving it any more (the engine lost it, or finalization gave up). It is failed
 // `run_abandoned`, through the same compare-and-set as every ending, so a workflow that does come
 // back later finds it finalized and changes nothing. Remote runs keep the same deadlines: their
-// workflow enforces them too.
+// workflow enforces them too. Before that far deadline, a second sweep asks the engine about open
+// runs and fails `workflow_lost` those whose workflow was killed or is gone.
 import type pg from 'pg';
+import type { Logger } from '../../../lib/log.ts';
 import { finalizeRun } from '../../../db/run-finalization.ts';
+import { workflowInvocationStates, type WorkflowInvocationState } from '../../../restate/admin.ts';
+import { RUN_WORKFLOW_NAME } from '../../../workflows/run-types.ts';
 
 /** Finalization retries last up to 10 minutes (workflows/run.ts); a minute more for clocks and queues. */
 export const ABANDONED_MARGIN_SECONDS = 11 * 60;
@@ -28,4 +32,71 @@ export async function reconcileAbandonedRuns(pool: pg.Pool, bootSeconds: number)
     if (finalized) failed.push(id);
   }
   return failed;
+}
+
+/**
+ * Runs whose workflow was killed, or is gone from the engine, would otherwise wait for the far
+ * deadline above. Open runs submitted more than `graceSeconds` ago are checked against the engine;
+ * those whose workflow completed or is unknown are failed `workflow_lost` through the same
+ * compare-and-set (a workflow that finalized meanwhile wins). An engine that cannot be asked
+ * changes nothing. Answers the ids failed (at most 100 a call).
+ */
+export async function reconcileLostWorkflows(pool: pg.Pool, adminUrl: string, graceSeconds: number): Promise<string[]> {
+  const { rows } = await pool.query<{ id: string }>(
+    `SELECT id FROM runs
+      WHERE status IN ('pending', 'running') AND submitted_at IS NOT NULL
+        AND submitted_at < now() - make_interval(secs => $1::int)
+      ORDER BY created_at LIMIT 100`,
+    [graceSeconds],
+  );
+  if (rows.length === 0) return [];
+  const states = await workflowInvocationStates(adminUrl, RUN_WORKFLOW_NAME, rows.map((r) => r.id));
+  const failed: string[] = [];
+  for (const { id } of rows) {
+    const state = states.get(id);
+    if (state && state.status !== 'completed') continue;
+    const { finalized } = await finalizeRun(pool, id, { status: 'failed', error: lostWorkflowError(state) });
+    if (finalized) failed.push(id);
+  }
+  return failed;
+}
+
+function lostWorkflowError(state: WorkflowInvocationState | undefined): { code: string; message: string } {
+  const code = 'workflow_lost';
+  if (!state) return { code, message: 'The run\'s workflow is gone from the workflow engine; the run was failed by the reconciler.' };
+  if (state.completion_failure === '[409] killed') {
+    return { code, message: `The run's workflow (${state.id}) was killed in the workflow engine; the run was failed by the reconciler.` };
+  }
+  const how = state.completion_failure ? ` with ${state.completion_failure}` : '';
+  return { code, message: `The run's workflow (${state.id}) ended${how} without recording the run's end; the run was failed by the reconciler.` };
+}
+
+/**
+ * Both sweeps every `everySeconds`, one pass at a time. The lost-workflow sweep's grace is the
+ * same interval: a workflow the engine has acknowledged is visible to its query at once.
+ */
+export function startRunReconciler(pool: pg.Pool, adminUrl: string, bootSeconds: number, everySeconds: number, log: Logger): { stop(): Promise<void> } {
+  let pass: Promise<void> | null = null;
+  const sweep = async () => {
+    const abandoned = await reconcileAbandonedRuns(pool, bootSeconds).catch((err) => {
+      log.warn('run reconciliation failed', { error: String(err) });
+      return [];
+    });
+    if (abandoned.length) log.warn('abandoned runs failed by the reconciler', { run_ids: abandoned });
+    const lost = await reconcileLostWorkflows(pool, adminUrl, everySeconds).catch((err) => {
+      log.warn('lost-workflow reconciliation failed', { error: String(err) });
+      return [];
+    });
+    if (lost.length) log.warn('runs whose workflow is gone failed by the reconciler', { run_ids: lost });
+  };
+  const timer = setInterval(() => {
+    pass ??= sweep().finally(() => (pass = null));
+  }, everySeconds * 1000);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await pass;
+    },
+  };
 }
