@@ -1,5 +1,5 @@
-// Admission to archive inflation. Inflation runs on libuv's thread pool, which file system calls,
-// DNS and password hashing share, so only a few entries inflate at once; waiting tenants are
+// Admission to archive inflation. Entries inflate in a small pool of worker threads, one entry
+// per worker at a time, so the machine's cores stay mostly for serving; waiting tenants are
 // served in turn (round robin by key), so one tenant's stream of imports cannot starve another's.
 
 export class FairQueue {
@@ -51,5 +51,5 @@ export class FairQueue {
   }
 }
 
-/** Two entries at a time: half of libuv's default four threads stay free for everything else. */
+/** Two entries at a time, so at most two inflate workers exist. */
 export const inflateQueue = new FairQueue(2);

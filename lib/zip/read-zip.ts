@@ -1,13 +1,14 @@
 // A ZIP reader for untrusted uploads. Every limit is judged on the declared sizes, and every
 // local header against its central one, before any entry is inflated; then each entry inflates
-// as a stream on libuv's thread pool (never on the event loop), stopped at the first chunk past
-// its declared size or past the archive's running total, because the declared sizes may lie.
+// in a worker thread (never on the event loop), stopped at the first chunk past its declared size
+// because the declared sizes may lie, and counted against the archive's running totals.
 //
 // Error codes: a limit crossed, an archive that lies about its sizes, or one that cannot be
 // parsed are all package_archive_unreadable (422): the archive as a whole is unusable. One file
 // declared larger than the per-file limit is file_too_large (400), which the spec names for ZIP
 // imports. A name that could escape the package folder, or two entries with one name, is
 // invalid_path (400).
+import { createHash, type Hash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import zlib from 'node:zlib';
 import { problem } from '../problem.ts';
@@ -18,6 +19,7 @@ import {
   SIG_LOCAL_HEADER,
 } from './format.ts';
 import { inflateQueue } from './inflate-queue.ts';
+import { inflateInWorker } from './inflate-workers.ts';
 
 export interface ZipLimits {
   /** entries in the central directory, directories and skipped entries included */
@@ -45,13 +47,22 @@ interface PlannedEntry {
   dataStart: number;
 }
 
-// Output arrives in slices of this size, so the event loop's share (copy and CRC) stays short.
-const INFLATE_CHUNK_BYTES = 512 * 1024;
-const CRC_SLICE_BYTES = 4 * 1024 * 1024;
+const INFLATE_CHUNK_BYTES = 1024 * 1024;
+// A stored entry is checked on the event loop, this much per turn.
+const SLICE_BYTES = 512 * 1024;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 let inflatedSoFar = 0;
+
+// Each file read is hashed as it is read: hashing it later, whole, would stall the event loop
+// for as long as inflating it did. Files read are never written to, so the digest stays true.
+const digests = new WeakMap<Buffer, string>();
+
+/** The `sha256-<base64>` integrity of a file this reader returned, computed while it was read. */
+export function digestOfRead(file: Buffer): string | undefined {
+  return digests.get(file);
+}
 
 /** Bytes inflated by this process so far: how much work a refused archive cost. */
 export function inflatedBytesTotal(): number {
@@ -178,14 +189,17 @@ async function extractEntry(bytes: Buffer, item: PlannedEntry, budget: InflateBu
   const stored = bytes.subarray(item.dataStart, item.dataStart + entry.compressedSize);
   let data: Buffer;
   let crc: number;
+  let digest: string;
   if (entry.method === METHOD_STORED) {
     budget.take(name, item.group, stored.length);
     // A view, not a copy: a stored entry costs no memory of its own. Entries live as long as the
     // request that read them; anything kept longer (a cache) must copy.
     data = stored;
-    crc = await crc32InSlices(stored);
+    const hash = createHash('sha256');
+    crc = await checkInSlices(stored, hash);
+    digest = hash.digest('base64');
   } else {
-    ({ data, crc } = await inflateStreaming(stored, item, budget));
+    ({ data, crc, digest } = await inflateOffThread(stored, item, budget));
   }
 
   if (data.length !== entry.uncompressedSize) {
@@ -194,57 +208,32 @@ async function extractEntry(bytes: Buffer, item: PlannedEntry, budget: InflateBu
   if (crc !== entry.crc32) {
     throw unreadable(`Archive entry ${printableEntryName(name)} fails its CRC-32 check.`);
   }
+  digests.set(data, `sha256-${digest}`);
   return data;
 }
 
-async function crc32InSlices(bytes: Buffer): Promise<number> {
+/** CRC-32 and hash of a stored entry, a slice per turn of the event loop. */
+async function checkInSlices(bytes: Buffer, hash: Hash): Promise<number> {
   let crc = 0;
-  for (let at = 0; at < bytes.length; at += CRC_SLICE_BYTES) {
-    crc = zlib.crc32(bytes.subarray(at, at + CRC_SLICE_BYTES), crc);
-    if (at + CRC_SLICE_BYTES < bytes.length) await nextTurn();
+  for (let at = 0; at < bytes.length; at += SLICE_BYTES) {
+    const slice = bytes.subarray(at, at + SLICE_BYTES);
+    crc = zlib.crc32(slice, crc);
+    hash.update(slice);
+    if (at + SLICE_BYTES < bytes.length) await nextTurn();
   }
   return crc;
 }
 
-/** Inflates on the thread pool into a buffer of the declared size; one byte more proves it false. */
-function inflateStreaming(compressed: Buffer, item: PlannedEntry, budget: InflateBudget): Promise<{ data: Buffer; crc: number }> {
+/** Inflates in a worker thread, capped at the declared size: one byte more proves it false. */
+async function inflateOffThread(compressed: Buffer, item: PlannedEntry, budget: InflateBudget): Promise<{ data: Buffer; crc: number; digest: string }> {
   const { name, entry } = item;
-  const declared = entry.uncompressedSize;
-  return new Promise((resolve, reject) => {
-    const out = Buffer.allocUnsafe(declared);
-    const inflater = zlib.createInflateRaw({ chunkSize: INFLATE_CHUNK_BYTES });
-    let filled = 0;
-    let crc = 0;
-    let settled = false;
-    const fail = (err: unknown) => {
-      if (settled) return;
-      settled = true;
-      inflater.destroy();
-      reject(err);
-    };
-    inflater.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      inflatedSoFar += chunk.length;
-      if (filled + chunk.length > declared) {
-        fail(unreadable(`Archive entry ${printableEntryName(name)} expands past its declared size of ${declared} bytes.`));
-        return;
-      }
-      try {
-        budget.take(name, item.group, chunk.length);
-      } catch (err) {
-        fail(err);
-        return;
-      }
-      chunk.copy(out, filled);
-      crc = zlib.crc32(chunk, crc);
-      filled += chunk.length;
-    });
-    inflater.on('error', (err) => fail(unreadable(`Archive entry ${printableEntryName(name)} is corrupt: ${err.message}.`)));
-    inflater.on('end', () => {
-      if (settled) return;
-      settled = true;
-      resolve({ data: out.subarray(0, filled), crc });
-    });
-    inflater.end(compressed);
-  });
+  const outcome = await inflateInWorker(compressed, entry.uncompressedSize, INFLATE_CHUNK_BYTES);
+  if ('corrupt' in outcome) throw unreadable(`Archive entry ${printableEntryName(name)} is corrupt: ${outcome.corrupt}.`);
+  if ('past' in outcome) {
+    inflatedSoFar += outcome.past;
+    throw unreadable(`Archive entry ${printableEntryName(name)} expands past its declared size of ${entry.uncompressedSize} bytes.`);
+  }
+  inflatedSoFar += outcome.data.length;
+  budget.take(name, item.group, outcome.data.length);
+  return outcome;
 }
