@@ -9,6 +9,8 @@ const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const zlib = require('node:zlib');
 const { createHash } = require('node:crypto');
+// On Linux a thread has its own niceness: inflation yields the cores to request handling.
+try { require('node:os').setPriority(19); } catch {}
 parentPort.on('message', ({ input, cap, chunkSize }) => {
   const out = Buffer.allocUnsafeSlow(cap);
   const hash = createHash('sha256');
