@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import zlib from 'node:zlib';
 import { FairQueue } from '../../lib/zip/inflate-queue.ts';
-import { inflatedBytesTotal, readZip, type ZipLimits } from '../../lib/zip/read-zip.ts';
+import { createHash } from 'node:crypto';
+import { sha256Integrity } from '../../lib/afps/integrity.ts';
+import { digestOfRead, inflatedBytesTotal, readZip, type ZipLimits } from '../../lib/zip/read-zip.ts';
 import { encodeZip, writeZip, type RawZipEntry } from '../../lib/zip/write-zip.ts';
 
 const MIB = 1024 * 1024;
@@ -59,6 +61,21 @@ describe('ZIP inflation', () => {
     // inflating on the event loop stalls it once per entry; one stall is allowed for a busy machine
     assert.ok(stalls.length <= 1, `${stalls.length} stalls over ${(blockMs / 2).toFixed(0)} ms: ${summary}`);
     assert.ok(gaps.length >= 8, summary);
+  });
+
+  test('each file read carries the SHA-256 of its content, stored or deflated, so it is not hashed again', async () => {
+    const content = Buffer.from('x'.repeat(3 * MIB) + 'tail');
+    const archive = encodeZip([
+      { name: 'stored.txt', method: 0, data: content, crc32: zlib.crc32(content), uncompressedSize: content.length },
+      { name: 'deflated.txt', method: 8, data: zlib.deflateRawSync(content), crc32: zlib.crc32(content), uncompressedSize: content.length },
+    ]);
+    const expected = `sha256-${createHash('sha256').update(content).digest('base64')}`;
+    const files = await readZip(archive, LIMITS);
+    for (const name of ['stored.txt', 'deflated.txt']) {
+      assert.equal(digestOfRead(files.get(name)!), expected, name);
+      assert.equal(sha256Integrity(files.get(name)!), expected, name);
+    }
+    assert.equal(digestOfRead(Buffer.from(content)), undefined, 'a buffer not read from an archive has none');
   });
 
   test('an entry lying about its size stops inflating at the first chunk past the declaration', async () => {
