@@ -35,7 +35,7 @@ export interface ZipLimits {
 }
 
 export interface ReadZipOptions {
-  /** whose turn this is in the inflation queue (the tenant); one key is served at a time */
+  /** whose turn this is in the inflation queue (the tenant); waiting keys are served in turn */
   queueKey?: string;
 }
 
