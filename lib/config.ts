@@ -125,6 +125,8 @@ export const ConfigSchema = z.object({
   /** package draft editing: one file, and the whole tree (413 file_too_large / tree_too_large) */
   PACKAGE_EDIT_MAX_FILE_BYTES: intFromEnv(5 * MIB),
   PACKAGE_EDIT_MAX_TREE_BYTES: intFromEnv(50 * MIB),
+  /** what one imported package (an archive, or one package of a bundle) may inflate to; 422 past it */
+  PACKAGE_MAX_INFLATED_BYTES: intFromEnv(200 * MIB),
   AUTH_ALLOWED_SIGNUP_DOMAINS: csv,
   ORG_CREATION_DISABLED: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   SANDBOX_WARM_POOL: intFromEnv(2),

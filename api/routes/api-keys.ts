@@ -29,6 +29,8 @@ const CreatedApiKey = z.object({
   createdAt: z.string(),
 }).meta({ id: 'CreatedApiKey' });
 const TAG = 'API keys';
+/** keys one user may create per minute (per caller, as every route limit) */
+export const API_KEY_CREATIONS_PER_MINUTE = 10;
 
 function scopeFor(ctx: RequestContext, deps: AppDeps): apiKeys.ApiKeyScope {
   return { ...spaceScopeOf(ctx, deps.database), authCache: deps.authCache };
@@ -37,7 +39,8 @@ function scopeFor(ctx: RequestContext, deps: AppDeps): apiKeys.ApiKeyScope {
 export const apiKeyRoutes = [
   route({
     method: 'post', path: '/api/api-keys', summary: 'Create an API key pinned to the space', tag: TAG,
-    tenant: 'space', permission: 'api-keys:create', sessionOnly: true,
+    // the spec's table has no row for key creation; without one, minting keys would sidestep per-key limits
+    tenant: 'space', permission: 'api-keys:create', sessionOnly: true, rateLimit: { perMinute: API_KEY_CREATIONS_PER_MINUTE },
     body: z.object({
       name: z.string().trim().min(1).max(200),
       scopes: z.array(z.string().max(100)).max(200).optional(),

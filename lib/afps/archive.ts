@@ -22,6 +22,8 @@ export const SKILL_FILE = 'SKILL.md';
 export interface ReadPackageOptions {
   timeoutCeilingSeconds: number;
   limits?: Partial<ZipLimits>;
+  /** whose turn it is in the inflation queue (the tenant) */
+  queueKey?: string;
 }
 
 export interface PackageContents {
@@ -32,8 +34,8 @@ export interface PackageContents {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-export function readPackageArchive(bytes: Buffer, opts: ReadPackageOptions): PackageContents {
-  const files = readZip(bytes, { ...PACKAGE_ZIP_LIMITS, ...opts.limits });
+export async function readPackageArchive(bytes: Buffer, opts: ReadPackageOptions): Promise<PackageContents> {
+  const files = await readZip(bytes, { ...PACKAGE_ZIP_LIMITS, ...opts.limits }, { queueKey: opts.queueKey });
   return readPackageFiles(files, opts);
 }
 

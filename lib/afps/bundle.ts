@@ -17,6 +17,7 @@ import {
   packageKey, packagePrefix, parseBundleIndex, type BundleIndex,
 } from './bundle-index.ts';
 import { checkBundleSignature, signBundleIntegrity } from './bundle-signature.ts';
+import { PACKAGE_MAX_TOTAL_BYTES } from './archive.ts';
 import { isJsonObject } from './field-reader.ts';
 import { sha256Integrity, treeIntegrity } from './integrity.ts';
 import { packageIdProblem, type PackageId } from './package-id.ts';
@@ -48,6 +49,10 @@ export interface ReadBundleOptions {
   /** AFPS_TRUST_ROOT: base64 raw Ed25519 public keys; entries that are not one are ignored */
   trustRoot: readonly string[];
   limits?: Partial<ZipLimits>;
+  /** what one package of the bundle may inflate to; default PACKAGE_MAX_TOTAL_BYTES */
+  maxPackageBytes?: number;
+  /** whose turn it is in the inflation queue (the tenant) */
+  queueKey?: string;
 }
 
 export interface ReadBundle {
@@ -105,8 +110,10 @@ export function buildBundle(input: BundleInput, signer?: { privateKey: KeyObject
   return writeZip(entries);
 }
 
-export function readBundle(bytes: Buffer, opts: ReadBundleOptions): ReadBundle {
-  const entries = readZip(bytes, { ...BUNDLE_ZIP_LIMITS, ...opts.limits });
+export async function readBundle(bytes: Buffer, opts: ReadBundleOptions): Promise<ReadBundle> {
+  // packages/@scope/name/version/...: the first four segments name the package an entry belongs to
+  const group = { depth: 4, maxBytes: opts.maxPackageBytes ?? PACKAGE_MAX_TOTAL_BYTES, setting: 'PACKAGE_MAX_INFLATED_BYTES' };
+  const entries = await readZip(bytes, { ...BUNDLE_ZIP_LIMITS, group, ...opts.limits }, { queueKey: opts.queueKey });
   const index = parseBundleIndex(entries.get(INDEX_FILE));
   const integrityFault = (detail: string) => problem('invalid_bundle', { detail: `Bundle integrity check failed: ${detail}` });
 

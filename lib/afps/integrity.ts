@@ -2,8 +2,12 @@
 import { createHash } from 'node:crypto';
 import { problem } from '../problem.ts';
 import { classifyEntryName, compareEntryNames, printableEntryName } from '../zip/entry-name.ts';
+import { digestOfRead } from '../zip/read-zip.ts';
 
 export function sha256Integrity(bytes: Buffer | string): string {
+  // a file read from an archive was hashed while it was read
+  const known = typeof bytes === 'string' ? undefined : digestOfRead(bytes);
+  if (known) return known;
   return `sha256-${createHash('sha256').update(bytes).digest('base64')}`;
 }
 

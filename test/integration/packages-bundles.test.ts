@@ -49,7 +49,7 @@ async function exportBundle(world: World): Promise<Buffer> {
 
 test('an export holds the agent and its resolved dependencies; another organization imports it', async () => {
   const bytes = await exportBundle(plain);
-  const read = readBundle(bytes, { policy: 'off', trustRoot: [] });
+  const read = await readBundle(bytes, { policy: 'off', trustRoot: [] });
   assert.equal(read.root, '@acme/bot');
   assert.deepEqual(read.packages.map((p) => `${p.id}@${p.version}`), ['@acme/bot@1.0.0', '@acme/crm@1.0.0', '@acme/summarize@1.2.0']);
   assert.equal(read.signed, false);
@@ -90,7 +90,7 @@ test('a bundle with one byte changed is refused', async () => {
   }
 
   // one byte of the prompt changed, the archive rebuilt cleanly: the hashes catch it
-  const entries = readZip(bytes, { maxEntries: 100, maxEntryBytes: 1 << 20, maxTotalBytes: 1 << 22 });
+  const entries = await readZip(bytes, { maxEntries: 100, maxEntryBytes: 1 << 20, maxTotalBytes: 1 << 22 });
   const promptPath = [...entries.keys()].find((p) => p.endsWith('/prompt.md'))!;
   const prompt = Buffer.from(entries.get(promptPath)!);
   prompt[0] ^= 0x20;
@@ -105,7 +105,7 @@ test('a bundle with one byte changed is refused', async () => {
 
 test('under policy required, a bundle signed by a trusted key is accepted; unsigned or untrusted ones are refused', async () => {
   const signed = await exportBundle(w);
-  assert.equal(readBundle(signed, { policy: 'required', trustRoot: [signer.trustRootEntry] }).trusted, true);
+  assert.equal((await readBundle(signed, { policy: 'required', trustRoot: [signer.trustRootEntry] })).trusted, true);
   const key = await anotherOrg(w);
   const accepted = await upload(w.app.url, '/api/packages/import-bundle', signed, { key });
   assert.equal(accepted.status, 201, accepted.text);
@@ -119,7 +119,7 @@ test('under policy required, a bundle signed by a trusted key is accepted; unsig
   assert.equal(refused.body.code, 'bundle_signature_invalid');
 
   const stranger = generateSigningKey();
-  const read = readBundle(unsigned, { policy: 'off', trustRoot: [] });
+  const read = await readBundle(unsigned, { policy: 'off', trustRoot: [] });
   const foreign = buildBundle({ root: read.root, packages: read.packages }, { privateKey: stranger.privateKey });
   const untrusted = await upload(w.app.url, '/api/packages/import-bundle', foreign, { key: await anotherOrg(w) });
   assert.equal(untrusted.status, 422);
@@ -144,7 +144,7 @@ test('a contained version already published with other content is integrity_mism
   assert.equal(conflict.body.code, 'bundle_conflict');
 });
 
-test('AFPS_SIGNING_KEY may also be PEM', () => {
+test('AFPS_SIGNING_KEY may also be PEM', async () => {
   const pem = signer.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
   assert.ok(crypto.createPrivateKey(pem).asymmetricKeyType === 'ed25519');
 });

@@ -120,7 +120,7 @@ test('publishing the draft makes a new version; publishing it again is no_change
   expectProblem(lower, 409, 'no_changes');
 
   const archive = await download(w.app.url, `${base}/1.0.1/download`, { key: w.key });
-  const files = readZip(archive.bytes, { maxEntries: 100, maxEntryBytes: 1 << 20, maxTotalBytes: 1 << 22 });
+  const files = await readZip(archive.bytes, { maxEntries: 100, maxEntryBytes: 1 << 20, maxTotalBytes: 1 << 22 });
   assert.equal(files.get('prompt.md')!.toString(), 'Rewritten prompt.');
   assert.equal(JSON.parse(files.get('manifest.json')!.toString()).version, '1.0.1');
 

@@ -22,16 +22,16 @@ function anAgentBundle(): BundleInput {
 }
 
 /** The bundle's entries with one changed, re-zipped as a valid archive so only the hashes can tell. */
-function rezipped(bundle: Buffer, change: (entries: Map<string, Buffer>) => void): Buffer {
-  const entries = readZip(bundle, LIMITS);
+async function rezipped(bundle: Buffer, change: (entries: Map<string, Buffer>) => void): Promise<Buffer> {
+  const entries = await readZip(bundle, LIMITS);
   change(entries);
   return writeZip(entries);
 }
 
 describe('bundle integrity', () => {
-  test('a bundle round-trips: root, packages, files and hashes', () => {
+  test('a bundle round-trips: root, packages, files and hashes', async () => {
     const input = anAgentBundle();
-    const read = readBundle(buildBundle(input), OPEN);
+    const read = await readBundle(buildBundle(input), OPEN);
     assert.equal(read.root, '@fixtures/agent-plain');
     assert.equal(read.signed, false);
     assert.deepEqual(read.warnings, []);
@@ -46,18 +46,18 @@ describe('bundle integrity', () => {
     assert.match(read.integrity, /^sha256-/);
   });
 
-  test('building is deterministic', () => {
+  test('building is deterministic', async () => {
     assert.deepEqual(buildBundle(anAgentBundle()), buildBundle({ ...anAgentBundle(), packages: anAgentBundle().packages.reverse() }));
   });
 
-  test('one byte changed in a package file is refused as an integrity fault', () => {
-    const tampered = rezipped(buildBundle(anAgentBundle()), (entries) => {
+  test('one byte changed in a package file is refused as an integrity fault', async () => {
+    const tampered = await rezipped(buildBundle(anAgentBundle()), (entries) => {
       const name = 'packages/@fixtures/agent-plain/1.2.0/prompt.md';
       const bytes = Buffer.from(entries.get(name)!);
       bytes[0] ^= 0x01;
       entries.set(name, bytes);
     });
-    assert.throws(() => readBundle(tampered, OPEN), (err: any) => {
+    await assert.rejects(() => readBundle(tampered, OPEN), (err: any) => {
       assert.equal(err.code, 'invalid_bundle');
       assert.match(err.detail, /integrity/);
       assert.match(err.detail, /prompt\.md/);
@@ -65,52 +65,52 @@ describe('bundle integrity', () => {
     });
   });
 
-  test('one byte flipped in the raw bundle bytes is refused', () => {
+  test('one byte flipped in the raw bundle bytes is refused', async () => {
     const bundle = buildBundle(anAgentBundle());
     const raw = Buffer.from(bundle);
     // flip a byte inside the first stored entry's data (past its local header)
     raw[80] ^= 0xff;
-    assert.throws(() => readBundle(raw, OPEN), (err: any) => ['invalid_bundle', 'package_archive_unreadable'].includes(err.code));
+    await assert.rejects(() => readBundle(raw, OPEN), (err: any) => ['invalid_bundle', 'package_archive_unreadable'].includes(err.code));
   });
 
-  test('a missing file, an extra file and an edited index are refused', () => {
+  test('a missing file, an extra file and an edited index are refused', async () => {
     const bundle = buildBundle(anAgentBundle());
-    const missing = rezipped(bundle, (e) => e.delete('packages/@fixtures/skill-summarize/1.0.0/references/style-guide.md'));
-    assert.throws(() => readBundle(missing, OPEN), (err: any) => err.code === 'invalid_bundle' && /lacks its file/.test(err.detail));
+    const missing = await rezipped(bundle, (e) => e.delete('packages/@fixtures/skill-summarize/1.0.0/references/style-guide.md'));
+    await assert.rejects(() => readBundle(missing, OPEN), (err: any) => err.code === 'invalid_bundle' && /lacks its file/.test(err.detail));
 
-    const extra = rezipped(bundle, (e) => e.set('packages/@fixtures/skill-summarize/1.0.0/scripts/run.sh', Buffer.from('rm -rf /')));
-    assert.throws(() => readBundle(extra, OPEN), (err: any) => err.code === 'invalid_bundle' && /not listed/.test(err.detail));
+    const extra = await rezipped(bundle, (e) => e.set('packages/@fixtures/skill-summarize/1.0.0/scripts/run.sh', Buffer.from('rm -rf /')));
+    await assert.rejects(() => readBundle(extra, OPEN), (err: any) => err.code === 'invalid_bundle' && /not listed/.test(err.detail));
 
-    const stray = rezipped(bundle, (e) => e.set('README.md', Buffer.from('hi')));
-    assert.throws(() => readBundle(stray, OPEN), (err: any) => err.code === 'invalid_bundle' && /not listed/.test(err.detail));
+    const stray = await rezipped(bundle, (e) => e.set('README.md', Buffer.from('hi')));
+    await assert.rejects(() => readBundle(stray, OPEN), (err: any) => err.code === 'invalid_bundle' && /not listed/.test(err.detail));
 
-    const reRooted = rezipped(bundle, (e) => {
+    const reRooted = await rezipped(bundle, (e) => {
       const index = JSON.parse(e.get('bundle.json')!.toString());
       index.root = '@fixtures/skill-summarize';
       e.set('bundle.json', Buffer.from(JSON.stringify(index)));
     });
-    assert.throws(() => readBundle(reRooted, OPEN), (err: any) => err.code === 'invalid_bundle' && /overall hash/.test(err.detail));
+    await assert.rejects(() => readBundle(reRooted, OPEN), (err: any) => err.code === 'invalid_bundle' && /overall hash/.test(err.detail));
 
-    const swapped = rezipped(bundle, (e) => {
+    const swapped = await rezipped(bundle, (e) => {
       const index = JSON.parse(e.get('bundle.json')!.toString());
       index.packages[0].integrity = index.packages[1].integrity;
       e.set('bundle.json', Buffer.from(JSON.stringify(index)));
     });
-    assert.throws(() => readBundle(swapped, OPEN), (err: any) => err.code === 'invalid_bundle' && /package hash/.test(err.detail));
+    await assert.rejects(() => readBundle(swapped, OPEN), (err: any) => err.code === 'invalid_bundle' && /package hash/.test(err.detail));
   });
 
-  test('a bundle without bundle.json, or with an index of another shape, is invalid_bundle', () => {
-    assert.throws(() => readBundle(writeZip([['x.txt', Buffer.from('x')]]), OPEN), { code: 'invalid_bundle' });
+  test('a bundle without bundle.json, or with an index of another shape, is invalid_bundle', async () => {
+    await assert.rejects(() => readBundle(writeZip([['x.txt', Buffer.from('x')]]), OPEN), { code: 'invalid_bundle' });
     const bundle = buildBundle(anAgentBundle());
-    const extraMember = rezipped(bundle, (e) => {
+    const extraMember = await rezipped(bundle, (e) => {
       const index = JSON.parse(e.get('bundle.json')!.toString());
       index.comment = 'hi';
       e.set('bundle.json', Buffer.from(JSON.stringify(index)));
     });
-    assert.throws(() => readBundle(extraMember, OPEN), { code: 'invalid_bundle' });
+    await assert.rejects(() => readBundle(extraMember, OPEN), { code: 'invalid_bundle' });
   });
 
-  test('a bundle must be rooted at one agent whose manifests match the index', () => {
+  test('a bundle must be rooted at one agent whose manifests match the index', async () => {
     const input = anAgentBundle();
     assert.throws(() => buildBundle({ ...input, root: '@fixtures/skill-summarize' }), { code: 'bundle_invalid' });
     assert.throws(() => buildBundle({ ...input, root: '@fixtures/absent' }), { code: 'bundle_invalid' });
@@ -119,9 +119,9 @@ describe('bundle integrity', () => {
     assert.throws(() => buildBundle(misfiled), { code: 'bundle_invalid' });
   });
 
-  test('zip-slip names inside a bundle are refused before any hash is checked', () => {
+  test('zip-slip names inside a bundle are refused before any hash is checked', async () => {
     const content = Buffer.from('x');
     const evil = encodeZip([{ name: '../bundle.json', method: 8, data: zlib.deflateRawSync(content), crc32: zlib.crc32(content), uncompressedSize: 1 }]);
-    assert.throws(() => readBundle(evil, OPEN), { code: 'invalid_path' });
+    await assert.rejects(() => readBundle(evil, OPEN), { code: 'invalid_path' });
   });
 });

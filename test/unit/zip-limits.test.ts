@@ -15,13 +15,13 @@ function zerosDeflateStream(mebibytes: number): Buffer {
 }
 
 describe('ZIP reader limits', () => {
-  test('an entry whose deflate stream inflates far past its small declared size is refused, memory stays low', () => {
+  test('an entry whose deflate stream inflates far past its small declared size is refused, memory stays low', async () => {
     const stream = zerosDeflateStream(60); // ~60 KiB that inflates to 60 MiB
     const archive = encodeZip([{ name: 'bomb.bin', method: 8, data: stream, crc32: 0, uncompressedSize: 1024 }]);
     assert.ok(archive.length < 100 * 1024, `archive is ${archive.length} bytes`);
 
     const started = Date.now();
-    assert.throws(() => readZip(archive, LIMITS), (err: any) => {
+    await assert.rejects(() => readZip(archive, LIMITS), (err: any) => {
       assert.equal(err.code, 'package_archive_unreadable');
       assert.match(err.detail, /expands past its declared size/);
       return true;
@@ -30,13 +30,13 @@ describe('ZIP reader limits', () => {
     assert.ok(process.memoryUsage().rss < 200 * 1024 * 1024, `rss ${process.memoryUsage().rss}`);
   });
 
-  test('a ~60 KB archive declaring 10 GB (ZIP64 sizes) is refused before anything is inflated', () => {
+  test('a ~60 KB archive declaring 10 GB (ZIP64 sizes) is refused before anything is inflated', async () => {
     const stream = zerosDeflateStream(60);
     const archive = encodeZip([{ name: 'huge.bin', method: 8, data: stream, crc32: 0, uncompressedSize: 10 * GiB }]);
     assert.ok(archive.length < 100 * 1024);
 
     const started = Date.now();
-    assert.throws(() => readZip(archive, LIMITS), (err: any) => {
+    await assert.rejects(() => readZip(archive, LIMITS), (err: any) => {
       assert.equal(err.code, 'package_archive_unreadable');
       assert.match(err.detail, /expands to 10737418240 bytes/);
       return true;
@@ -45,39 +45,39 @@ describe('ZIP reader limits', () => {
     assert.ok(process.memoryUsage().rss < 200 * 1024 * 1024);
   });
 
-  test('many entries whose declared sizes add up past the total limit are refused', () => {
+  test('many entries whose declared sizes add up past the total limit are refused', async () => {
     const stream = zerosDeflateStream(1);
     const entries = Array.from({ length: 5 }, (_, i) => ({
       name: `part-${i}.bin`, method: 8, data: stream, crc32: 0, uncompressedSize: 45 * 1024 * 1024,
     }));
-    assert.throws(() => readZip(encodeZip(entries), LIMITS), { code: 'package_archive_unreadable' });
+    await assert.rejects(() => readZip(encodeZip(entries), LIMITS), { code: 'package_archive_unreadable' });
   });
 
-  test('one file declared over the per-file limit is file_too_large', () => {
+  test('one file declared over the per-file limit is file_too_large', async () => {
     const stream = zerosDeflateStream(1);
     const archive = encodeZip([{ name: 'video.mp4', method: 8, data: stream, crc32: 0, uncompressedSize: 60 * 1024 * 1024 }]);
-    assert.throws(() => readZip(archive, LIMITS), (err: any) => {
+    await assert.rejects(() => readZip(archive, LIMITS), (err: any) => {
       assert.equal(err.code, 'file_too_large');
       assert.equal(err.status, 400);
       return true;
     });
   });
 
-  test('an archive with more entries than allowed is refused on the count alone', () => {
+  test('an archive with more entries than allowed is refused on the count alone', async () => {
     const files = Array.from({ length: 11 }, (_, i): [string, Buffer] => [`f${i}.txt`, Buffer.from('x')]);
-    assert.throws(() => readZip(writeZip(files), { ...LIMITS, maxEntries: 10 }), (err: any) => {
+    await assert.rejects(() => readZip(writeZip(files), { ...LIMITS, maxEntries: 10 }), (err: any) => {
       assert.equal(err.code, 'package_archive_unreadable');
       assert.match(err.detail, /11 entries/);
       return true;
     });
-    assert.equal(readZip(writeZip(files), { ...LIMITS, maxEntries: 11 }).size, 11);
+    assert.equal((await readZip(writeZip(files), { ...LIMITS, maxEntries: 11 })).size, 11);
   });
 
-  test('an entry that inflates to less than its declared size is refused', () => {
+  test('an entry that inflates to less than its declared size is refused', async () => {
     const content = Buffer.from('short');
     const archive = encodeZip([{
       name: 'a.txt', method: 8, data: zlib.deflateRawSync(content), crc32: zlib.crc32(content), uncompressedSize: 100,
     }]);
-    assert.throws(() => readZip(archive, LIMITS), { code: 'package_archive_unreadable' });
+    await assert.rejects(() => readZip(archive, LIMITS), { code: 'package_archive_unreadable' });
   });
 });

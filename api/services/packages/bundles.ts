@@ -65,7 +65,12 @@ export interface BundleImportResult {
 const UNIQUE_VIOLATION = '23505';
 
 export async function importBundle(scope: PackageScope, bytes: Buffer): Promise<{ status: 200 | 201; body: BundleImportResult }> {
-  const bundle = readBundle(bytes, { policy: scope.config.AFPS_SIGNATURE_POLICY, trustRoot: scope.config.AFPS_TRUST_ROOT });
+  const bundle = await readBundle(bytes, {
+    policy: scope.config.AFPS_SIGNATURE_POLICY,
+    trustRoot: scope.config.AFPS_TRUST_ROOT,
+    maxPackageBytes: scope.config.PACKAGE_MAX_INFLATED_BYTES,
+    queueKey: scope.orgId,
+  });
   const checked = bundle.packages.map((pkg) => {
     let contents: PackageContents;
     try {

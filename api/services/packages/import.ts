@@ -28,8 +28,12 @@ export function packageReadOptions(scope: PackageScope) {
 }
 
 /** An uploaded .afps/.zip archive; it is kept byte for byte. */
-export function importArchive(scope: PackageScope, bytes: Buffer): Promise<ImportOutcome> {
-  const contents = readPackageArchive(bytes, packageReadOptions(scope));
+export async function importArchive(scope: PackageScope, bytes: Buffer): Promise<ImportOutcome> {
+  const contents = await readPackageArchive(bytes, {
+    ...packageReadOptions(scope),
+    limits: { maxTotalBytes: scope.config.PACKAGE_MAX_INFLATED_BYTES, totalSetting: 'PACKAGE_MAX_INFLATED_BYTES' },
+    queueKey: scope.orgId,
+  });
   return importContents(scope, contents, bytes);
 }
 
