@@ -80,3 +80,10 @@ test('wrong shapes are refused: prefix, length, alphabet, checksum written anoth
     assert.equal(isWellFormedApiKey(bad), false, JSON.stringify(bad));
   }
 });
+
+test('a wrong shape is refused even when it carries the right checksum of its own first 35 characters', () => {
+  for (const body of ['apst_' + 'a'.repeat(29) + '-', 'APST_' + 'a'.repeat(30), 'apsk_' + 'b'.repeat(30), 'apst_' + 'é'.repeat(30), 'apst_' + 'a'.repeat(28) + ' \n']) {
+    assert.equal(body.length, 35);
+    assert.equal(isWellFormedApiKey(body + independentChecksum(body)), false, JSON.stringify(body));
+  }
+});
