@@ -31,7 +31,10 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   // A launcher that does not pass signals on (npm on SIGTERM) still stops the platform by going away.
-  watchParent(() => onSignal('parent exited'));
+  // It asks for a stop once; it never counts as the second signal that cuts a drain short.
+  watchParent(() => {
+    if (signals === 0) onSignal('parent exited');
+  });
 
   try {
     platform = await startPlatform({ announce: (line) => process.stdout.write(`${line}\n`) });

@@ -1,6 +1,6 @@
 // One platform per data directory, and an embedded PostgreSQL that stays up: a second start on
 // the same directory refuses with one line naming the first and leaves it serving; a database
-// that dies makes readiness say so, and is started again on the same port and data.
+// (or Restate) that dies makes readiness say so, and is started again on the same port and data.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -70,4 +70,24 @@ test('a killed embedded PostgreSQL: readiness says unavailable, the server is st
   const created = await call(setup.base, 'POST', '/api/end-users', { ...auth, body: { externalId: 'after', name: 'After the restart' } });
   assert.equal(created.status, 201, created.text);
   assert.match(first.output(), /embedded PostgreSQL .* exited; starting it again/);
+});
+
+test('an engine that does not answer makes readiness name it; a killed one is started again', async () => {
+  const pidFile = path.join(setup.dataDir, 'restate.pid');
+  const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+  // Frozen, it is alive but answers nothing: readiness must not take a live pid for a working engine.
+  process.kill(pid, 'SIGSTOP');
+  let seen: { status: number; body: { status: string; checks?: Record<string, string> } } | undefined;
+  try {
+    await until(async () => (seen = await ready()).status === 503, 15_000, 'readiness reports the engine');
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  assert.deepEqual(seen!.body, { status: 'unavailable', checks: { database: 'ok', engine: 'unreachable' } });
+  await until(async () => (await ready()).status === 200, 30_000, 'readiness recovers');
+
+  process.kill(pid, 'SIGKILL');
+  await until(() => Number(fs.readFileSync(pidFile, 'utf8')) !== pid, 60_000, `a new engine is started:\n${first.output().slice(-2000)}`);
+  await until(async () => (await ready()).status === 200, 60_000, 'readiness recovers');
+  assert.match(first.output(), /embedded Restate server exited; starting it again/);
 });
