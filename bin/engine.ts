@@ -89,6 +89,8 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger, st
     return { pid: server.pid, stop: () => server.stop() };
   };
   const killPid = async (pid: number) => {
+    // a recorded pid may since belong to another program
+    if (!pidAlive(pid)) return;
     try {
       process.kill(pid, 'SIGTERM');
     } catch {
