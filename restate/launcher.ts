@@ -92,6 +92,8 @@ export async function startRestateServer(opts: RestateServerOptions): Promise<Re
   const child = spawn(command, commandArgs, {
     cwd: baseDir,
     env,
+    // its own process group: a terminal's Ctrl-C reaches the platform, which stops it after draining
+    detached: true,
     stdio: ['ignore', output.fd ?? 'pipe', output.fd ?? 'pipe'],
   });
   if (output.fd !== undefined) closeSync(output.fd);

@@ -9,6 +9,11 @@ export interface PublicDocs {
 }
 
 const Health = z.object({ status: z.enum(['ok', 'starting', 'draining']) });
+const Readiness = z.object({
+  status: z.enum(['ok', 'starting', 'draining', 'unavailable']),
+  /** present when a part the API depends on does not answer */
+  checks: z.record(z.string(), z.enum(['ok', 'unreachable'])).optional(),
+});
 
 const DOCS_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Agent Platform API reference</title>
@@ -28,13 +33,16 @@ export function publicRoutes(docs: PublicDocs): RouteDef<any, any, any>[] {
       handler: async () => ok({ status: 'ok' }),
     }),
     route({
-      method: 'get', path: '/health/ready', summary: 'Readiness: boot completed and not draining', tag: 'Health', stage: 'public',
-      responses: { 200: { description: 'Ready', schema: Health }, 503: { description: 'Starting or draining', schema: Health } },
+      method: 'get', path: '/health/ready', summary: 'Readiness: boot completed, not draining, and the database and workflow engine answer', tag: 'Health', stage: 'public',
+      responses: { 200: { description: 'Ready', schema: Readiness }, 503: { description: 'Starting, draining, or a dependency does not answer', schema: Readiness } },
       handler: async ({ deps }): Promise<Reply> => {
         const lc = deps.lifecycle;
         if (!lc.ready) return { status: 503, body: { status: 'starting' }, headers: { 'Retry-After': '1' } };
         if (lc.draining) return { status: 503, body: { status: 'draining' } };
-        return ok({ status: 'ok' });
+        const answers = await lc.dependencies();
+        if (Object.values(answers).every(Boolean)) return ok({ status: 'ok' });
+        const checks = Object.fromEntries(Object.entries(answers).map(([name, up]) => [name, up ? 'ok' : 'unreachable']));
+        return { status: 503, body: { status: 'unavailable', checks }, headers: { 'Retry-After': '1' } };
       },
     }),
     route({

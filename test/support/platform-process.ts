@@ -53,6 +53,8 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
     EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1',
     ...opts.env,
   };
+  // An empty value unsets a default above (e.g. BOOTSTRAP_TOKEN, to have one generated).
+  for (const [k, v] of Object.entries(env)) if (v === '') delete env[k];
   let output = '';
   const launch = async (): Promise<ChildProcess> => {
     const proc = spawn(process.execPath, ['bin/start.mjs', 'platform'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
