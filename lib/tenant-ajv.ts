@@ -28,6 +28,12 @@ const URL_LOOKAHEAD = /\(\?!(?:[^()]|\([^()]*\))*\)/g;
 const URL_USERINFO = '(?:\\S+(?::\\S*)?@)?';
 
 function linearUrlFormat(): (text: string) => boolean {
+  // compiled on first use: most schemas never ask for url, and the sidecar starts for every run
+  let check: ((text: string) => boolean) | undefined;
+  return (text) => (check ??= compileUrlFormat())(text);
+}
+
+function compileUrlFormat(): (text: string) => boolean {
   const source = (fullFormats.url as RegExp).source;
   const lookaheads = source.match(URL_LOOKAHEAD) ?? [];
   if (lookaheads.length === 0 || !source.includes(URL_USERINFO)) throw new Error('ajv-formats url pattern changed shape');
