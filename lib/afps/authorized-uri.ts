@@ -65,8 +65,24 @@ export function renderAuthorizedUri(pattern: string, fields: Record<string, stri
   return broken ? null : rendered;
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+/**
+ * Whether `text` matches `glob`, where each * stands for any run of characters. Literal parts are
+ * found leftmost-first, which is enough for * globs: no backtracking, so at most text × glob steps.
+ */
+function matchesGlob(glob: string, text: string): boolean {
+  const parts = glob.split('*');
+  const first = parts[0];
+  const last = parts[parts.length - 1];
+  if (parts.length === 1) return text === glob;
+  if (text.length < first.length + last.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+  let at = first.length;
+  const end = text.length - last.length;
+  for (const part of parts.slice(1, -1)) {
+    const found = text.indexOf(part, at);
+    if (found < 0 || found + part.length > end) return false;
+    at = found + part.length;
+  }
+  return true;
 }
 
 /** Whether `url` falls under a literal pattern (render templated ones first). */
@@ -93,6 +109,5 @@ export function matchesAuthorizedUri(pattern: string, url: string): boolean {
     return false;
   }
 
-  const pathPattern = new RegExp(`^${parsed.path.split('*').map(escapeRegExp).join('.*')}$`);
-  return pathPattern.test(target.pathname + target.search);
+  return matchesGlob(parsed.path, target.pathname + target.search);
 }

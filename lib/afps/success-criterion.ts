@@ -6,7 +6,10 @@
 //   value      := 'single-quoted string' | number | true | false | null | /regex/flags
 //
 // PATH is a JSON path of ".member" and "[index]" steps. Compound conditions, other operators,
-// double-quoted or unquoted strings, xpath and regexes that do not compile are refused.
+// double-quoted or unquoted strings, xpath and regexes that do not compile are refused. Regexes
+// run on the linear-time engine (upstream responses are untrusted input), so those it cannot
+// run (backreferences, lookaround) are refused too.
+import { compileLinear, UnsafePatternError } from '../linear-regex.ts';
 
 export type CriterionExpression =
   | { source: 'status' }
@@ -21,7 +24,7 @@ export type CriterionValue =
   | { kind: 'number'; value: number }
   | { kind: 'boolean'; value: boolean }
   | { kind: 'null' }
-  | { kind: 'regex'; value: RegExp };
+  | { kind: 'regex'; value: { test(text: string): boolean } };
 
 export interface SuccessCriterion {
   expression: CriterionExpression;
@@ -112,9 +115,10 @@ function parseValue(text: string): { value: CriterionValue; rest: string } | str
         if (!REGEX_FLAGS.test(flags)) return `has regex flags ${JSON.stringify(flags)}; only i, m, s and u are supported`;
         if (source === '') return 'has an empty regex';
         try {
-          return { value: { kind: 'regex', value: new RegExp(source, flags) }, rest: text.slice(i + 1 + flags.length) };
+          return { value: { kind: 'regex', value: compileLinear(source, flags) }, rest: text.slice(i + 1 + flags.length) };
         } catch (err) {
-          return `has a regex that does not compile: ${(err as Error).message}`;
+          if (err instanceof UnsafePatternError) return `has a regex that ${err.reason}`;
+          throw err;
         }
       }
     }

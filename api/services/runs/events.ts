@@ -10,7 +10,7 @@ import { finalizeRun } from '../../../db/run-finalization.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import type { TerminalSignal } from '../../../workflows/run-types.ts';
 import { isTerminal } from './records.ts';
-import { schemaErrors } from './schema-check.ts';
+import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 
 interface SinkRow {
   status: string;
@@ -118,7 +118,13 @@ function terminalSignal(event: EventBody, pendingOutput: unknown, schema: object
   if (output === null) {
     return { status: 'failed', error: { code: 'no_output', message: 'The agent finished without reporting an output.' } };
   }
-  const errors = schemaErrors(schema, output, 'output');
+  let errors;
+  try {
+    errors = schemaErrors(schema, output, 'output');
+  } catch (err) {
+    if (!(err instanceof UnusableSchemaError)) throw err;
+    return { status: 'failed', error: { code: 'output_invalid', message: `${err.message}; the output cannot be checked.` } };
+  }
   if (errors.length) {
     return { status: 'failed', error: { code: 'output_invalid', message: 'The output does not match the output schema.', details: errors } };
   }

@@ -12,7 +12,7 @@ import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
 import { resolveRunnableAgent } from '../packages/dependencies.ts';
 import { admitRun, type NewRunRow } from './admission.ts';
 import { getRunRow, toRunWire, type RunRow, type RunWire } from './records.ts';
-import { schemaErrors } from './schema-check.ts';
+import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 import type { RunSubmitter } from './submitter.ts';
 
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
@@ -70,7 +70,14 @@ export function checkInput(manifest: AgentManifest, given: Record<string, unknow
   const input = { ...given, ...locked };
   const schema = manifest.input?.schema;
   if (schema) {
-    const errors = schemaErrors(schema as object, input, 'input');
+    let errors;
+    try {
+      errors = schemaErrors(schema as object, input, 'input');
+    } catch (err) {
+      // a version stored before patterns were checked at import: refuse, never fall back
+      if (err instanceof UnusableSchemaError) throw problem('bundle_invalid', { detail: `${err.message}. Publish a version whose schema the platform accepts.` });
+      throw err;
+    }
     if (errors.length) {
       throw problem('invalid_input', { detail: `The input does not satisfy the agent's input schema (${errors.length} error${errors.length === 1 ? '' : 's'}).`, errors });
     }

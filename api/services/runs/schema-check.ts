@@ -28,9 +28,25 @@ function fieldCode(e: ErrorObject): string {
   }
 }
 
-/** Field errors of `data` against `schema`, rooted at `root` (input, output); empty when valid. */
+/** A stored schema that cannot be compiled (safely): nothing can be validated against it. */
+export class UnusableSchemaError extends Error {
+  constructor(readonly root: string, cause: Error) {
+    super(`The ${root} schema cannot be evaluated: ${cause.message}`);
+    this.name = 'UnusableSchemaError';
+  }
+}
+
+/**
+ * Field errors of `data` against `schema`, rooted at `root` (input, output); empty when valid.
+ * Throws UnusableSchemaError rather than skip the check when the schema does not compile.
+ */
 export function schemaErrors(schema: object, data: unknown, root: string): FieldError[] {
-  const validate = compileJsonSchema(schema);
+  let validate: ReturnType<typeof compileJsonSchema>;
+  try {
+    validate = compileJsonSchema(schema);
+  } catch (err) {
+    throw new UnusableSchemaError(root, err as Error);
+  }
   if (validate(data)) return [];
   return (validate.errors ?? []).map((e) => {
     let field = pointerToPath(root, e.instancePath);
