@@ -30,7 +30,8 @@ let fake: Awaited<ReturnType<typeof startFakeModel>>;
 before(async () => {
   fake = await startFakeModel();
   db = await freshDatabase();
-  [a, b] = await Promise.all([startPlatformProcess({ db, env: API_ONLY }), startPlatformProcess({ db, env: API_ONLY })]);
+  // Their engine is unreachable on purpose, so readiness says 503: wait for them to serve instead.
+  [a, b] = await Promise.all([startPlatformProcess({ db, env: API_ONLY, waitFor: 'serving' }), startPlatformProcess({ db, env: API_ONLY, waitFor: 'serving' })]);
 });
 after(async () => {
   await Promise.all([a?.stop(), b?.stop()]);

@@ -33,6 +33,11 @@ export interface PlatformProcessOptions {
   /** share a database with another process */
   db?: TestDatabase;
   readyTimeoutMs?: number;
+  /**
+   * 'ready' (default) waits for /health/ready; 'serving' for the start to finish and /health/live,
+   * for a platform whose engine is unreachable on purpose (readiness then truthfully says 503).
+   */
+  waitFor?: 'ready' | 'serving';
 }
 
 export async function startPlatformProcess(opts: PlatformProcessOptions = {}): Promise<PlatformProcess> {
@@ -63,7 +68,9 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
     const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`the platform exited (${proc.exitCode}):\n${output.slice(-4000)}`);
-      const ok = await fetch(`${url}/health/ready`).then((r) => r.status === 200, () => false);
+      const ok = opts.waitFor === 'serving'
+        ? output.includes('Ready in') && (await fetch(`${url}/health/live`).then((r) => r.status === 200, () => false))
+        : await fetch(`${url}/health/ready`).then((r) => r.status === 200, () => false);
       if (ok) return proc;
       if (Date.now() > deadline) throw new Error(`the platform was not ready in time:\n${output.slice(-4000)}`);
       await new Promise((r) => setTimeout(r, 100));
