@@ -30,7 +30,8 @@ let fake: Awaited<ReturnType<typeof startFakeModel>>;
 before(async () => {
   fake = await startFakeModel();
   db = await freshDatabase();
-  [a, b] = await Promise.all([startPlatformProcess({ db, env: API_ONLY }), startPlatformProcess({ db, env: API_ONLY })]);
+  const env = { ...API_ONLY, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host };
+  [a, b] = await Promise.all([startPlatformProcess({ db, env }), startPlatformProcess({ db, env })]);
 });
 after(async () => {
   await Promise.all([a?.stop(), b?.stop()]);
