@@ -29,9 +29,10 @@ export function platformEndpoints(config: Config, ports: PortPlan, databaseUrl: 
     endpointOf(config.INTERNAL_API_URL),
     local(config.WORKER_PORT ?? ports.worker),
     endpointOf(config.WORKER_ENDPOINT_URL),
-    endpointOf(config.RESTATE_INGRESS_URL) ?? local(ports.restateIngress),
-    endpointOf(config.RESTATE_ADMIN_URL) ?? local(ports.restateAdmin),
-    local(ports.restateNode),
+    // bin/engine.ts starts the embedded Restate unless both of its addresses are given
+    ...(config.RESTATE_INGRESS_URL && config.RESTATE_ADMIN_URL
+      ? [endpointOf(config.RESTATE_INGRESS_URL), endpointOf(config.RESTATE_ADMIN_URL)]
+      : [local(ports.restateIngress), local(ports.restateAdmin), local(ports.restateNode)]),
     endpointOf(databaseUrl),
     endpointOf(config.REDIS_URL),
   ];

@@ -173,4 +173,59 @@ describe('a sidecar answers its own run only', () => {
     assert.deepEqual(lookups, ['models.rebind.test'], 'the name was resolved once, for the check');
     await waitUntil(() => receiver.events.some((e) => e.type === 'metric'));
   });
+
+  test('a model provider at one of the platform\'s own endpoints, or at the sidecar\'s own port, is refused although allowlisted', async (t) => {
+    const secret = newRunEventSecret();
+    const receiver = await startEventReceiver(secret);
+    const sidecar = new SidecarHttpServer();
+    const sidecarPort = await sidecar.listen();
+    const modelPort = Number(new URL(model.url).port);
+    const posters: Array<{ stopHeartbeat(): void }> = [];
+    t.after(async () => {
+      for (const p of posters) p.stopHeartbeat();
+      sidecar.server.closeAllConnections();
+      await new Promise<void>((resolve) => sidecar.server.close(() => resolve()));
+      await receiver.close();
+    });
+    const token = aSidecarToken();
+    // the scripted model stands in for a platform port (say, PostgreSQL's) the operator also allowlisted
+    posters.push(sidecar.assign(parseAssignment(JSON.stringify(aSidecarAssignment({
+      token,
+      eventsUrl: `${receiver.url}/events`,
+      eventSecret: secret,
+      model: { baseUrl: `http://localhost:${modelPort}/v1`, apiKey: REAL_MODEL_KEY, model: 'fake' },
+      egressAllowInternalHosts: [`localhost:${modelPort}`, `127.0.0.1:${sidecarPort}`],
+      egressPlatformEndpoints: [{ host: '127.0.0.1', port: modelPort }],
+    })))));
+    const calls = model.requests.length;
+    const res = await fetch(`http://127.0.0.1:${sidecarPort}/v1/chat/completions`, { method: 'POST', headers: bearer(token), body: CHAT });
+    assert.equal(res.status, 502);
+    assert.equal(((await res.json()) as { error: { type: string } }).error.type, 'upstream_error');
+    assert.equal(model.requests.length, calls, 'the platform port heard nothing');
+    await receiver.waitFor((events) => events.some((e) => e.type === 'log'));
+    assert.match(String((receiver.events.find((e) => e.type === 'log')?.data as { message?: string }).message), /platform's own endpoints/);
+
+    // a sidecar asked to call its own port (allowlisted) does not call itself
+    const selfSecret = newRunEventSecret();
+    const selfReceiver = await startEventReceiver(selfSecret);
+    const looped = new SidecarHttpServer();
+    const loopedPort = await looped.listen();
+    t.after(async () => {
+      looped.server.closeAllConnections();
+      await new Promise<void>((resolve) => looped.server.close(() => resolve()));
+      await selfReceiver.close();
+    });
+    const selfToken = aSidecarToken();
+    posters.push(looped.assign(parseAssignment(JSON.stringify(aSidecarAssignment({
+      token: selfToken,
+      eventsUrl: `${selfReceiver.url}/events`,
+      eventSecret: selfSecret,
+      model: { baseUrl: `http://127.0.0.1:${loopedPort}/v1`, apiKey: REAL_MODEL_KEY, model: 'fake' },
+    })))));
+    const self = await fetch(`http://127.0.0.1:${loopedPort}/v1/chat/completions`, { method: 'POST', headers: bearer(selfToken), body: CHAT });
+    assert.equal(self.status, 502);
+    await self.body?.cancel();
+    await selfReceiver.waitFor((events) => events.some((e) => e.type === 'log'));
+    assert.match(String((selfReceiver.events.find((e) => e.type === 'log')?.data as { message?: string }).message), /platform's own endpoints/);
+  });
 });
