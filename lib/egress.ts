@@ -56,9 +56,9 @@ function v4(text: string): bigint {
   return text.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
 }
 
-// Checked on 2026-11-25 against the IANA IPv4 and IPv6 Special-Purpose Address Registries
-// (newest rows then: RFC 9780 100:0:0:1::/64, RFC 9637 3fff::/20, RFC 9602 5f00::/16) and the
-// multicast registries. Blocks the registry marks globally reachable (AS112, AMT) stay public.
+// The IANA IPv4 and IPv6 Special-Purpose Address Registries (and the multicast ones), reviewed
+// 2026-11-25; their newest rows then: RFC 9780 100:0:0:1::/64, RFC 9637 3fff::/20, RFC 9602
+// 5f00::/16. Blocks the registry marks globally reachable (AS112, AMT) stay public.
 const IPV4_RANGES: Range[] = [
   [v4('0.0.0.0'), 8, 'unspecified ("this network")'],
   [v4('10.0.0.0'), 8, 'private'],
