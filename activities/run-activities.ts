@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import type { AgentManifest } from '../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../lib/crypto.ts';
+import type { PlatformEndpoint } from '../lib/egress.ts';
 import type { Logger } from '../lib/log.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
 import type { Db } from '../db/client.ts';
@@ -31,6 +32,8 @@ export interface RunActivityOptions {
   heartbeatSeconds: number;
   /** EGRESS_ALLOW_INTERNAL_HOSTS: the sidecar's model calls pass the same egress guard as the platform's */
   egressAllowInternalHosts: string[];
+  /** the platform's own endpoints: a model provider is never one of them */
+  egressPlatformEndpoints?: PlatformEndpoint[];
   limits: { memoryMb: number; cpus: number };
 }
 
@@ -135,6 +138,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           historyUrl: `${base}/history`,
           memoryUrl: `${base}/memory`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
+          egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
         },
         limits: o.limits,
       });

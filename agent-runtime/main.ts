@@ -1,7 +1,9 @@
 // The per-run agent runtime. Started ahead of need (warm pool): it loads the agent loop, prints
-// {"ready":true}, then takes {workspace, sidecarUrl, sidecarSocket?, maxSteps?} as one line on stdin.
-// It holds no credential: its only address is the sidecar's (over sidecarSocket when given, the
-// way in from a sandbox with its own network namespace). It ends when stdin closes.
+// {"ready":true}, then takes {workspace, sidecarUrl, sidecarToken, sidecarSocket?, maxSteps?} as one
+// line on stdin. It holds no provider credential: its only address is the sidecar's (over
+// sidecarSocket when given, the way in from a sandbox with its own network namespace), and its
+// only secret the run's sidecar token, which never enters its environment or arguments. It ends
+// when stdin closes.
 import { reportOutcome } from './report.ts';
 import { runAgent, type AgentOutcome } from './run-agent.ts';
 import { sidecarFetch } from './sidecar-fetch.ts';
@@ -14,6 +16,7 @@ const MAX_MESSAGE_CHARS = 2000;
 interface RuntimeAssignment {
   workspace: string;
   sidecarUrl: string;
+  sidecarToken: string;
   sidecarSocket?: string;
   maxSteps?: number;
 }
@@ -22,13 +25,20 @@ function parseAssignment(line: string): RuntimeAssignment {
   const raw = JSON.parse(line);
   if (typeof raw?.workspace !== 'string' || raw.workspace === '') throw new Error('workspace must be a folder path');
   if (typeof raw.sidecarUrl !== 'string' || !/^https?:\/\//.test(raw.sidecarUrl)) throw new Error('sidecarUrl must be a URL');
+  if (typeof raw.sidecarToken !== 'string' || raw.sidecarToken === '') throw new Error('sidecarToken must be a non-empty string');
   if (raw.maxSteps !== undefined && !(Number.isInteger(raw.maxSteps) && raw.maxSteps > 0)) {
     throw new Error('maxSteps must be a positive integer');
   }
   if (raw.sidecarSocket !== undefined && (typeof raw.sidecarSocket !== 'string' || !raw.sidecarSocket.startsWith('/'))) {
     throw new Error('sidecarSocket must be an absolute path');
   }
-  return { workspace: raw.workspace, sidecarUrl: raw.sidecarUrl.replace(/\/+$/, ''), sidecarSocket: raw.sidecarSocket, maxSteps: raw.maxSteps };
+  return {
+    workspace: raw.workspace,
+    sidecarUrl: raw.sidecarUrl.replace(/\/+$/, ''),
+    sidecarToken: raw.sidecarToken,
+    sidecarSocket: raw.sidecarSocket,
+    maxSteps: raw.maxSteps,
+  };
 }
 
 // No top-level await: the program is bundled as CommonJS so its compiled code can be cached
@@ -52,10 +62,10 @@ async function main(): Promise<void> {
   }
   exitWhenStdinEnds();
 
-  const toSidecar = sidecarFetch(assignment.sidecarSocket);
+  const toSidecar = sidecarFetch(assignment.sidecarToken, assignment.sidecarSocket);
   let outcome: AgentOutcome;
   try {
-    outcome = await runAgent({ ...assignment, fetch: toSidecar });
+    outcome = await runAgent({ workspace: assignment.workspace, sidecarUrl: assignment.sidecarUrl, maxSteps: assignment.maxSteps, fetch: toSidecar });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     outcome = { type: 'failed', code: 'agent_error', message: message.slice(0, MAX_MESSAGE_CHARS) };

@@ -2,15 +2,19 @@
 // socket. A confined agent has its own network namespace (its own loopback), so a socket bound
 // into its sandbox is its only way out; node's bundled undici cannot be given a socket path (it
 // is not importable). Over TCP too this skips undici's WebAssembly HTTP parser: ~10 MiB less.
+// Every request carries the run's sidecar token: the sidecar answers nothing else.
 import { request } from 'node:http';
 import { Readable } from 'node:stream';
 
 const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
 
-/** socketPath: the sidecar's unix socket; absent, the URL's host and port. */
-export function sidecarFetch(socketPath?: string): typeof fetch {
+/** token: the run's sidecar token; socketPath: the sidecar's unix socket, absent, the URL's host and port. */
+export function sidecarFetch(token: string, socketPath?: string): typeof fetch {
+  const authorization = `Bearer ${token}`;
   return async (input, init) => {
     const req = new Request(input, init);
+    // the sidecar's token replaces any the caller set (the model client sets none of its own)
+    req.headers.set('authorization', authorization);
     if (!socketPath && new URL(req.url).protocol !== 'http:') return fetch(req);
     const body = req.body ? Buffer.from(await req.arrayBuffer()) : undefined;
     const url = new URL(req.url);

@@ -1,6 +1,7 @@
 // What the API needs from the process that hosts it, built once at start-up.
 import type { CacheStore } from '../lib/cache/store.ts';
 import type { Config } from '../lib/config.ts';
+import type { PlatformEndpoint } from '../lib/egress.ts';
 import type { SecretBox } from '../lib/crypto.ts';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../lib/log.ts';
@@ -29,4 +30,6 @@ export interface AppDeps {
   runFeed?: RunStatusFeed;
   /** run reads served until a change is heard (built on runFeed) */
   runReads?: RunReadCache;
+  /** the platform's own host:ports, refused by the egress guard whatever the allowlist says */
+  platformEndpoints?: PlatformEndpoint[];
 }

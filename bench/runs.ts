@@ -136,7 +136,7 @@ async function launchBurst(base: string, keys: KeyRing, total: number, concurren
 async function apiLaunches(fakeModelUrl: string) {
   const db = await freshBenchDatabase();
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-  const api = await startApiChild({ DATABASE_URL: db.url, PLATFORM_RUN_LIMITS: RAISED_LIMITS, EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1' });
+  const api = await startApiChild({ DATABASE_URL: db.url, PLATFORM_RUN_LIMITS: RAISED_LIMITS, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fakeModelUrl).host });
   try {
     const org = await anOrg(pool);
     const admin = await aKey(pool, { orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId });
@@ -275,7 +275,7 @@ async function main(): Promise<void> {
     DATABASE_URL: db.url,
     SANDBOX_WARM_POOL: String(warmPool),
     PLATFORM_RUN_LIMITS: RAISED_LIMITS,
-    EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1',
+    EGRESS_ALLOW_INTERNAL_HOSTS: [fake.url, slow.url].map((url) => new URL(url).host).join(','),
   });
   let platform: PlatformChild | null = null;
   let tracker: RunTracker | null = null;

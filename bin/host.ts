@@ -29,6 +29,7 @@ import { createLogger, type Logger } from '../lib/log.ts';
 import { bootstrapToken, encryptionKey, portPlan } from './data-dir.ts';
 import { startEngine, type Engine } from './engine.ts';
 import { lockDataDir, StartRefused } from './instance-lock.ts';
+import { platformEndpoints } from './platform-endpoints.ts';
 
 export const PLATFORM_VERSION = '1.0.0-beta.1';
 
@@ -116,6 +117,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       bootstrapToken: bootstrapToken(dataDir, config.BOOTSTRAP_TOKEN),
       runFeed,
       runReads,
+      platformEndpoints: platformEndpoints(config, ports, databaseUrl),
     };
 
     // The API listens (answering 503 starting) while the engine comes up.
@@ -135,6 +137,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       });
       const addr = server.address() as AddressInfo;
       url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${addr.port}`;
+      if (!config.PORT) deps.platformEndpoints!.push({ host: config.HOST.toLowerCase(), port: addr.port });
       stops.push(
         () =>
           new Promise<void>((resolve) => {

@@ -43,6 +43,7 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
     bootSeconds: config.RUN_BOOT_SECONDS,
     heartbeatSeconds: config.RUN_HEARTBEAT_SECONDS,
     egressAllowInternalHosts: config.EGRESS_ALLOW_INTERNAL_HOSTS,
+    egressPlatformEndpoints: deps.platformEndpoints ?? [],
     limits: { memoryMb: limits.agent_memory_ceiling_mb, cpus: limits.agent_cpu_ceiling },
   });
 }

@@ -2,6 +2,7 @@
 // setting (and the key, for JSON settings) when a value is wrong.
 import { z } from 'zod';
 import { isTrustRootEntry } from './afps/bundle-signature.ts';
+import { parseHostPort } from './egress.ts';
 
 const MODULE_NAMES = ['oidc', 'webhooks', 'mcp', 'core-providers', 'chat', 'firecracker', 'codex', 'claude-code', 'observability', 'ee'] as const;
 export const DEFAULT_MODULES = ['oidc', 'webhooks', 'mcp', 'core-providers', 'chat'] as const;
@@ -116,7 +117,12 @@ export const ConfigSchema = z.object({
   TRUSTED_ORIGINS: csv,
   /** false, true, a hop count, or a comma list of trusted proxy addresses/subnets (Express semantics) */
   TRUST_PROXY: z.string().default('false'),
-  EGRESS_ALLOW_INTERNAL_HOSTS: csv,
+  /** host:port entries ([v6]:port for IPv6): a bare host would open every port of an internal machine */
+  EGRESS_ALLOW_INTERNAL_HOSTS: csv.superRefine((entries, ctx) => {
+    for (const entry of entries) {
+      if (parseHostPort(entry) === null) ctx.addIssue({ code: 'custom', message: `"${entry}" must be host:port (an IPv6 address as [address]:port)` });
+    }
+  }),
   AFPS_SIGNATURE_POLICY: z.enum(['off', 'warn', 'required']).default('warn'),
   AFPS_TRUST_ROOT: csv.refine((entries) => entries.every(isTrustRootEntry), 'each entry must be the standard base64 of a raw 32-byte Ed25519 public key'),
   AFPS_SIGNING_KEY: z.string().optional(),

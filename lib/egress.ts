@@ -1,20 +1,30 @@
 // The egress guard: outbound requests the platform makes on a user's behalf (repository imports,
 // integration calls) may reach only public addresses. A host resolving to a loopback, private,
 // link-local, shared (CGNAT), multicast, reserved or metadata address is refused unless the
-// operator names that host literally in EGRESS_ALLOW_INTERNAL_HOSTS. The connection is made to the
-// address that was checked (no second DNS answer can swap it: no rebinding), and redirects are
-// followed only to targets that pass the same check.
+// operator names that host and port exactly in EGRESS_ALLOW_INTERNAL_HOSTS; the platform's own
+// endpoints are refused even then. The connection is made to the address that was checked (no
+// second DNS answer can swap it: no rebinding), and redirects are followed only to targets that
+// pass the same check.
 import dns from 'node:dns/promises';
 import type { IncomingMessage } from 'node:http';
 import net, { type LookupFunction } from 'node:net';
+import os from 'node:os';
 import { Readable } from 'node:stream';
 import { openRequest, type OutboundInit } from './outbound-http.ts';
 
+/** A host and port the platform itself serves on (its API, workflow engine, database). */
+export interface PlatformEndpoint {
+  host: string;
+  port: number;
+}
+
 export interface EgressOptions {
-  /** hosts (names or IP literals, compared case-insensitively) allowed to resolve to internal addresses */
+  /** host:port entries ([v6]:port for IPv6 literals) whose host may resolve to internal addresses on that port */
   allowInternalHosts: string[];
-  /** when given, an internal address is allowed only for a host named in both lists */
+  /** when given, an internal address is allowed only for a host named in both lists (hosts, no port) */
   authorizedHosts?: string[];
+  /** never reached on their port at a loopback, internal or this machine's address, whatever the allowlist says */
+  platformEndpoints?: PlatformEndpoint[];
   /** name resolution; defaults to the system resolver (tests may pin answers) */
   resolve?: (host: string) => Promise<string[]>;
 }
@@ -46,6 +56,9 @@ function v4(text: string): bigint {
   return text.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
 }
 
+// The IANA IPv4 and IPv6 Special-Purpose Address Registries (and the multicast ones), reviewed
+// 2026-11-25; their newest rows then: RFC 9780 100:0:0:1::/64, RFC 9637 3fff::/20, RFC 9602
+// 5f00::/16. Blocks the registry marks globally reachable (AS112, AMT) stay public.
 const IPV4_RANGES: Range[] = [
   [v4('0.0.0.0'), 8, 'unspecified ("this network")'],
   [v4('10.0.0.0'), 8, 'private'],
@@ -53,9 +66,9 @@ const IPV4_RANGES: Range[] = [
   [v4('127.0.0.0'), 8, 'loopback'],
   [v4('169.254.0.0'), 16, 'link-local (cloud metadata)'],
   [v4('172.16.0.0'), 12, 'private'],
-  [v4('192.0.0.0'), 24, 'IETF protocol assignments'],
+  [v4('192.0.0.0'), 24, 'IETF protocol assignments (DS-Lite, NAT64 discovery)'],
   [v4('192.0.2.0'), 24, 'documentation'],
-  [v4('192.88.99.0'), 24, '6to4 relay anycast'],
+  [v4('192.88.99.0'), 24, '6to4 relay anycast (deprecated)'],
   [v4('192.168.0.0'), 16, 'private'],
   [v4('198.18.0.0'), 15, 'benchmarking'],
   [v4('198.51.100.0'), 24, 'documentation'],
@@ -89,13 +102,19 @@ function v6(text: string): bigint {
   return groups.reduce((acc, g) => (acc << 16n) | BigInt(g), 0n);
 }
 
+// Special-purpose blocks; forms that carry an IPv4 address are judged in classifyAddress first,
+// and anything outside global unicast 2000::/3 is refused there, listed here or not.
 const IPV6_RANGES: Range[] = [
   [v6('::'), 128, 'unspecified'],
   [v6('::1'), 128, 'loopback'],
   [v6('64:ff9b:1::'), 48, 'local-use NAT64'],
   [v6('100::'), 64, 'discard-only'],
+  [v6('100:0:0:1::'), 64, 'dummy prefix'],
+  [v6('2001:2::'), 48, 'benchmarking'],
   [v6('2001::'), 23, 'IETF protocol assignments (Teredo and others)'],
   [v6('2001:db8::'), 32, 'documentation'],
+  [v6('3fff::'), 20, 'documentation'],
+  [v6('5f00::'), 16, 'segment routing (SRv6) SID'],
   [v6('fc00::'), 7, 'unique local (includes fd00:ec2::254 metadata)'],
   [v6('fe80::'), 10, 'link-local'],
   [v6('fec0::'), 10, 'site-local'],
@@ -124,11 +143,13 @@ export function classifyAddress(address: string): string | null {
   const value = v6(address);
   const top96 = value >> 32n;
   const low32 = value & 0xffffffffn;
-  if (top96 === 0xffffn) return classifyV4(low32) ?? null; // ::ffff:a.b.c.d
-  if (top96 === 0n && value > 1n) return classifyV4(low32) ?? null; // ::a.b.c.d (deprecated)
-  if (value >> 32n === v6('64:ff9b::') >> 32n) return classifyV4(low32); // NAT64
+  if (top96 === 0xffffn) return classifyV4(low32); // ::ffff:a.b.c.d (IPv4-mapped)
+  if (top96 === 0xffff0000n) return 'IPv4-translated (SIIT)'; // ::ffff:0:a.b.c.d
+  if (top96 === 0n && value > 1n) return classifyV4(low32); // ::a.b.c.d (deprecated)
+  if (top96 === v6('64:ff9b::') >> 32n) return classifyV4(low32); // NAT64 well-known prefix
   if (value >> 112n === 0x2002n) return classifyV4((value >> 80n) & 0xffffffffn); // 6to4
   for (const range of IPV6_RANGES) if (inRange(value, 128, range)) return range[2];
+  if (value >> 125n !== 1n) return 'unallocated (outside global unicast 2000::/3)';
   return null;
 }
 
@@ -143,8 +164,61 @@ function hostOf(url: URL): string {
   return url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
 }
 
+/** The port a URL connects to: its own, or its scheme's default. */
+export function effectivePort(url: URL): number {
+  return url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+}
+
+/**
+ * Reads one EGRESS_ALLOW_INTERNAL_HOSTS entry: host:port, an IPv6 literal as [v6]:port. Null when
+ * the entry names no port (or a bad one).
+ */
+export function parseHostPort(entry: string): PlatformEndpoint | null {
+  const match = /^(?:\[([0-9a-f:.]+)\]|([^\s:[\]/@]+)):(\d{1,5})$/i.exec(entry.trim());
+  if (!match) return null;
+  const port = Number(match[3]);
+  if (port < 1 || port > 65535) return null;
+  if (match[1] === undefined) return { host: match[2].toLowerCase(), port };
+  if (!net.isIPv6(match[1])) return null;
+  // the form a URL gives the same literal (compressed, lower case)
+  return { host: new URL(`http://[${match[1]}]/`).hostname.slice(1, -1), port };
+}
+
 function named(list: string[] | undefined, host: string): boolean {
   return (list ?? []).some((entry) => entry.trim().replace(/^\[(.*)\]$/, '$1').toLowerCase() === host);
+}
+
+/** Exact match on host (case-insensitive) and port: no suffixes, no other port of the same host. */
+function allowlisted(list: string[], host: string, port: number): boolean {
+  return list.some((entry) => {
+    const allowed = parseHostPort(entry);
+    return allowed !== null && allowed.port === port && allowed.host === host;
+  });
+}
+
+/** Canonical text of an address (IPv6 compared by value), so differently written forms compare equal. */
+function canonicalAddress(address: string): string {
+  return net.isIPv6(address) ? `v6:${v6(address)}` : address;
+}
+
+/** The addresses of this machine's own interfaces: a request to any of them reaches this machine. */
+function machineAddresses(): Set<string> {
+  const found = new Set<string>();
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const info of list ?? []) found.add(canonicalAddress(info.address.replace(/%.*$/, '')));
+  }
+  return found;
+}
+
+function ownEndpoint(opts: EgressOptions, host: string, port: number, addresses: string[]): PlatformEndpoint | undefined {
+  const candidates = (opts.platformEndpoints ?? []).filter((e) => e.port === port);
+  if (candidates.length === 0) return undefined;
+  const mine = machineAddresses();
+  const local = addresses.some((a) => classifyAddress(a) !== null || mine.has(canonicalAddress(a)));
+  return candidates.find((e) => {
+    const endpointHost = e.host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+    return local || endpointHost === host || addresses.some((a) => net.isIP(endpointHost) && canonicalAddress(a) === canonicalAddress(endpointHost));
+  });
 }
 
 async function systemResolve(host: string): Promise<string[]> {
@@ -179,7 +253,11 @@ export async function checkEgressTarget(rawUrl: string | URL, opts: EgressOption
     if (addresses.length === 0) throw new EgressRefusal('unresolvable', `The host ${host} does not resolve.`);
   }
 
-  const internalAllowed = named(opts.allowInternalHosts, host) && (opts.authorizedHosts === undefined || named(opts.authorizedHosts, host));
+  const port = effectivePort(url);
+  if (ownEndpoint(opts, host, port, addresses)) {
+    throw new EgressRefusal('blocked', `The address ${url.host} is one of the platform's own endpoints.`, addresses[0]);
+  }
+  const internalAllowed = allowlisted(opts.allowInternalHosts, host, port) && (opts.authorizedHosts === undefined || named(opts.authorizedHosts, host));
   if (!internalAllowed) {
     for (const address of addresses) {
       const reason = classifyAddress(address);

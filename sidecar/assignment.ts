@@ -1,4 +1,5 @@
 // The run assignment a warm sidecar receives as one JSON line on stdin.
+import { parseHostPort, type PlatformEndpoint } from '../lib/egress.ts';
 
 export interface ModelAssignment {
   /** OpenAI-compatible base URL, without the trailing /chat/completions */
@@ -13,6 +14,8 @@ export interface SidecarAssignment {
   eventsUrl: string;
   /** whsec_... signing secret of this run */
   eventSecret: string;
+  /** the run's own bearer token: every request to the sidecar presents it (its agent got it on stdin) */
+  token: string;
   model: ModelAssignment | null;
   outputSchema: Record<string, unknown> | null;
   runtimeTools: string[];
@@ -23,9 +26,14 @@ export interface SidecarAssignment {
   filesDir?: string;
   /** absolute path of a unix socket to serve on as well: the way in for an agent in its own network namespace */
   socketPath?: string;
-  /** hosts the model provider may be at although they resolve to internal addresses (EGRESS_ALLOW_INTERNAL_HOSTS) */
+  /** host:port entries the model provider may be at although internal (EGRESS_ALLOW_INTERNAL_HOSTS) */
   egressAllowInternalHosts: string[];
+  /** the platform's own endpoints: the model provider may never be one of them */
+  egressPlatformEndpoints: PlatformEndpoint[];
 }
+
+/** base64url of at least 32 random bytes: guessing it is out of reach */
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43,}$/;
 
 function fail(message: string): never {
   throw new Error(`invalid assignment: ${message}`);
@@ -65,6 +73,7 @@ export function parseAssignment(line: string): SidecarAssignment {
   if (typeof eventSecret !== 'string' || !eventSecret.startsWith('whsec_') || eventSecret.length < 10) {
     fail('eventSecret must be a whsec_ secret');
   }
+  if (typeof raw.token !== 'string' || !TOKEN_PATTERN.test(raw.token)) fail('token must be at least 43 base64url characters');
   let modelAssignment: ModelAssignment | null = null;
   if (model !== null && model !== undefined) {
     if (!isObject(model)) fail('model must be an object or null');
@@ -80,11 +89,17 @@ export function parseAssignment(line: string): SidecarAssignment {
     fail('socketPath must be an absolute path');
   }
   const allowInternal = raw.egressAllowInternalHosts ?? [];
-  if (!Array.isArray(allowInternal) || !allowInternal.every((h) => typeof h === 'string')) fail('egressAllowInternalHosts must be an array of strings');
+  if (!Array.isArray(allowInternal) || !allowInternal.every((h) => typeof h === 'string' && parseHostPort(h) !== null)) {
+    fail('egressAllowInternalHosts must be an array of host:port strings');
+  }
+  const endpoints = raw.egressPlatformEndpoints ?? [];
+  const isEndpoint = (e: unknown) => isObject(e) && typeof e.host === 'string' && Number.isInteger(e.port) && (e.port as number) > 0 && (e.port as number) < 65536;
+  if (!Array.isArray(endpoints) || !endpoints.every(isEndpoint)) fail('egressPlatformEndpoints must be an array of {host, port}');
   return {
     runId,
     eventsUrl: httpUrl(eventsUrl, 'eventsUrl'),
     eventSecret,
+    token: raw.token,
     model: modelAssignment,
     outputSchema: (outputSchema as Record<string, unknown> | null | undefined) ?? null,
     runtimeTools: runtimeTools as string[],
@@ -94,5 +109,6 @@ export function parseAssignment(line: string): SidecarAssignment {
     filesDir: (raw.filesDir as string | undefined) || undefined,
     socketPath: raw.socketPath as string | undefined,
     egressAllowInternalHosts: allowInternal as string[],
+    egressPlatformEndpoints: (endpoints as PlatformEndpoint[]).map((e) => ({ host: e.host, port: e.port })),
   };
 }

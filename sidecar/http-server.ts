@@ -1,7 +1,10 @@
 // The sidecar's HTTP surface on 127.0.0.1: the model endpoint, the MCP endpoint and the agent
-// runtime's end-of-run report. Everything answers 503 until the run assignment arrives.
+// runtime's end-of-run report. Everything answers 503 until the run assignment arrives, then 401
+// to any request without the run's token: whoever else reaches the port gets nothing proxied.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { EgressOptions } from '../lib/egress.ts';
 import type { McpToolServer } from '../lib/mcp/tool-server.ts';
 import type { SidecarAssignment } from './assignment.ts';
 import { EventPoster, type EventPosterOptions } from './event-poster.ts';
@@ -15,6 +18,7 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 interface AssignedRun {
   assignment: SidecarAssignment;
+  tokenDigest: Buffer;
   events: EventPoster;
   mcp: McpToolServer;
 }
@@ -65,12 +69,26 @@ function acceptRuntimeEvent(res: ServerResponse, raw: Buffer, events: EventPoste
   sendJson(res, 202, { accepted: sequence !== undefined, sequence: sequence ?? null });
 }
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+/** Authorization: Bearer <the run's token>, compared in constant time (digests: equal lengths). */
+function presentsToken(req: IncomingMessage, tokenDigest: Buffer): boolean {
+  const match = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? '');
+  return match !== null && timingSafeEqual(sha256(match[1]), tokenDigest);
+}
+
+export interface SidecarServerOptions {
+  /** name resolution of the model provider's host; the system resolver when absent (tests pin answers) */
+  resolve?: EgressOptions['resolve'];
+}
+
 export class SidecarHttpServer {
   private run: AssignedRun | null = null;
   readonly server: Server;
   private socketServer: Server | null = null;
+  private port: number | undefined;
 
-  constructor() {
+  constructor(private readonly opts: SidecarServerOptions = {}) {
     this.server = createServer(this.handle);
   }
 
@@ -84,7 +102,10 @@ export class SidecarHttpServer {
   listen(): Promise<number> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as AddressInfo).port));
+      this.server.listen(0, '127.0.0.1', () => {
+        this.port = (this.server.address() as AddressInfo).port;
+        resolve(this.port);
+      });
     });
   }
 
@@ -112,7 +133,7 @@ export class SidecarHttpServer {
       }),
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];
-    this.run = { assignment, events, mcp: mcpToolServer(tools) };
+    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp: mcpToolServer(tools) };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
@@ -123,6 +144,11 @@ export class SidecarHttpServer {
     if (!run) {
       req.resume();
       return sendJson(res, 503, { error: 'the sidecar has no run yet' });
+    }
+    if (!presentsToken(req, run.tokenDigest)) {
+      req.resume();
+      res.setHeader('www-authenticate', 'Bearer');
+      return sendJson(res, 401, { error: "the sidecar serves its own run's agent only" });
     }
     const path = (req.url ?? '/').split('?')[0];
     const method = req.method ?? 'GET';
@@ -137,7 +163,12 @@ export class SidecarHttpServer {
     }
 
     if (path === '/v1/chat/completions' && method === 'POST') {
-      return proxyChatCompletion(res, body, run.assignment.model, run.events, run.assignment.egressAllowInternalHosts);
+      return proxyChatCompletion(res, body, run.assignment.model, run.events, {
+        allowInternalHosts: run.assignment.egressAllowInternalHosts,
+        // this sidecar's own port is never a model provider either
+        platformEndpoints: [...run.assignment.egressPlatformEndpoints, ...(this.port ? [{ host: '127.0.0.1', port: this.port }] : [])],
+        resolve: this.opts.resolve,
+      });
     }
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
     if (path === '/mcp') return handleMcp(run.mcp, req, res, body);

@@ -4,7 +4,7 @@
 // the operator allowed it to be internal) and keep their connection alive across the run's turns
 // (node's global agents keep connections alive).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { EgressRefusal, guardedRequest } from '../lib/egress.ts';
+import { EgressRefusal, guardedRequest, type EgressOptions } from '../lib/egress.ts';
 import { readBody } from '../lib/outbound-http.ts';
 import type { RunMetricData } from '../lib/run-events.ts';
 import type { ModelAssignment } from './assignment.ts';
@@ -85,7 +85,7 @@ export async function proxyChatCompletion(
   rawBody: Buffer,
   model: ModelAssignment | null,
   events: EventPoster,
-  egressAllowInternalHosts: string[] = [],
+  egress: EgressOptions = { allowInternalHosts: [] },
 ): Promise<void> {
   if (!model) return openAiError(res, 503, 'model_unavailable', 'No model is configured for this run.');
   let body: any;
@@ -117,7 +117,7 @@ export async function proxyChatCompletion(
       signal: abort.signal,
       // a model may think for minutes before its first byte
       timeoutMs: 600_000,
-    }, { allowInternalHosts: egressAllowInternalHosts });
+    }, egress);
   } catch (err) {
     if (abort.signal.aborted) return;
     if (err instanceof EgressRefusal) {

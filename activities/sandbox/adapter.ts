@@ -1,5 +1,6 @@
 // The execution backend behind RUN_ADAPTER. A sandbox is one run's agent runtime and sidecar,
 // never reused. Adapters hold no engine types: the run workflow calls them through activities.
+import type { PlatformEndpoint } from '../../lib/egress.ts';
 
 export interface WorkspaceFile {
   /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */
@@ -7,7 +8,7 @@ export interface WorkspaceFile {
   content: Buffer;
 }
 
-/** What the sidecar needs to serve one run (see sidecar/assignment.ts). */
+/** What the sidecar needs to serve one run (see sidecar/assignment.ts); the adapter adds its token. */
 export interface SidecarAssignment {
   runId: string;
   eventsUrl: string;
@@ -18,8 +19,10 @@ export interface SidecarAssignment {
   heartbeatSeconds: number;
   historyUrl?: string;
   memoryUrl?: string;
-  /** hosts the model provider may be at although they resolve to internal addresses */
+  /** host:port entries the model provider may be at although they resolve to internal addresses */
   egressAllowInternalHosts?: string[];
+  /** the platform's own endpoints, never a model provider */
+  egressPlatformEndpoints?: PlatformEndpoint[];
 }
 
 export interface SandboxSpec {

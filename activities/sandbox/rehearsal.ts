@@ -94,15 +94,16 @@ export async function rehearsePair(node: string, argv: { sidecar: string[]; agen
     ]);
     const ready = await sidecar.nextLine(STEP_TIMEOUT_MS);
     await agent.nextLine(STEP_TIMEOUT_MS);
+    const token = randomBytes(32).toString('base64url');
     sidecar.send({
-      runId: 'run_rehearsal', eventsUrl: `${stand.url}/events`, eventSecret: `whsec_${randomBytes(24).toString('base64')}`,
-      model: { baseUrl: `${stand.url}/v1`, apiKey: 'rehearsal', model: 'rehearsal' }, egressAllowInternalHosts: ['127.0.0.1'],
+      runId: 'run_rehearsal', eventsUrl: `${stand.url}/events`, eventSecret: `whsec_${randomBytes(24).toString('base64')}`, token,
+      model: { baseUrl: `${stand.url}/v1`, apiKey: 'rehearsal', model: 'rehearsal' }, egressAllowInternalHosts: [new URL(stand.url).host],
       outputSchema: OUTPUT_SCHEMA, runtimeTools: ['output', 'log'], heartbeatSeconds: 5,
       historyUrl: `${stand.url}/history`, memoryUrl: `${stand.url}/memory`, filesDir: dir,
     });
     const ack = await sidecar.nextLine(STEP_TIMEOUT_MS);
     if (ack.assigned !== true) throw new Error('the sidecar did not take the rehearsal');
-    agent.send({ workspace, sidecarUrl: `http://127.0.0.1:${ready.port}` });
+    agent.send({ workspace, sidecarUrl: `http://127.0.0.1:${ready.port}`, sidecarToken: token });
     const timedOut = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the rehearsal run did not end')), STEP_TIMEOUT_MS).unref());
     await Promise.race([agent.exited, timedOut]);
   } finally {

@@ -1,6 +1,7 @@
 // One sandbox of the process backend: a sidecar and an agent runtime spawned together, ready and
 // waiting for their assignment, used for one run only. Its folder holds the agent's workspace,
 // the sidecar's published files and (when confined) the sidecar's socket.
+import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBase62 } from '../../lib/ids.ts';
@@ -139,7 +140,9 @@ export class SandboxPair {
       }
     }
     const socketPath = path.join(this.dir, 'ipc', SIDECAR_SOCKET_NAME);
-    this.sidecar.send({ ...spec.sidecar, filesDir: path.join(this.dir, 'files'), socketPath: this.confined ? socketPath : undefined });
+    // the sidecar serves only whoever presents this: its agent, which gets it on stdin like the sidecar
+    const token = randomBytes(32).toString('base64url');
+    this.sidecar.send({ ...spec.sidecar, token, filesDir: path.join(this.dir, 'files'), socketPath: this.confined ? socketPath : undefined });
     const ack = await this.sidecar.nextLine(ASSIGN_TIMEOUT_MS);
     if (ack.assigned !== true) throw new Error('the sidecar did not take its assignment');
     this.sidecar.watchLines((line) => {
@@ -147,8 +150,8 @@ export class SandboxPair {
     });
     this.agent.send(
       this.confined
-        ? { workspace: SANDBOX_WORKSPACE, sidecarUrl: 'http://sidecar', sidecarSocket: `${SANDBOX_IPC_DIR}/${SIDECAR_SOCKET_NAME}` }
-        : { workspace, sidecarUrl: `http://127.0.0.1:${this.sidecarPort}` },
+        ? { workspace: SANDBOX_WORKSPACE, sidecarUrl: 'http://sidecar', sidecarToken: token, sidecarSocket: `${SANDBOX_IPC_DIR}/${SIDECAR_SOCKET_NAME}` }
+        : { workspace, sidecarUrl: `http://127.0.0.1:${this.sidecarPort}`, sidecarToken: token },
     );
   }
 

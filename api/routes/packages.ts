@@ -79,7 +79,7 @@ export const packageRoutes = [
     }).strict(),
     responses: { 201: { description: 'Imported', schema: PublishedRef }, 200: { description: 'Already published with this content', schema: PublishedRef } },
     handler: async ({ ctx, body, deps }): Promise<Reply> => {
-      const outcome = await importFromRepository(scopeOf(ctx, deps), body);
+      const outcome = await importFromRepository(scopeOf(ctx, deps), body, deps.platformEndpoints);
       return { status: outcome.status, body: { ...outcome.body, source: outcome.source } };
     },
   }),

@@ -31,7 +31,8 @@ before(async () => {
   fake = await startFakeModel();
   db = await freshDatabase();
   // Their engine is unreachable on purpose, so readiness says 503: wait for them to serve instead.
-  [a, b] = await Promise.all([startPlatformProcess({ db, env: API_ONLY, waitFor: 'serving' }), startPlatformProcess({ db, env: API_ONLY, waitFor: 'serving' })]);
+  const env = { ...API_ONLY, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host };
+  [a, b] = await Promise.all([startPlatformProcess({ db, env, waitFor: 'serving' }), startPlatformProcess({ db, env, waitFor: 'serving' })]);
 });
 after(async () => {
   await Promise.all([a?.stop(), b?.stop()]);

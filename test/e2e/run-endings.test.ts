@@ -23,7 +23,7 @@ const ECHO = '/api/agents/@fixtures/agent-echo/run';
 before(async () => {
   fake = await startFakeModel();
   platform = await startPlatformProcess({
-    env: { SANDBOX_WARM_POOL: '2', RUN_HEARTBEAT_SECONDS: '1', PLATFORM_RUN_LIMITS: '{"timeout_ceiling_seconds": 4}' },
+    env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host, SANDBOX_WARM_POOL: '2', RUN_HEARTBEAT_SECONDS: '1', PLATFORM_RUN_LIMITS: '{"timeout_ceiling_seconds": 4}' },
   });
   const pool = new pg.Pool({ connectionString: platform.db.url, max: 1 });
   const org = await anOrg(pool);

@@ -69,7 +69,7 @@ async function assertFinalizedOnce(platform: PlatformProcess, pool: pg.Pool, run
 describe('fault tolerance of runs', () => {
   test('the platform killed with SIGKILL mid-run and restarted ends the run failed sandbox_lost, once', async () => {
     const fake = await startFakeModel();
-    const platform = await startPlatformProcess({ env: FAST_LIVENESS });
+    const platform = await startPlatformProcess({ env: { ...FAST_LIVENESS, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
     const { pool, api } = await arrange(platform, fake.url, 'fake-hang');
     try {
       const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
@@ -89,7 +89,7 @@ describe('fault tolerance of runs', () => {
 
   test('the Restate server killed mid-run is restarted and the run still ends, once', async () => {
     const fake = await startFakeModel({ latencyMs: 1500 });
-    const platform = await startPlatformProcess({ env: FAST_LIVENESS });
+    const platform = await startPlatformProcess({ env: { ...FAST_LIVENESS, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
     const { pool, api } = await arrange(platform, fake.url, 'fake');
     try {
       const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
@@ -110,7 +110,7 @@ describe('fault tolerance of runs', () => {
 
   test('a sidecar killed mid-run ends the run failed sandbox_lost, once', async () => {
     const fake = await startFakeModel();
-    const platform = await startPlatformProcess({ env: FAST_LIVENESS });
+    const platform = await startPlatformProcess({ env: { ...FAST_LIVENESS, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
     const { pool, api } = await arrange(platform, fake.url, 'fake-hang');
     try {
       const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;

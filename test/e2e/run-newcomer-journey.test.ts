@@ -14,7 +14,7 @@ let fake: Awaited<ReturnType<typeof startFakeModel>>;
 
 before(async () => {
   fake = await startFakeModel();
-  platform = await startPlatformProcess({ env: { SANDBOX_WARM_POOL: '1' } });
+  platform = await startPlatformProcess({ env: { SANDBOX_WARM_POOL: '1', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
 });
 after(async () => {
   await platform?.stop();

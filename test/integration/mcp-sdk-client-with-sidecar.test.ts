@@ -6,16 +6,18 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { newRunEventSecret } from '../../lib/run-events.ts';
-import { aSidecarAssignment, sidecarUrlOf, spawnWarm, startEventReceiver, typesInOrder } from './sidecar-run-harness.ts';
+import { aSidecarAssignment, bearer, sidecarUrlOf, spawnWarm, startEventReceiver, typesInOrder } from './sidecar-run-harness.ts';
 
 async function aSidecarWithLogAndNote() {
   const secret = newRunEventSecret();
   const receiver = await startEventReceiver(secret);
   const sidecar = await spawnWarm('sidecar/main.ts');
-  sidecar.assign(aSidecarAssignment({ eventsUrl: `${receiver.url}/events`, eventSecret: secret, model: null, runtimeTools: ['log', 'note'] }));
+  const assignment = aSidecarAssignment({ eventsUrl: `${receiver.url}/events`, eventSecret: secret, model: null, runtimeTools: ['log', 'note'] });
+  sidecar.assign(assignment);
   return {
     receiver,
     mcpUrl: `${sidecarUrlOf(sidecar)}/mcp`,
+    auth: bearer(assignment.token),
     stop: async () => {
       await sidecar.kill();
       await receiver.close();
@@ -30,7 +32,7 @@ describe('the sidecar MCP endpoint with the official SDK client', () => {
   test('the client initializes on its own latest revision, lists the tools, calls them and hears tool errors', async (t) => {
     const run = await aSidecarWithLogAndNote();
     const client = new Client({ name: 'sdk-client', version: '1.0.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(run.mcpUrl));
+    const transport = new StreamableHTTPClientTransport(new URL(run.mcpUrl), { requestInit: { headers: run.auth } });
     t.after(async () => {
       await client.close();
       await run.stop();
@@ -65,9 +67,9 @@ describe('the sidecar MCP endpoint with the official SDK client', () => {
   test('through the sidecar: GET and DELETE are 405, malformed JSON -32700, a tool call without a name -32602', async (t) => {
     const run = await aSidecarWithLogAndNote();
     t.after(() => run.stop());
-    const headers = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
+    const headers = { ...run.auth, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
     for (const method of ['GET', 'DELETE']) {
-      const res = await fetch(run.mcpUrl, { method, headers: { accept: 'text/event-stream' } });
+      const res = await fetch(run.mcpUrl, { method, headers: { ...run.auth, accept: 'text/event-stream' } });
       assert.equal(res.status, 405);
       assert.equal(res.headers.get('allow'), 'POST');
       assert.equal(await errorCodeOf(res), -32000);

@@ -108,9 +108,12 @@ function aPagedToolServer(): Server {
   return server;
 }
 
+/** the agent's sidecar token: these SDK servers take it as any other header */
+const AGENT_TOKEN = 'agent-token-for-sdk-servers';
+
 /** The agent's fetch, keeping the content type and (for event streams) the text of every answer. */
 function aRecordingFetch(socketPath?: string) {
-  const inner = sidecarFetch(socketPath);
+  const inner = sidecarFetch(AGENT_TOKEN, socketPath);
   const answers: Array<{ type: string | null; streamText?: Promise<string> }> = [];
   const recording: typeof fetch = async (input, init) => {
     const res = await inner(input, init);
@@ -188,7 +191,7 @@ describe('our MCP client with an official SDK server', () => {
       await server.close();
       await rm(dir, { recursive: true, force: true });
     });
-    const client = await McpToolClient.connect(server.url, { clientInfo: { name: 'test', version: '1' }, fetch: sidecarFetch(socketPath) });
+    const client = await McpToolClient.connect(server.url, { clientInfo: { name: 'test', version: '1' }, fetch: sidecarFetch(AGENT_TOKEN, socketPath) });
     assert.equal((await client.listTools()).length, TOOL_NAMES.length);
     assert.equal(textOf(await client.callTool('add', { a: 40, b: 2 })), '42');
     await client.close();
@@ -205,7 +208,7 @@ describe('our MCP client with an official SDK server', () => {
     for (const responses of ['json', 'sse'] as const) {
       const server = await anSdkServer({ responses, sessions: false, build });
       t.after(() => server.close());
-      const client = await McpToolClient.connect(server.url, { clientInfo: { name: 'test', version: '1' }, fetch: sidecarFetch() });
+      const client = await McpToolClient.connect(server.url, { clientInfo: { name: 'test', version: '1' }, fetch: sidecarFetch(AGENT_TOKEN) });
       const [greet] = await client.listTools();
       assert.equal(greet.name, 'greet');
       assert.deepEqual((greet.inputSchema as { required?: string[] }).required, ['name']);

@@ -1,8 +1,9 @@
-// Shared arrangements of the model provider tests: a platform that may reach 127.0.0.1, the
-// scripted model server as the provider, an organization whose owner acts through keys (each a
+// Shared arrangements of the model provider tests: a platform that may reach the scripted model
+// server (the provider) and a few spare 127.0.0.1 ports, each named host:port, an organization whose owner acts through keys (each a
 // fresh rate-limit bucket), and a stand-in provider that answers chosen statuses.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { freePort } from '../../lib/free-port.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp, type TestAppOptions } from '../support/app.ts';
 import { aKey, anOrg, type BuiltOrg } from '../support/builders.ts';
@@ -19,18 +20,27 @@ export interface ModelWorld {
   api: Api;
   /** another client of the owner: a fresh rate-limit bucket */
   freshApi(scopes?: string[]): Promise<Api>;
+  /** a 127.0.0.1 port EGRESS_ALLOW_INTERNAL_HOSTS names, not yet used by this world */
+  sparePort(): number;
   close(): Promise<void>;
 }
 
 export async function aModelWorld(opts: TestAppOptions = {}): Promise<ModelWorld> {
-  const app = await startTestApp({ ...opts, env: { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1', ...(opts.env ?? {}) } });
   const model = await startFakeModel();
+  const spare = [await freePort(), await freePort(), await freePort()];
+  const allowed = [new URL(model.url).host, ...spare.map((port) => `127.0.0.1:${port}`)].join(',');
+  const app = await startTestApp({ ...opts, env: { EGRESS_ALLOW_INTERNAL_HOSTS: allowed, ...(opts.env ?? {}) } });
   const pool = app.deps.database.pool;
   const org = await anOrg(pool);
   const freshApi = async (scopes?: string[]) => client(app.url, { key: (await aKey(pool, { orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId, scopes })).key });
   return {
     app, model, org, freshApi,
     api: await freshApi(),
+    sparePort() {
+      const port = spare.shift();
+      if (port === undefined) throw new Error('this model world has no spare port left');
+      return port;
+    },
     async close() {
       await model.close();
       await app.close();
@@ -51,8 +61,8 @@ export async function aModel(w: ModelWorld, credentialId: string, body: Record<s
   return res.body;
 }
 
-/** A provider that answers every request with the given status and JSON body; base URL ends in /v1. */
-export async function aScriptedProvider(status: number, body: unknown): Promise<{ url: string; close(): Promise<void> }> {
+/** A provider on one of the world's spare ports that answers every request with the given status and JSON body; base URL ends in /v1. */
+export async function aScriptedProvider(w: ModelWorld, status: number, body: unknown): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
@@ -60,7 +70,7 @@ export async function aScriptedProvider(status: number, body: unknown): Promise<
       res.end(JSON.stringify(body));
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => server.listen(w.sparePort(), '127.0.0.1', () => r()));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     close: () => new Promise<void>((r) => {
@@ -70,11 +80,7 @@ export async function aScriptedProvider(status: number, body: unknown): Promise<
   };
 }
 
-/** A 127.0.0.1 port nothing listens on. */
-export async function aClosedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
+/** A 127.0.0.1 port the world may reach and nothing listens on. */
+export function aClosedPort(w: ModelWorld): number {
+  return w.sparePort();
 }

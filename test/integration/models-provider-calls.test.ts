@@ -19,7 +19,7 @@ test('testing a credential lists the provider\'s models; nothing is stored', asy
 });
 
 test('an unreachable provider is 502 network_error; a provider error is 502 provider_error with its status', async () => {
-  const down = await w.api.post('/api/model-provider-credentials/test', inline(`http://127.0.0.1:${await aClosedPort()}/v1`));
+  const down = await w.api.post('/api/model-provider-credentials/test', inline(`http://127.0.0.1:${aClosedPort(w)}/v1`));
   assert.equal(down.status, 502);
   assert.equal(down.body.code, 'network_error');
 
@@ -30,7 +30,7 @@ test('an unreachable provider is 502 network_error; a provider error is 502 prov
 });
 
 test('a provider message that echoes the key is answered without it', async (t) => {
-  const echo = await aScriptedProvider(401, { error: { message: `Incorrect API key provided: ${PROVIDER_KEY}` } });
+  const echo = await aScriptedProvider(w, 401, { error: { message: `Incorrect API key provided: ${PROVIDER_KEY}` } });
   t.after(() => echo.close());
   const res = await w.api.post('/api/model-provider-credentials/test', inline(echo.url));
   assert.equal(res.status, 502);
@@ -80,7 +80,7 @@ test('model test failures: provider_error, model_not_offered, model_credential_m
   assert.equal(failing.body.code, 'provider_error');
   assert.equal(failing.body.provider_status, 500);
 
-  const missing = await aScriptedProvider(404, { error: { message: 'The model `gpt-9` does not exist', type: 'invalid_request_error', code: 'model_not_found' } });
+  const missing = await aScriptedProvider(w, 404, { error: { message: 'The model `gpt-9` does not exist', type: 'invalid_request_error', code: 'model_not_found' } });
   t.after(() => missing.close());
   const elsewhere = await aCredential(w, { base_url: missing.url });
   const notOffered = await w.api.post('/api/models/test', { credential_id: elsewhere.id, model: 'gpt-9' });
@@ -96,7 +96,7 @@ test('model test failures: provider_error, model_not_offered, model_credential_m
 test('a provider that does not answer in time is 504 timeout', async () => {
   const started = Date.now();
   const err = await probeChatCompletion({ provider: 'openai-compatible', baseUrl: w.model.url, apiKey: PROVIDER_KEY }, 'fake-hang', {}, {
-    egress: { allowInternalHosts: ['127.0.0.1'] },
+    egress: { allowInternalHosts: [new URL(w.model.url).host] },
     timeoutMs: 300,
   }).then(() => null, (e: unknown) => e);
   assert.ok(isProblem(err));
@@ -117,7 +117,7 @@ test('test routes allow 5 calls a minute per caller', async () => {
 });
 
 test('the OpenRouter catalog search filters by id and caps the count (against a stand-in catalog)', async () => {
-  const pdeps = { secrets: w.app.deps.secrets, egress: { allowInternalHosts: ['127.0.0.1'] } };
+  const pdeps = { secrets: w.app.deps.secrets, egress: { allowInternalHosts: [new URL(w.model.url).host] } };
   const found = await searchOpenRouterModels(pdeps, { q: 'TEXT', limit: 20 }, w.model.url);
   assert.deepEqual(found.data.map((m) => m.id), ['fake-text']);
   const capped = await searchOpenRouterModels(pdeps, { limit: 2 }, w.model.url);

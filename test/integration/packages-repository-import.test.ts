@@ -44,7 +44,7 @@ const host = http.createServer((req, res) => {
 await new Promise<void>((r) => host.listen(0, '127.0.0.1', () => r()));
 const hostUrl = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
 
-const w = await aPackageWorld({ env: { GITHUB_API_URL: hostUrl, EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1' } });
+const w = await aPackageWorld({ env: { GITHUB_API_URL: hostUrl, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(hostUrl).host } });
 // The same host without the operator's allowance: an internal address is refused.
 const guarded = await aPackageWorld({ env: { GITHUB_API_URL: hostUrl } });
 after(async () => {

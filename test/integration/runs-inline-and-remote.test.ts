@@ -27,7 +27,7 @@ const manifest = (extra: Record<string, unknown> = {}) => ({
 
 before(async () => {
   fake = await startFakeModel();
-  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1', INLINE_RUN_LIMITS: '{"manifest_bytes": 2000, "prompt_bytes": 100, "max_skills": 1}' } });
+  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host, INLINE_RUN_LIMITS: '{"manifest_bytes": 2000, "prompt_bytes": 100, "max_skills": 1}' } });
   const org = await anOrg(app.deps.database.pool);
   const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
   api = client(app.url, { key });

@@ -8,7 +8,8 @@ import { aKey, aMember, anOrg, type BuiltOrg } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 import { aDefaultModel, importFixture } from '../support/runs.ts';
 
-const ALLOW_LOCAL = { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1' };
+/** the scripted model, named host:port as the egress guard wants it */
+const allowModel = () => ({ EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host });
 let fake: Awaited<ReturnType<typeof startFakeModel>>;
 let app: TestApp;
 let org: BuiltOrg;
@@ -18,7 +19,7 @@ const ECHO = '/api/agents/@fixtures/agent-echo/run';
 
 before(async () => {
   fake = await startFakeModel();
-  app = await startTestApp({ env: ALLOW_LOCAL });
+  app = await startTestApp({ env: allowModel() });
   org = await anOrg(app.deps.database.pool);
   ({ key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId }));
   api = client(app.url, { key });
@@ -208,7 +209,7 @@ describe('control', () => {
 
 describe('admission limits of the organization', () => {
   test('over max_concurrent_per_org a launch answers 429 org_run_concurrency_exceeded', async () => {
-    const limited = await startTestApp({ env: { ...ALLOW_LOCAL, PLATFORM_RUN_LIMITS: '{"max_concurrent_per_org": 2}' } });
+    const limited = await startTestApp({ env: { ...allowModel(), PLATFORM_RUN_LIMITS: '{"max_concurrent_per_org": 2}' } });
     try {
       const o = await anOrg(limited.deps.database.pool);
       const { key: k } = await aKey(limited.deps.database.pool, { ...o, userId: o.ownerId });
@@ -226,7 +227,7 @@ describe('admission limits of the organization', () => {
   });
 
   test('over per_org_global_rate_per_min a launch answers 429 org_run_rate_limited with retry_after', async () => {
-    const limited = await startTestApp({ env: { ...ALLOW_LOCAL, PLATFORM_RUN_LIMITS: '{"per_org_global_rate_per_min": 3}' } });
+    const limited = await startTestApp({ env: { ...allowModel(), PLATFORM_RUN_LIMITS: '{"per_org_global_rate_per_min": 3}' } });
     try {
       const o = await anOrg(limited.deps.database.pool);
       const { key: k } = await aKey(limited.deps.database.pool, { ...o, userId: o.ownerId });

@@ -122,7 +122,8 @@ describe('agent confinement', () => {
     ]);
     assert.equal(seen.modelTcp, 'ECONNREFUSED', 'the host loopback is out of reach');
     assert.equal(seen.sidecarTcp, 'ECONNREFUSED', "the sidecar's TCP port is out of reach");
-    assert.equal(seen.sidecarSocket, 200, 'the socket is the way to the sidecar');
+    // the socket is the way to the sidecar, which answers only the run's token (the probe has none)
+    assert.equal(seen.sidecarSocket, 401, 'the socket reaches the sidecar, which asks for the token');
     assert.equal(seen.etcPasswd, 'ENOENT');
     assert.deepEqual(seen.projectEntries, ['dist', 'node_modules']);
     assert.equal(seen.projectLockfile, 'ENOENT');

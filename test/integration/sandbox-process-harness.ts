@@ -35,7 +35,7 @@ export function aSandboxSpec(opts: {
       eventsUrl: `${opts.eventsBaseUrl}/internal/runs/${runId}/events`,
       eventSecret: opts.secret,
       model: { baseUrl: opts.modelUrl, apiKey: MODEL_KEY, model: 'fake' },
-      egressAllowInternalHosts: ['127.0.0.1'],
+      egressAllowInternalHosts: [new URL(opts.modelUrl).host],
       outputSchema,
       runtimeTools: ['output', 'log'],
       heartbeatSeconds: 60,

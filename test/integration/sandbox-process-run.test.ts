@@ -58,6 +58,10 @@ describe('a run in a process sandbox claimed from a warm pool of 2', () => {
     const sidecarEnv = environOf(procs.sidecarPid);
     const agentCommand = commandOf(agentPid);
     const sidecarCommand = commandOf(procs.sidecarPid);
+    // the sidecar's TCP port answers its own agent only: anyone else gets 401 and nothing proxied
+    const stranger = await fetch(`http://127.0.0.1:${procs.sidecarPort}/v1/chat/completions`, { method: 'POST', body: '{"messages":[]}' });
+    assert.equal(stranger.status, 401);
+    await stranger.body?.cancel();
     // both programs (the agent's node under bwrap too) yield the CPU to the platform
     assert.deepEqual([agentPid, procs.sidecarPid].map(getPriority), [19, 19]);
 

@@ -4,6 +4,8 @@ import { newRunEventSecret, type RunEvent } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import {
   aSidecarAssignment,
+  aSidecarToken,
+  bearer,
   REAL_MODEL_KEY,
   sidecarUrlOf,
   spawnWarm,
@@ -20,8 +22,10 @@ async function anAssignedSidecar(
   const secret = newRunEventSecret();
   const receiver = await startEventReceiver(secret, { answer: opts.answer });
   const sidecar = await spawnWarm('sidecar/main.ts');
+  const token = aSidecarToken();
   sidecar.assign(
     aSidecarAssignment({
+      token,
       eventsUrl: `${receiver.url}/internal/runs/run_test/events`,
       eventSecret: secret,
       model: { baseUrl: model.url, apiKey: REAL_MODEL_KEY, model: 'fake' },
@@ -35,12 +39,13 @@ async function anAssignedSidecar(
     modelCall: async () => {
       const res = await fetch(`${url}/v1/chat/completions`, {
         method: 'POST',
+        headers: bearer(token),
         body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'hi' }] }),
       });
       assert.equal(res.status, 200);
       await res.json();
     },
-    report: (body: unknown) => fetch(`${url}/runtime/events`, { method: 'POST', body: JSON.stringify(body) }),
+    report: (body: unknown) => fetch(`${url}/runtime/events`, { method: 'POST', headers: bearer(token), body: JSON.stringify(body) }),
     stop: async () => {
       await sidecar.kill();
       await receiver.close();

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { newRunEventSecret } from '../../lib/run-events.ts';
-import { aSidecarAssignment, sidecarUrlOf, spawnWarm, startEventReceiver, typesInOrder } from './sidecar-run-harness.ts';
+import { aSidecarAssignment, bearer, sidecarUrlOf, spawnWarm, startEventReceiver, typesInOrder } from './sidecar-run-harness.ts';
 
 function textOf(result: Awaited<ReturnType<Client['callTool']>>): string {
   return (result.content as Array<{ type: string; text: string }>).map((c) => c.text).join('');
@@ -20,17 +20,16 @@ async function aSidecarWithAllTools(opts: { withPlatformUrls: boolean }) {
   });
   const filesDir = await mkdtemp(join(tmpdir(), 'run-files-'));
   const sidecar = await spawnWarm('sidecar/main.ts');
-  sidecar.assign(
-    aSidecarAssignment({
-      eventsUrl: `${receiver.url}/events`,
-      eventSecret: secret,
-      model: null,
-      runtimeTools: ['output', 'log', 'note', 'pin', 'publish_file'],
-      ...(opts.withPlatformUrls ? { historyUrl: `${receiver.url}/history`, memoryUrl: `${receiver.url}/memory`, filesDir } : {}),
-    }),
-  );
+  const assignment = aSidecarAssignment({
+    eventsUrl: `${receiver.url}/events`,
+    eventSecret: secret,
+    model: null,
+    runtimeTools: ['output', 'log', 'note', 'pin', 'publish_file'],
+    ...(opts.withPlatformUrls ? { historyUrl: `${receiver.url}/history`, memoryUrl: `${receiver.url}/memory`, filesDir } : {}),
+  });
+  sidecar.assign(assignment);
   const client = new Client({ name: 'test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${sidecarUrlOf(sidecar)}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${sidecarUrlOf(sidecar)}/mcp`), { requestInit: { headers: bearer(assignment.token) } }));
   return {
     receiver,
     sidecar,

@@ -2,7 +2,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
-import { aSidecarAssignment, REAL_MODEL_KEY, sidecarUrlOf, spawnWarm, startEventReceiver, typesInOrder } from './sidecar-run-harness.ts';
+import { aSidecarAssignment, aSidecarToken, bearer, REAL_MODEL_KEY, sidecarUrlOf, spawnWarm, startEventReceiver, typesInOrder } from './sidecar-run-harness.ts';
 
 describe('the sidecar model endpoint', () => {
   let model: FakeModel;
@@ -17,16 +17,18 @@ describe('the sidecar model endpoint', () => {
     const secret = newRunEventSecret();
     const receiver = await startEventReceiver(secret);
     const sidecar = await spawnWarm('sidecar/main.ts');
+    const token = aSidecarToken();
     const assign = () =>
       sidecar.assign(
         aSidecarAssignment({
+          token,
           eventsUrl: `${receiver.url}/events`,
           eventSecret: secret,
           model: { baseUrl: model.url, apiKey: REAL_MODEL_KEY, model: modelName },
           ...opts,
         }),
       );
-    return { receiver, sidecar, url: sidecarUrlOf(sidecar), assign, stop: async () => (await sidecar.kill(), await receiver.close()) };
+    return { receiver, sidecar, url: sidecarUrlOf(sidecar), auth: bearer(token), assign, stop: async () => (await sidecar.kill(), await receiver.close()) };
   }
 
   test('answers 503 until assigned, then relays JSON and SSE completions with the real key and model', async (t) => {
@@ -37,13 +39,13 @@ describe('the sidecar model endpoint', () => {
 
     run.assign();
     await run.receiver.waitFor((events) => events.length >= 1);
-    const models = (await (await fetch(`${run.url}/v1/models`)).json()) as any;
+    const models = (await (await fetch(`${run.url}/v1/models`, { headers: run.auth })).json()) as any;
     assert.deepEqual(models.data.map((m: { id: string }) => m.id), ['fake-text']);
 
     const firstRequest = model.requests.length;
     const plain = await fetch(`${run.url}/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: 'Bearer not-a-key', 'content-type': 'application/json' },
+      headers: { ...run.auth, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'gpt-anything', messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(plain.status, 200);
@@ -53,6 +55,7 @@ describe('the sidecar model endpoint', () => {
 
     const streamed = await fetch(`${run.url}/v1/chat/completions`, {
       method: 'POST',
+      headers: run.auth,
       body: JSON.stringify({ model: 'gpt-anything', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(streamed.status, 200);
@@ -83,6 +86,7 @@ describe('the sidecar model endpoint', () => {
     await run.receiver.waitFor((events) => events.length >= 1);
     const res = await fetch(`${run.url}/v1/chat/completions`, {
       method: 'POST',
+      headers: run.auth,
       body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(res.status, 502);
@@ -95,7 +99,7 @@ describe('the sidecar model endpoint', () => {
     assert.deepEqual(log?.data, { level: 'warn', message: 'model provider answered 500' });
     assert.ok(!run.sidecar.stderr().includes(REAL_MODEL_KEY));
 
-    const notJson = await fetch(`${run.url}/v1/chat/completions`, { method: 'POST', body: 'nope' });
+    const notJson = await fetch(`${run.url}/v1/chat/completions`, { method: 'POST', headers: run.auth, body: 'nope' });
     assert.equal(notJson.status, 400);
   });
 
@@ -107,6 +111,7 @@ describe('the sidecar model endpoint', () => {
     const calls = model.requests.length;
     const res = await fetch(`${run.url}/v1/chat/completions`, {
       method: 'POST',
+      headers: run.auth,
       body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(res.status, 502);

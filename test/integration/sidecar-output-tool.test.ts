@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
-import { aSidecarAssignment, sidecarUrlOf, spawnWarm, startEventReceiver, startRun, typesInOrder } from './sidecar-run-harness.ts';
+import { aSidecarAssignment, bearer, sidecarUrlOf, spawnWarm, startEventReceiver, startRun, typesInOrder } from './sidecar-run-harness.ts';
 
 describe('the output tool', () => {
   let model: FakeModel;
@@ -44,16 +44,15 @@ describe('the output tool', () => {
       await sidecar.kill();
       await receiver.close();
     });
-    sidecar.assign(
-      aSidecarAssignment({
-        eventsUrl: `${receiver.url}/events`,
-        eventSecret: secret,
-        model: null,
-        outputSchema: { type: 'array', items: { type: 'string' }, minItems: 1 },
-        runtimeTools: [],
-      }),
-    );
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${sidecarUrlOf(sidecar)}/mcp`)));
+    const assignment = aSidecarAssignment({
+      eventsUrl: `${receiver.url}/events`,
+      eventSecret: secret,
+      model: null,
+      outputSchema: { type: 'array', items: { type: 'string' }, minItems: 1 },
+      runtimeTools: [],
+    });
+    sidecar.assign(assignment);
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${sidecarUrlOf(sidecar)}/mcp`), { requestInit: { headers: bearer(assignment.token) } }));
     const output = (await client.listTools()).tools.find((tool) => tool.name === 'output');
     assert.deepEqual(output?.inputSchema.required, ['output']);
     const recorded = await client.callTool({ name: 'output', arguments: { output: ['a', 'b'] } });

@@ -1,6 +1,7 @@
 // Builders for the sidecar and agent-runtime integration tests: a stand-in platform event
 // receiver that verifies signatures, warm-pool process spawning, and run workspaces.
 import { spawn, execFileSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
@@ -191,6 +192,7 @@ export interface SidecarAssignmentSpec {
   runId?: string;
   eventsUrl: string;
   eventSecret: string;
+  token?: string;
   model: { baseUrl: string; apiKey: string; model: string } | null;
   outputSchema?: Record<string, unknown> | null;
   runtimeTools?: string[];
@@ -199,6 +201,17 @@ export interface SidecarAssignmentSpec {
   memoryUrl?: string;
   filesDir?: string;
   egressAllowInternalHosts?: string[];
+  egressPlatformEndpoints?: Array<{ host: string; port: number }>;
+}
+
+/** A run's sidecar token, as the sandbox makes one. */
+export function aSidecarToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** The header an agent presents to its sidecar. */
+export function bearer(token: string): { authorization: string } {
+  return { authorization: `Bearer ${token}` };
 }
 
 export function aSidecarAssignment(spec: SidecarAssignmentSpec) {
@@ -207,8 +220,9 @@ export function aSidecarAssignment(spec: SidecarAssignmentSpec) {
     outputSchema: null,
     runtimeTools: ['output', 'log'],
     heartbeatSeconds: 60,
-    // the scripted model listens on loopback, which the egress guard allows only when named
-    egressAllowInternalHosts: ['127.0.0.1'],
+    token: aSidecarToken(),
+    // the scripted model listens on loopback, which the egress guard allows only when its host:port is named
+    egressAllowInternalHosts: spec.model ? [new URL(spec.model.baseUrl).host] : [],
     ...spec,
   };
 }
@@ -244,6 +258,8 @@ export interface StartedRun {
   /** performance.now() when both processes had been assigned */
   assignedAtMs: number;
   workspaceDir: string;
+  /** the run's sidecar token */
+  token: string;
   stop(): Promise<void>;
 }
 
@@ -267,8 +283,10 @@ export async function startRun(opts: {
       .filter(Boolean)
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
+  const token = aSidecarToken();
   sidecar.assign(
     aSidecarAssignment({
+      token,
       eventsUrl: `${receiver.url}/internal/runs/run_test/events`,
       eventSecret: secret,
       model: { baseUrl: opts.modelBaseUrl, apiKey: REAL_MODEL_KEY, model: opts.model },
@@ -278,7 +296,7 @@ export async function startRun(opts: {
     }),
   );
   const agentPeakRss = trackPeakRss(agent);
-  agent.assign({ workspace: ws.dir, sidecarUrl: sidecarUrlOf(sidecar), maxSteps: opts.maxSteps });
+  agent.assign({ workspace: ws.dir, sidecarUrl: sidecarUrlOf(sidecar), sidecarToken: token, maxSteps: opts.maxSteps });
   const assignedAtMs = performance.now();
   return {
     secret,
@@ -289,6 +307,7 @@ export async function startRun(opts: {
     agentPeakRss,
     assignedAtMs,
     workspaceDir: ws.dir,
+    token,
     stop: async () => {
       agentPeakRss.stop();
       await Promise.all([agent.kill(), sidecar.kill()]);

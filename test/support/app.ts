@@ -39,6 +39,8 @@ export interface TestAppOptions {
   databaseUrl?: string;
   /** the run workflow's client (events then signal the engine through it) */
   runs?: AppDeps['runs'];
+  /** the 127.0.0.1 port to listen on; the OS picks one when absent */
+  port?: number;
 }
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -58,13 +60,16 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     runFeed,
     runReads,
     runs: opts.runs,
+    // as bin/host.ts does: the database now, the API's port once it listens
+    platformEndpoints: [{ host: new URL(tdb.url).hostname, port: Number(new URL(tdb.url).port || 5432) }],
   };
   const modules = await loadModules(config.MODULES, deps);
   const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'test' });
   const server = createHttpServer(app, { typeBase: config.ERROR_TYPE_BASE });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => server.listen(opts.port ?? 0, '127.0.0.1', () => r()));
   lifecycle.ready = !opts.notReady;
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  deps.platformEndpoints!.push({ host: '127.0.0.1', port: (server.address() as AddressInfo).port });
   return {
     url,
     deps,

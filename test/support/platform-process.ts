@@ -55,7 +55,6 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
     PORT: String(port),
     HOST: '127.0.0.1',
     BOOTSTRAP_TOKEN: 'process-bootstrap-token-0123456789',
-    EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1',
     ...opts.env,
   };
   // An empty value unsets a default above (e.g. BOOTSTRAP_TOKEN, to have one generated).

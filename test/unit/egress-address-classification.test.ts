@@ -50,12 +50,28 @@ const refused: Array<[string, RegExp]> = [
   ['64:ff9b::a00:1', /private/],
   ['2002:7f00:1::', /loopback/],
   ['2002:c0a8:101::1', /private/],
+  // special-purpose IPv6 blocks outside the IPv4 carriers
+  ['::ffff:0:127.0.0.1', /IPv4-translated/],
+  ['::ffff:0:8.8.8.8', /IPv4-translated/],
+  ['::ffff:0:808:808', /IPv4-translated/],
+  ['3fff::1', /documentation/],
+  ['3fff:fff:ffff::1', /documentation/],
+  ['5f00::1', /segment routing/],
+  ['5f00:ffff::1', /segment routing/],
+  ['100:0:0:1::7', /dummy/],
+  ['2001:2::1', /benchmarking/],
+  ['64:ff9b:1:ffff::1', /local-use NAT64/],
+  // nothing outside global unicast 2000::/3 is a destination
+  ['4000::1', /unallocated/],
+  ['1::1', /unallocated/],
+  ['e000::1', /unallocated/],
 ];
 
 const allowed = [
   '8.8.8.8', '1.1.1.1', '140.82.112.3', '172.15.255.255', '172.32.0.0', '100.63.255.255', '100.128.0.0',
   '169.253.255.255', '11.0.0.1', '223.255.255.255', '192.169.0.1',
   '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1',
+  '3fff:1000::1', '2001:200::1', '2620:4f:8000::1', '192.31.196.1', '192.52.193.1', '192.175.48.1',
 ];
 
 test('loopback, private, link-local, CGNAT, multicast, reserved and metadata addresses are refused', () => {

@@ -25,9 +25,9 @@ after(() => new Promise<void>((r) => server.close(() => r())));
 
 const refusal = (kind: string) => (err: unknown) => err instanceof EgressRefusal && err.kind === kind;
 
-test('an internal address is refused unless its host is named in allowInternalHosts', async () => {
+test('an internal address is refused unless its host and port are named in allowInternalHosts', async () => {
   await assert.rejects(checkEgressTarget(`http://127.0.0.1:${port}/`, { allowInternalHosts: [] }), refusal('blocked'));
-  const ok = await checkEgressTarget(`http://127.0.0.1:${port}/`, { allowInternalHosts: ['127.0.0.1'] });
+  const ok = await checkEgressTarget(`http://127.0.0.1:${port}/`, { allowInternalHosts: [`127.0.0.1:${port}`] });
   assert.deepEqual(ok.addresses, ['127.0.0.1']);
 });
 
@@ -50,8 +50,8 @@ test('a name is judged by every address it resolves to', async () => {
 });
 
 test('authorizedHosts narrows the internal allowance to hosts named in both lists', async () => {
-  await assert.rejects(checkEgressTarget(`http://127.0.0.1:${port}/`, { allowInternalHosts: ['127.0.0.1'], authorizedHosts: ['api.example.com'] }), refusal('blocked'));
-  await checkEgressTarget(`http://127.0.0.1:${port}/`, { allowInternalHosts: ['127.0.0.1'], authorizedHosts: ['127.0.0.1'] });
+  await assert.rejects(checkEgressTarget(`http://127.0.0.1:${port}/`, { allowInternalHosts: [`127.0.0.1:${port}`], authorizedHosts: ['api.example.com'] }), refusal('blocked'));
+  await checkEgressTarget(`http://127.0.0.1:${port}/`, { allowInternalHosts: [`127.0.0.1:${port}`], authorizedHosts: ['127.0.0.1'] });
 });
 
 test('schemes other than http and https, and URLs with credentials, are refused', async () => {
@@ -64,10 +64,10 @@ test('the connection goes to the checked address: a name resolved once, never ag
   let lookups = 0;
   const resolve = async () => {
     lookups++;
-    // a rebinding resolver: the first answer is the allowed one, later ones would point elsewhere
-    return lookups === 1 ? ['127.0.0.1'] : ['10.9.9.9'];
+    // a rebinding resolver: the first answer is the allowed one, later ones another loopback address
+    return lookups === 1 ? ['127.0.0.1'] : ['127.0.0.2'];
   };
-  const res = await guardedFetch(`http://pinned.test:${port}/hello`, {}, { allowInternalHosts: ['pinned.test'], resolve });
+  const res = await guardedFetch(`http://pinned.test:${port}/hello`, {}, { allowInternalHosts: [`pinned.test:${port}`], resolve });
   assert.equal(res.status, 200);
   assert.equal(await res.text(), 'hello');
   assert.equal(res.headers.get('x-host'), `pinned.test:${port}`);
@@ -75,7 +75,7 @@ test('the connection goes to the checked address: a name resolved once, never ag
 });
 
 test('a redirect is returned as is by default and followed only to a checked target', async () => {
-  const opts = { allowInternalHosts: ['127.0.0.1'] };
+  const opts = { allowInternalHosts: [`127.0.0.1:${port}`] };
   const manual = await guardedFetch(`http://127.0.0.1:${port}/away`, {}, opts);
   assert.equal(manual.status, 302);
 

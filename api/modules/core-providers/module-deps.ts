@@ -9,5 +9,5 @@ export interface ProvidersDeps {
 }
 
 export function providersDepsOf(deps: AppDeps): ProvidersDeps {
-  return { secrets: deps.secrets, egress: { allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS } };
+  return { secrets: deps.secrets, egress: { allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints } };
 }

@@ -4,7 +4,7 @@
 // at GITHUB_API_URL: the repository (default branch, size), the git tree of the ref
 // (recursive), then each blob under the path (raw). Every request goes through the egress guard.
 import { PACKAGE_MAX_FILE_BYTES } from '../../../lib/afps/index.ts';
-import { EgressRefusal, guardedFetch } from '../../../lib/egress.ts';
+import { EgressRefusal, guardedFetch, type PlatformEndpoint } from '../../../lib/egress.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { PackageScope } from './access.ts';
 import { importFiles, type ImportOutcome } from './import.ts';
@@ -63,9 +63,9 @@ interface Fetcher {
   raw(path: string): Promise<Buffer>;
 }
 
-function hostFetcher(scope: PackageScope): Fetcher {
+function hostFetcher(scope: PackageScope, platformEndpoints: PlatformEndpoint[]): Fetcher {
   const base = scope.config.GITHUB_API_URL.replace(/\/+$/, '');
-  const egress = { allowInternalHosts: scope.config.EGRESS_ALLOW_INTERNAL_HOSTS };
+  const egress = { allowInternalHosts: scope.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints };
   const headers = { 'user-agent': 'agent-platform-package-import', 'x-github-api-version': '2022-11-28' };
 
   async function get(path: string, accept: string, failure: 'GITHUB_ERROR' | 'DOWNLOAD_FAILED'): Promise<Response> {
@@ -138,10 +138,15 @@ interface TreeItem {
   size?: number;
 }
 
-export async function importFromRepository(scope: PackageScope, body: { url: string; ref?: string; path?: string }): Promise<ImportOutcome & { source: { owner: string; repo: string; ref: string; path: string } }> {
+/** platformEndpoints: the platform's own host:ports, which the repository host may never be. */
+export async function importFromRepository(
+  scope: PackageScope,
+  body: { url: string; ref?: string; path?: string },
+  platformEndpoints: PlatformEndpoint[] = [],
+): Promise<ImportOutcome & { source: { owner: string; repo: string; ref: string; path: string } }> {
   const parsed = parseRepositoryUrl(body.url, scope.config.GITHUB_API_URL);
   const folder = normalizePath(body.path ?? parsed.path);
-  const host = hostFetcher(scope);
+  const host = hostFetcher(scope, platformEndpoints);
   const repoPath = `/repos/${encodeURIComponent(parsed.owner)}/${encodeURIComponent(parsed.repo)}`;
 
   const info = (await host.json(repoPath)) as { default_branch?: string; size?: number };
