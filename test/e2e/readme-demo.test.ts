@@ -21,7 +21,7 @@ before(async () => {
       // No configured token: the demo reads the one the platform generated in its data directory.
       BOOTSTRAP_TOKEN: '',
       // host:port is the setting's form; the bare host keeps older builds that match hosts only working.
-      EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${modelPort},127.0.0.1`,
+      EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${modelPort}`,
       SANDBOX_WARM_POOL: '1',
     },
   });
@@ -68,7 +68,7 @@ test('the README walkthrough, pasted into sh, claims the instance and gets a suc
   const block = /```sh\n(B=http:\/\/127\.0\.0\.1:3000\n[\s\S]*?)```/.exec(readme)?.[1];
   assert.ok(block, 'the README has the walkthrough');
   const port = await freePort();
-  const own = await startPlatformProcess({ env: { BOOTSTRAP_TOKEN: '', EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${port},127.0.0.1`, SANDBOX_WARM_POOL: '1' } });
+  const own = await startPlatformProcess({ env: { BOOTSTRAP_TOKEN: '', EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${port}`, SANDBOX_WARM_POOL: '1' } });
   const model = await startFakeModel({ port });
   try {
     // Only where this platform and model listen differ from what a newcomer has.

@@ -103,7 +103,7 @@ before(async () => {
   // A 2 s heartbeat: the 20 s outage spans ten of them, three times the allowed silence.
   platform = await startPlatformProcess({
     db: { ...db, url: proxied.toString() },
-    env: { RUN_HEARTBEAT_SECONDS: '2', RUN_BOOT_SECONDS: '60', SANDBOX_WARM_POOL: '0' },
+    env: { RUN_HEARTBEAT_SECONDS: '2', RUN_BOOT_SECONDS: '60', SANDBOX_WARM_POOL: '0', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(gate.url).host },
   });
   const pool = new pg.Pool({ connectionString: db.url, max: 1 });
   const org = await anOrg(pool);

@@ -26,7 +26,7 @@ const models: Record<string, string> = {};
 
 before(async () => {
   fake = await startFakeModel();
-  platform = await startPlatformProcess({ env: ENV });
+  platform = await startPlatformProcess({ env: { ...ENV, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
   const pool = new pg.Pool({ connectionString: platform.db.url, max: 1 });
   const org = await anOrg(pool);
   const { key } = await aKey(pool, { ...org, userId: org.ownerId });

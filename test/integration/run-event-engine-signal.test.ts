@@ -31,7 +31,7 @@ before(async () => {
   // No deployment is registered: the engine refuses every signal to the run workflow.
   restate = await startRestateServer({ baseDir: restateDir, ingressPort, adminPort, nodePort });
   app = await startTestApp({
-    env: { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1' },
+    env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host },
     runs: createRunWorkflowClient(restate.ingressUrl, { signalRetryMs: 300 }),
   });
   const org = await anOrg(app.deps.database.pool);

@@ -39,7 +39,7 @@ const activities: RunActivities = {
 
 before(async () => {
   fake = await startFakeModel();
-  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1' } });
+  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
   const org = await anOrg(app.deps.database.pool);
   const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
   api = client(app.url, { key });
