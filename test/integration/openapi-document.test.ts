@@ -50,9 +50,13 @@ describe('GET /api/openapi.json', () => {
     const res = await call(app.url, 'GET', '/api/openapi.json');
     const config = await createConfig({ extends: ['recommended'], rules: { 'operation-4xx-problem-details-rfc7807': 'error' } });
     const problems = await lintFromString({ source: res.text, absoluteRef: '/openapi.json', config });
-    // The one warning accepted: the project declares no license, so there is no SPDX id or URL to give.
-    const accepted = new Set(['info-license-strict']);
-    const left = problems.filter((p) => p.severity === 'error' || !accepted.has(p.ruleId));
+    // Warnings accepted: the project declares no license, so there is no SPDX id or URL to give; and
+    // dist-tags/{tag} (PUT, DELETE) beside {version}/download (GET) share a shape but never a method,
+    // and a version is semver, never the word dist-tags.
+    const accepted = (p: (typeof problems)[number]) =>
+      p.ruleId === 'info-license-strict' ||
+      (p.ruleId === 'no-ambiguous-paths' && p.message.includes('/dist-tags/{tag}') && p.message.includes('/{version}/download'));
+    const left = problems.filter((p) => p.severity === 'error' || !accepted(p));
     assert.deepEqual(left.map((p) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`), []);
   });
 
