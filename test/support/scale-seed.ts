@@ -42,9 +42,12 @@ export async function seedSpaces(pool: pg.Pool, orgs: number, spacesPerOrg: numb
 
 const CHUNK = 50_000;
 
-/** `n` end-users in the space; ids sort (byte order) in creation order, as real ones do. */
-export async function seedEndUsers(pool: pg.Pool, space: SeededSpace, n: number): Promise<void> {
-  for (let from = 1; from <= n; from += CHUNK) {
+/**
+ * End-users numbered `start`..`n` in the space (1.. at first; a later call grows the space);
+ * ids sort (byte order) in creation order, as real ones do.
+ */
+export async function seedEndUsers(pool: pg.Pool, space: SeededSpace, n: number, start = 1): Promise<void> {
+  for (let from = start; from <= n; from += CHUNK) {
     await pool.query(
       `INSERT INTO end_users (id, org_id, space_id, external_id, name, created_at, updated_at)
        SELECT 'eu_' || lpad(to_hex(g), 8, '0') || substr(md5($2 || g), 1, 14), $1, $2, 'ext-' || g, 'User ' || g,
@@ -56,17 +59,17 @@ export async function seedEndUsers(pool: pg.Pool, space: SeededSpace, n: number)
 }
 
 /**
- * `n` runs in the space, newest last; every tenth is an end-user's (when the space has any), two
- * in ten the member's, the rest the owner's; one in a thousand still running, one in ten failed.
- * `eventIds` replay records and one log line per run.
+ * Runs numbered `opts.start` (default 1)..`n` in the space, newest last; every tenth is an
+ * end-user's (when the space has any), two in ten the member's, the rest the owner's; one in a
+ * thousand still running, one in ten failed. `eventIds` replay records and one log line per run.
  */
-export async function seedRuns(pool: pg.Pool, space: SeededSpace, n: number, opts: { eventIds?: number } = {}): Promise<void> {
+export async function seedRuns(pool: pg.Pool, space: SeededSpace, n: number, opts: { eventIds?: number; start?: number } = {}): Promise<void> {
   const { rows } = await pool.query<{ ids: string[] | null }>(
     `SELECT array_agg(id) AS ids FROM (SELECT id FROM end_users WHERE org_id = $1 AND space_id = $2 LIMIT 1000) e`,
     [space.orgId, space.spaceId],
   );
   const endUsers = rows[0].ids ?? [];
-  for (let from = 1; from <= n; from += CHUNK) {
+  for (let from = opts.start ?? 1; from <= n; from += CHUNK) {
     const to = Math.min(from + CHUNK - 1, n);
     await pool.query(
       `WITH g AS (
