@@ -134,6 +134,12 @@ describe('run lists', () => {
   });
 });
 
+test("a run's log page reads through its key", async () => {
+  const { rows } = await pool.query('SELECT id FROM runs WHERE org_id = $1 AND space_id = $2 LIMIT 1', [space.orgId, space.spaceId]);
+  const path = `/api/runs/${rows[0].id}/logs`;
+  await assertIndexed(path, await capturing(() => get(path)));
+});
+
 describe('end-user lists', () => {
   test('the first page and pages after and before a cursor deep in the list read through the byte-order index', async () => {
     const { rows } = await pool.query(`SELECT id FROM end_users WHERE org_id = $1 AND space_id = $2 ORDER BY id COLLATE "C" OFFSET 2000 LIMIT 1`, [space.orgId, space.spaceId]);
