@@ -31,7 +31,7 @@ export const MAX_OFFSET = 100_000;
  * Lists that count their rows count at most this many past the page's offset; beyond it `total`
  * is offset + TOTAL_WINDOW with total_capped, and no rel="last" link is given.
  */
-export const TOTAL_WINDOW = 10_000;
+export const TOTAL_WINDOW = 2_000;
 
 /** An out-of-range or unparseable limit falls back to the default (spec, Pagination). */
 export function pageLimit(raw: unknown, limits: PageLimits = DEFAULT_PAGE): number {
