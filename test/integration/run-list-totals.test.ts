@@ -67,12 +67,13 @@ test('within the window the total is exact, unflagged, and rel="last" points at 
   assert.equal('total_capped' in failed.body, false);
 });
 
-test('every offset gives the rows a plain OFFSET gives, ties in createdAt included', async () => {
+test('every offset gives the rows a plain OFFSET gives and the total, ties in createdAt included', async () => {
   const where = 'org_id = $1 AND space_id = $2';
   for (const offset of [0, 1, 960, 975, 990, 1010, RUNS - 7, RUNS + 5]) {
     const res = await get(`/api/runs?limit=20&offset=${offset}`);
     assert.equal(res.status, 200);
     assert.deepEqual(res.body.data.map((r: { id: string }) => r.id), await expectedIds(where, [space.orgId, space.spaceId], offset, 20), `offset ${offset}`);
+    assert.equal(res.body.total, Math.min(RUNS, offset + TOTAL_WINDOW), `total at offset ${offset}`);
   }
   const agent = SEED_AGENTS[2];
   for (const offset of [0, 240, 495]) {

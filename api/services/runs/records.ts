@@ -163,26 +163,37 @@ export async function listRunWire(
   // its first key by an index-only walk over the skipped entries, then reads only its own rows.
   const order = 'ORDER BY created_at DESC, id DESC';
   const pageParams = [...params, page.limit + 1];
-  let sql = `SELECT run_wire(runs)::text AS json FROM runs WHERE ${where} ${order} LIMIT $${pageParams.length}`;
+  const columns = 'created_at::text AS at, id, run_wire(runs)::text AS json';
+  let sql = `SELECT ${columns} FROM runs WHERE ${where} ${order} LIMIT $${pageParams.length}`;
   if (page.offset > 0) {
     pageParams.push(page.offset);
     sql = `WITH first_key AS (SELECT created_at, id FROM runs WHERE ${where} ${order} OFFSET $${pageParams.length} LIMIT 1)
-      SELECT run_wire(runs)::text AS json FROM runs
+      SELECT ${columns} FROM runs
        WHERE ${where} AND (created_at, id) <= ((SELECT created_at FROM first_key), (SELECT id FROM first_key))
        ${order} LIMIT $${pageParams.length - 1}`;
   }
   const load = async () => {
-    const { rows } = await scope.pool.query<{ json: string }>(sql, pageParams);
+    const { rows } = await scope.pool.query<{ at: string; id: string; json: string }>(sql, pageParams);
     const items = rows.map((r) => r.json);
     // The total is known from the page itself unless more rows follow it (or it lies past the end).
     if (items.length <= page.limit && (items.length > 0 || page.offset === 0)) return { items, total: { n: page.offset + items.length, capped: false } };
-    const bound = page.offset + TOTAL_WINDOW;
+    // Counted from the page's first key (exact text of its timestamp), so the skipped rows are not
+    // walked again; past the end, from the start up to the same bound.
+    const countParams = [...params, TOTAL_WINDOW + 1];
+    let from = '';
+    if (rows.length) {
+      countParams.push(rows[0].at, rows[0].id);
+      from = ` AND (created_at, id) <= ($${countParams.length - 1}::timestamptz, $${countParams.length})`;
+    } else {
+      countParams[params.length] = page.offset + TOTAL_WINDOW + 1;
+    }
     const count = await scope.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM (SELECT 1 FROM runs WHERE ${where} LIMIT $${params.length + 1}) matching`,
-      [...params, bound + 1],
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM runs WHERE ${where}${from} LIMIT $${params.length + 1}) matching`,
+      countParams,
     );
-    const n = count.rows[0].n;
-    return { items, total: { n: Math.min(n, bound), capped: n > bound } };
+    const counted = count.rows[0].n + (rows.length ? page.offset : 0);
+    const bound = page.offset + TOTAL_WINDOW;
+    return { items, total: { n: Math.min(counted, bound), capped: counted > bound } };
   };
   if (!cache) return load();
   return cache.through(scope.spaceId, cacheKey(sql, pageParams), load, (p) => p.items.reduce((n, item) => n + item.length, 0));
