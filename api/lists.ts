@@ -1,5 +1,6 @@
 // The list envelope and the three pagination styles (offset, cursor, sequence), with defaults,
 // maximums, fallback to the default when a value is out of range, and RFC 8288 Link headers.
+import { problem } from '../lib/problem.ts';
 import type { Request } from './http.ts';
 import { JsonText } from './route.ts';
 import { z } from 'zod';
@@ -9,6 +10,8 @@ export interface ListEnvelope<T> {
   data: T[];
   hasMore: boolean;
   total?: number;
+  /** present (true) when `total` is a lower bound: the count stopped at TOTAL_WINDOW past the offset */
+  total_capped?: boolean;
   limit?: number;
 }
 
@@ -20,6 +23,15 @@ export interface PageLimits {
 }
 
 export const DEFAULT_PAGE: PageLimits = { def: 20, max: 100 };
+
+/** The deepest offset served: past it a page answers 400 invalid_request (param offset). */
+export const MAX_OFFSET = 100_000;
+
+/**
+ * Lists that count their rows count at most this many past the page's offset; beyond it `total`
+ * is offset + TOTAL_WINDOW with total_capped, and no rel="last" link is given.
+ */
+export const TOTAL_WINDOW = 2_000;
 
 /** An out-of-range or unparseable limit falls back to the default (spec, Pagination). */
 export function pageLimit(raw: unknown, limits: PageLimits = DEFAULT_PAGE): number {
@@ -35,7 +47,7 @@ function nonNegative(raw: unknown): number {
 /** Query schemas, documented in OpenAPI; values are interpreted leniently by the helpers below. */
 export const OffsetQuery = z.object({
   limit: z.string().optional().describe('page size; default 20, maximum 100'),
-  offset: z.string().optional().describe('rows to skip'),
+  offset: z.string().optional().describe(`rows to skip; at most ${MAX_OFFSET} (more answers 400 invalid_request)`),
 });
 export const CursorQuery = z.object({
   limit: z.string().optional().describe('page size; default 20, maximum 100'),
@@ -53,7 +65,15 @@ export interface OffsetPage {
 }
 
 export function offsetPage(query: Record<string, unknown>, limits: PageLimits = DEFAULT_PAGE): OffsetPage {
-  return { limit: pageLimit(query.limit, limits), offset: nonNegative(query.offset) };
+  const offset = nonNegative(query.offset);
+  if (offset > MAX_OFFSET) throw problem('invalid_request', { param: 'offset', detail: `Query parameter "offset" is invalid: at most ${MAX_OFFSET}; page deeper with a narrower filter.` });
+  return { limit: pageLimit(query.limit, limits), offset };
+}
+
+/** A count of the rows a list matches, exact unless it reached the bound it was asked for. */
+export interface ListTotal {
+  n: number;
+  capped: boolean;
 }
 
 export interface CursorPage {
@@ -90,8 +110,13 @@ function linkHeader(links: Array<[string, string]>): Record<string, string> {
   return links.length ? { Link: links.map(([rel, href]) => `<${href}>; rel="${rel}"`).join(', ') } : {};
 }
 
-/** Offset lists: rows fetched with limit + 1 to learn whether more follow; total when known. */
-export function offsetList<T>(req: Request, page: OffsetPage, rows: T[], total?: number): { body: ListEnvelope<T>; headers: Record<string, string> } {
+/**
+ * Offset lists: rows fetched with limit + 1 to learn whether more follow; total when known (a
+ * capped total is a lower bound, so it gives no rel="last").
+ */
+export function offsetList<T>(req: Request, page: OffsetPage, rows: T[], counted?: number | ListTotal): { body: ListEnvelope<T>; headers: Record<string, string> } {
+  const total = typeof counted === 'number' ? counted : counted?.n;
+  const capped = typeof counted === 'object' && counted.capped;
   const hasMore = rows.length > page.limit;
   const data = hasMore ? rows.slice(0, page.limit) : rows;
   const links: Array<[string, string]> = [];
@@ -100,12 +125,13 @@ export function offsetList<T>(req: Request, page: OffsetPage, rows: T[], total?:
     links.push(['prev', linkUrl(req, { limit: page.limit, offset: Math.max(0, page.offset - page.limit) })]);
     links.push(['first', linkUrl(req, { limit: page.limit, offset: 0 })]);
   }
-  if (total !== undefined && (hasMore || page.offset > 0)) {
+  if (total !== undefined && !capped && (hasMore || page.offset > 0)) {
     const lastOffset = total === 0 ? 0 : Math.floor((total - 1) / page.limit) * page.limit;
     links.push(['last', linkUrl(req, { limit: page.limit, offset: lastOffset })]);
   }
   const body: ListEnvelope<T> = { object: 'list', data, hasMore, limit: page.limit };
   if (total !== undefined) body.total = total;
+  if (capped) body.total_capped = true;
   return { body, headers: linkHeader(links) };
 }
 

@@ -15,7 +15,7 @@ import { createRunReadCache } from '../api/services/runs/read-cache.ts';
 import { createRunStatusFeed } from '../api/services/runs/status-feed.ts';
 import { startRunReconciler } from '../api/services/runs/reconciler.ts';
 import { createRunSubmitter } from '../api/services/runs/submitter.ts';
-import { purgeExpiredInlineRuns } from '../api/services/runs/retention.ts';
+import { sweepRunData } from '../api/services/runs/retention.ts';
 import { connectDatabase, type Database } from '../db/client.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../db/embedded-postgres.ts';
 import { applyMigrations } from '../db/migrate.ts';
@@ -155,7 +155,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       deps.submitter = submitter;
       stops.push(() => submitter.stop());
       const purge = setInterval(() => {
-        purgeExpiredInlineRuns(database.pool, config.INLINE_RUN_LIMITS.retention_days).catch((err) => log.warn('inline run purge failed', { error: String(err) }));
+        sweepRunData(database.pool, { inlineRetentionDays: config.INLINE_RUN_LIMITS.retention_days, logRetentionDays: config.RUN_LOG_RETENTION_DAYS })
+          .catch((err) => log.warn('run data sweep failed', { error: String(err) }));
       }, 10 * 60_000);
       purge.unref();
       stops.push(async () => clearInterval(purge));

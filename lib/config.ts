@@ -142,6 +142,8 @@ export const ConfigSchema = z.object({
   RUN_HEARTBEAT_SECONDS: z.coerce.number().int().positive().default(5),
   /** seconds between sweeps for runs whose workflow is gone from the engine and sandboxes whose run ended */
   RUN_RECONCILE_SECONDS: z.coerce.number().int().positive().default(60),
+  /** days a run's logs are kept (facts pinned to memory excepted); 0 keeps them */
+  RUN_LOG_RETENTION_DAYS: z.coerce.number().int().nonnegative().default(90),
   /** where sandboxes reach this platform's runner routes; default http://HOST:PORT */
   INTERNAL_API_URL: z.string().url().optional(),
   SHUTDOWN_DRAIN_SECONDS: intFromEnv(25),

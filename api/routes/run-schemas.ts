@@ -1,6 +1,7 @@
 // Wire schemas of runs, shared by the run routes (documented in the OpenAPI document).
 import { z } from 'zod';
 import { problem } from '../../lib/problem.ts';
+import { TOTAL_WINDOW } from '../lists.ts';
 
 export const AgentParams = z.object({ scope: z.string(), name: z.string() });
 
@@ -44,7 +45,13 @@ export const RunSchema = z.object({
 }).meta({ id: 'Run' });
 
 export const RunListSchema = z.object({
-  object: z.literal('list'), data: z.array(RunSchema), hasMore: z.boolean(), total: z.number().int().optional(), limit: z.number().int().optional(),
+  object: z.literal('list'), data: z.array(RunSchema), hasMore: z.boolean(),
+  total: z.number().int().optional().describe(
+    `runs matching the list's filter, counted up to ${TOTAL_WINDOW} past the page's offset: exact unless total_capped is true, `
+    + `in which case at least this many match (offset + ${TOTAL_WINDOW}) and no rel="last" link is given`,
+  ),
+  total_capped: z.literal(true).optional().describe('present when total is a lower bound rather than the exact count'),
+  limit: z.number().int().optional(),
 });
 
 export const RunLogSchema = z.object({ sequence: z.number().int(), level: z.enum(['debug', 'info', 'warn', 'error']), message: z.string(), data: z.unknown(), createdAt: z.string() });

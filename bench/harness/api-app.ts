@@ -22,8 +22,11 @@ export interface BenchApi {
   close(): Promise<void>;
 }
 
-/** env must hold DATABASE_URL; production settings and quiet logs unless env says otherwise. */
-export async function startBenchApi(env: Record<string, string>, opts: { dbMax?: number } = {}): Promise<BenchApi> {
+/**
+ * env must hold DATABASE_URL; production settings and quiet logs unless env says otherwise.
+ * runReadCache false serves every run read from the database (uncached costs).
+ */
+export async function startBenchApi(env: Record<string, string>, opts: { dbMax?: number; runReadCache?: boolean } = {}): Promise<BenchApi> {
   const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'error', ...env });
   const log = createLogger(config.LOG_LEVEL);
   const database = connectDatabase(config.DATABASE_URL!, { max: opts.dbMax });
@@ -32,7 +35,8 @@ export async function startBenchApi(env: Record<string, string>, opts: { dbMax?:
   const runReads = createRunReadCache(runFeed);
   const deps: AppDeps = {
     config, log, database, cache: createMemoryStore(), authCache, lifecycle: createLifecycle(config.SHUTDOWN_DRAIN_SECONDS),
-    secrets: createSecretBox(randomBytes(32)), bootstrapToken: randomBytes(16).toString('hex'), runFeed, runReads,
+    secrets: createSecretBox(randomBytes(32)), bootstrapToken: randomBytes(16).toString('hex'), runFeed,
+    runReads: opts.runReadCache === false ? undefined : runReads,
   };
   const modules = await loadModules(config.MODULES, deps);
   const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: 'bench' });

@@ -124,7 +124,11 @@ export const endUsers = pgTable('end_users', {
   metadata: jsonb('metadata'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
-}, (t) => [uniqueIndex('end_users_external_uq').on(t.spaceId, t.externalId), index('end_users_space_idx').on(t.orgId, t.spaceId, t.id)]);
+}, (t) => [
+  uniqueIndex('end_users_external_uq').on(t.spaceId, t.externalId),
+  // the list pages by id in byte order (COLLATE "C"): the index must sort the same way to serve it
+  index('end_users_space_idx').on(t.orgId, t.spaceId, sql`${t.id} COLLATE "C"`),
+]);
 
 export const impersonationLog = pgTable('impersonation_log', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),

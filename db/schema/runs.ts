@@ -47,10 +47,15 @@ export const runs = pgTable('runs', {
 }, (t) => [
   index('runs_space_created_idx').on(t.orgId, t.spaceId, t.createdAt, t.id),
   index('runs_agent_idx').on(t.orgId, t.spaceId, t.agentId, t.createdAt, t.id),
+  // the run lists filtered by status, and the lists a member without runs:read-all or an end-user sees
+  index('runs_status_idx').on(t.orgId, t.spaceId, t.status, t.createdAt, t.id),
+  index('runs_actor_idx').on(t.orgId, t.spaceId, t.actorUserId, t.createdAt, t.id).where(sql`end_user_id IS NULL`),
+  index('runs_end_user_idx').on(t.orgId, t.spaceId, t.endUserId, t.createdAt, t.id).where(sql`end_user_id IS NOT NULL`),
   index('runs_active_idx').on(t.orgId, t.status),
-  index('runs_unsubmitted_idx').on(t.submittedAt, t.status),
-  // the reconciler's sweep over every organization's open runs
+  // the sweeps read only the rows they act on: unsubmitted runs, open runs, unpurged inline runs
+  index('runs_unsubmitted_idx').on(t.createdAt).where(sql`submitted_at IS NULL AND status = 'pending'`),
   index('runs_open_idx').on(t.createdAt).where(sql`status IN ('pending', 'running')`),
+  index('runs_inline_unpurged_idx').on(t.createdAt).where(sql`kind = 'inline' AND purged_at IS NULL`),
 ]);
 
 export const runLogs = pgTable('run_logs', {
@@ -60,7 +65,7 @@ export const runLogs = pgTable('run_logs', {
   message: text('message').notNull(),
   data: jsonb('data'),
   createdAt: ts('created_at').notNull().defaultNow(),
-}, (t) => [primaryKey({ columns: [t.runId, t.sequence] })]);
+}, (t) => [primaryKey({ columns: [t.runId, t.sequence] }), index('run_logs_created_idx').on(t.createdAt)]);
 
 export const runUsage = pgTable('run_usage', {
   runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
@@ -72,12 +77,15 @@ export const runUsage = pgTable('run_usage', {
   createdAt: ts('created_at').notNull().defaultNow(),
 }, (t) => [primaryKey({ columns: [t.runId, t.sequence] })]);
 
-/** webhook-ids already accepted for a run: a second delivery is 409 message_replayed */
+/**
+ * webhook-ids already accepted for a run: a second delivery is 409 message_replayed. Kept only
+ * while the run's sink accepts events (swept in batches after, oldest first).
+ */
 export const runEventIds = pgTable('run_event_ids', {
   runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
   messageId: text('message_id').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
-}, (t) => [primaryKey({ columns: [t.runId, t.messageId] })]);
+}, (t) => [primaryKey({ columns: [t.runId, t.messageId] }), index('run_event_ids_created_idx').on(t.createdAt)]);
 
 /** Launch counts per organization and minute, for the org-wide launch rate shared by replicas. */
 export const orgRunLaunches = pgTable('org_run_launches', {

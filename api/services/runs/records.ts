@@ -4,6 +4,7 @@
 import type { Permission } from '../../../lib/permissions.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
+import { TOTAL_WINDOW, type ListTotal } from '../../lists.ts';
 import type { RunReadCache } from './read-cache.ts';
 
 export const TERMINAL_STATUSES = ['success', 'failed', 'timeout', 'cancelled'] as const;
@@ -133,7 +134,7 @@ function cacheKey(sql: string, params: unknown[]): string {
 
 /**
  * A page of runs (limit + 1 fetched, so the caller knows whether more follow), each as its wire
- * JSON text, newest first, with the total.
+ * JSON text, newest first, with the total (counted up to TOTAL_WINDOW past the offset).
  */
 export async function listRunWire(
   scope: SpaceScope,
@@ -141,7 +142,7 @@ export async function listRunWire(
   page: { limit: number; offset: number },
   filter: { agentId?: string; scheduleId?: string; status?: string } = {},
   cache?: RunReadCache | null,
-): Promise<{ items: string[]; total: number }> {
+): Promise<{ items: string[]; total: ListTotal }> {
   const params: unknown[] = [scope.orgId, scope.spaceId];
   let where = 'org_id = $1 AND space_id = $2';
   if (filter.agentId) {
@@ -157,18 +158,42 @@ export async function listRunWire(
     where += ` AND status = $${params.length}`;
   }
   where += visibilityFilter(scope, permissions, params);
-  const pageParams = [...params, page.limit + 1, page.offset];
-  // The page walks the (org, space, created_at, id) index and stops at its limit. The total is
-  // known from the page itself unless more rows follow it (or it lies past the end): only then is
-  // it counted. (A window count over the page query would read every run of the space in full.)
-  const sql = `SELECT run_wire(runs)::text AS json FROM runs WHERE ${where}
-      ORDER BY created_at DESC, id DESC LIMIT $${pageParams.length - 1} OFFSET $${pageParams.length}`;
+  // Every filter has an index led by (org, space, <filter>) and ending (created_at, id), so the
+  // page is a walk of that index in list order that stops at its limit. A deep page first finds
+  // its first key by an index-only walk over the skipped entries, then reads only its own rows.
+  const order = 'ORDER BY created_at DESC, id DESC';
+  const pageParams = [...params, page.limit + 1];
+  const columns = 'created_at::text AS at, id, run_wire(runs)::text AS json';
+  let sql = `SELECT ${columns} FROM runs WHERE ${where} ${order} LIMIT $${pageParams.length}`;
+  if (page.offset > 0) {
+    pageParams.push(page.offset);
+    sql = `WITH first_key AS (SELECT created_at, id FROM runs WHERE ${where} ${order} OFFSET $${pageParams.length} LIMIT 1)
+      SELECT ${columns} FROM runs
+       WHERE ${where} AND (created_at, id) <= ((SELECT created_at FROM first_key), (SELECT id FROM first_key))
+       ${order} LIMIT $${pageParams.length - 1}`;
+  }
   const load = async () => {
-    const { rows } = await scope.pool.query<{ json: string }>(sql, pageParams);
+    const { rows } = await scope.pool.query<{ at: string; id: string; json: string }>(sql, pageParams);
     const items = rows.map((r) => r.json);
-    if (items.length <= page.limit && (items.length > 0 || page.offset === 0)) return { items, total: page.offset + items.length };
-    const count = await scope.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE ${where}`, params);
-    return { items, total: count.rows[0].n };
+    // The total is known from the page itself unless more rows follow it (or it lies past the end).
+    if (items.length <= page.limit && (items.length > 0 || page.offset === 0)) return { items, total: { n: page.offset + items.length, capped: false } };
+    // Counted from the page's first key (exact text of its timestamp), so the skipped rows are not
+    // walked again; past the end, from the start up to the same bound.
+    const countParams = [...params, TOTAL_WINDOW + 1];
+    let from = '';
+    if (rows.length) {
+      countParams.push(rows[0].at, rows[0].id);
+      from = ` AND (created_at, id) <= ($${countParams.length - 1}::timestamptz, $${countParams.length})`;
+    } else {
+      countParams[params.length] = page.offset + TOTAL_WINDOW + 1;
+    }
+    const count = await scope.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM runs WHERE ${where}${from} LIMIT $${params.length + 1}) matching`,
+      countParams,
+    );
+    const counted = count.rows[0].n + (rows.length ? page.offset : 0);
+    const bound = page.offset + TOTAL_WINDOW;
+    return { items, total: { n: Math.min(counted, bound), capped: counted > bound } };
   };
   if (!cache) return load();
   return cache.through(scope.spaceId, cacheKey(sql, pageParams), load, (p) => p.items.reduce((n, item) => n + item.length, 0));
