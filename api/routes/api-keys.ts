@@ -37,6 +37,7 @@ function scopeFor(ctx: RequestContext, deps: AppDeps): apiKeys.ApiKeyScope {
 export const apiKeyRoutes = [
   route({
     method: 'post', path: '/api/api-keys', summary: 'Create an API key pinned to the space', tag: TAG,
+    location: (b) => `/api/api-keys/${b.id}`,
     tenant: 'space', permission: 'api-keys:create', sessionOnly: true,
     body: z.object({
       name: z.string().trim().min(1).max(200),

@@ -39,7 +39,7 @@ export function publicRoutes(docs: PublicDocs): RouteDef<any, any, any>[] {
     }),
     route({
       method: 'get', path: '/api/openapi.json', summary: 'The OpenAPI 3.1 document of this instance', tag: 'Meta', stage: 'public',
-      responses: { 200: { description: 'OpenAPI document' }, 304: { description: 'Not modified' } },
+      responses: { 200: { description: 'OpenAPI document', contentType: 'application/json', headers: ['ETag'] }, 304: { description: 'Not modified', headers: ['ETag'] } },
       handler: async ({ req }): Promise<Reply> => {
         const doc = docs.openapi!;
         const inm = req.headers['if-none-match'];
