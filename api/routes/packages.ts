@@ -122,7 +122,7 @@ export const packageRoutes = [
     method: 'get', path: '/api/packages/{scope}/{name}/files/content', summary: 'The raw bytes of one file of the draft or of a version', tag: TAG,
     permission: null, rateLimit: FILES_LIMIT, params: PackageParams,
     query: z.object({ path: z.string().min(1), version: z.string().optional() }),
-    responses: { 200: { description: 'The file', contentType: 'application/octet-stream', headers: ['ETag'] } },
+    responses: { 200: { description: "The file, in its own media type", contentType: '*/*', headers: ['ETag'] } },
     handler: async ({ ctx, params, query, deps }): Promise<Reply> => {
       const file = await fileContent(scopeOf(ctx, deps), packageIdOf(params), query.path, query.version);
       return { status: 200, body: file.bytes, headers: { 'Content-Type': file.contentType, ETag: `"${file.digest}"`, 'X-Content-Type-Options': 'nosniff' } };
