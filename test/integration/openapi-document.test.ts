@@ -127,14 +127,35 @@ describe('GET /api/docs', () => {
   });
 });
 
-test('GET /llms.txt lists the operations as text', async () => {
+test('GET /llms.txt says how to authenticate, the errors by family, paging, idempotency, limits and the main bodies', async () => {
   const res = await call(app.url, 'GET', '/llms.txt');
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type')!, /^text\/plain/);
   assert.match(res.text, /^# /);
-  assert.match(res.text, /`POST \/api\/end-users`/);
+  for (const section of ['## Authentication', '## Errors', '## Pagination', '## Idempotency', '## Rate limits', '## Main request bodies']) assert.ok(res.text.includes(section), section);
+  assert.match(res.text, /`POST \/api\/api-keys` with the session cookie and `X-Org-Id`, `X-Space-Id`/);
+  assert.match(res.text, /cannot create, list or revoke keys/);
+  const { errorCatalog } = await import('../../lib/error-catalog.ts');
+  const undocumented = Object.keys(errorCatalog).filter((code) => !new RegExp(`[ ,]${code}(,|\n)`).test(res.text));
+  assert.deepEqual(undocumented, []);
+  assert.match(res.text, /^- 429: .*\brate_limited\b/m);
+  assert.match(res.text, /`POST \/api\/agents\/\{scope\}\/\{name\}\/run`[^\n]*\n {2}body: \{input\?: \{\[key\]: any\}/);
+  assert.match(res.text, /`POST \/api\/packages\/import`[^\n]*\n {2}body \(multipart\/form-data\): \{file: string\(binary\)\}/);
   assert.match(res.text, /`GET \/api\/models`/);
-  assert.match(res.text, /\/api\/openapi\.json/);
+  assert.match(res.text, /POST \/api\/agents\/\{scope\}\/\{name\}\/run 20/);
+  assert.doesNotMatch(res.text, /\/internal\//);
+});
+
+test('GET /llms-full.txt gives every public operation with its schemas in compact form', async () => {
+  const res = await call(app.url, 'GET', '/llms-full.txt');
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type')!, /^text\/plain/);
+  const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+  const missing = Object.entries<any>(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `\`${m.toUpperCase()} ${path}\``)).filter((op) => !res.text.includes(op));
+  // the reference page's script is no operation a model would call
+  assert.deepEqual(missing, ['`GET /api/docs/reference.js`']);
+  assert.match(res.text, /`GET \/api\/runs\/\{id\}`[^\n]*\n {2}query: wait\?: "true" \| number\(≥0\)\n {2}200: \{id: string, object: "run", status: "pending"\|/);
+  assert.doesNotMatch(res.text, /\/internal\/|: any \| null/);
 });
 
 test('health: live and ready answer 200 ok without a credential', async () => {
