@@ -63,7 +63,10 @@ function isList(def: RouteDef<any, any, any>): boolean {
 
 /** Security as the server enforces it: session-only routes refuse API keys and OIDC tokens. */
 function securityOf(def: RouteDef<any, any, any>): Array<Record<string, string[]>> {
-  if ((def.stage ?? 'protected') !== 'protected') return [];
+  const stage = def.stage ?? 'protected';
+  // /api/auth/* routes that act on the signed-in session read only its cookie
+  if (stage === 'auth') return def.sessionOnly ? [{ session: [] }] : [];
+  if (stage !== 'protected') return [];
   return def.sessionOnly ? [{ session: [] }] : [{ bearer: [] }, { session: [] }];
 }
 

@@ -65,7 +65,7 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   permission?: Permission | null;
   rateLimit?: RateLimitRow;
   idempotent?: boolean;
-  /** API keys cannot call this route (key creation) */
+  /** API keys cannot call this route (key creation); on /api/auth/* routes, it reads the session cookie */
   sessionOnly?: boolean;
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;

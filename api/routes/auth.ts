@@ -88,6 +88,7 @@ export const authRoutes = [
   }),
   authRoute({
     method: 'get', path: '/api/auth/session', summary: 'The signed-in user and session', productionLimit: 300,
+    sessionOnly: true,
     responses: { 200: { description: 'The current session', schema: SignedIn }, ...UNAUTHORIZED },
     handler: async ({ req, deps }) => {
       const s = await requireSignedInSession(req, deps);
@@ -97,6 +98,7 @@ export const authRoutes = [
   }),
   authRoute({
     method: 'post', path: '/api/auth/change-password', summary: 'Change the password; ends the account\'s other sessions', productionLimit: 10,
+    sessionOnly: true,
     body: z.object({ currentPassword: z.string().min(1).max(PASSWORD_MAX_LENGTH), newPassword: Password }).strict(),
     responses: { 204: { description: 'Changed; this session stays signed in' }, ...UNAUTHORIZED, 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ req, deps, body }) => {
@@ -107,6 +109,7 @@ export const authRoutes = [
   }),
   authRoute({
     method: 'post', path: '/api/auth/set-password', summary: 'Set a first password on an account created without one', productionLimit: 10,
+    sessionOnly: true,
     body: z.object({ newPassword: Password }).strict(),
     responses: { 204: { description: 'Set' }, ...UNAUTHORIZED, 409: problemResponse('password_already_set'), 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ req, deps, body }) => {
