@@ -30,6 +30,12 @@ async function checked(method: string, path: string, opts: CallOptions = {}): Pr
   const res = await call(app.url, method, path, opts);
   seen.add(`${method} ${path.split('?')[0]} ${res.status}`);
   mismatches.push(...check(method, path, res));
+  // a creation says where its resource lives, at a path the document describes
+  if (res.status === 201 && !path.startsWith('/api/auth/')) {
+    const location = res.headers.get('location');
+    if (!location) mismatches.push(`${method} ${path} 201: no Location`);
+    else if (!['GET', 'PATCH', 'DELETE'].some((m) => !check(m, location, { ...res, status: 0 }).some((p) => p.endsWith('no operation in the document')))) mismatches.push(`${method} ${path} 201: Location ${location} is no documented path`);
+  }
   return res;
 }
 
