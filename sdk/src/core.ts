@@ -143,7 +143,7 @@ export interface Helpers {
 
 export function createHelpers(opts: ClientOptions, fetchImpl: typeof fetch): Helpers {
   const base = opts.baseUrl.replace(/\/$/, '');
-  const getJson = async (url: string) => (await fetchImpl(url, { headers: { accept: 'application/json' } })) as Response;
+  const getJson = (url: string) => fetchImpl(url, { headers: { accept: 'application/json' } });
 
   return {
     async waitForRun(id, options = {}) {
