@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { AppDeps } from '../deps.ts';
 import { createRateLimiter } from '../middleware/rate-limit.ts';
 import { ProblemSchema } from '../openapi.ts';
-import { created, noContent, ok, route, type HandlerInput, type Reply, type RouteDef } from '../route.ts';
+import { created, noContent, ok, route, type HandlerInput, type Reply, type ResponseSpec, type RouteDef } from '../route.ts';
 import * as accounts from '../services/accounts.ts';
 import { redeemBootstrap } from '../services/bootstrap.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../services/passwords.ts';
@@ -38,7 +38,9 @@ function authRoute<B>(def: AuthRouteDef<B>): RouteDef<B, unknown, any> {
     stage: 'auth',
     tenant: 'none',
     tag: 'Authentication',
-    responses: { ...def.responses, 429: problemResponse('rate_limited: too many attempts from this address (production only)') },
+    // in production every answer carries the limiter's headers
+    responses: Object.fromEntries(Object.entries({ ...def.responses, 429: problemResponse('rate_limited: too many attempts from this address (production only)') })
+      .map(([status, spec]: [string, ResponseSpec]) => [status, { ...spec, headers: [...(spec.headers ?? []), 'RateLimit', 'RateLimit-Policy'] }])),
     handler: async (input: HandlerInput<B, unknown, any>) => {
       const { deps, req, res } = input;
       if (deps.config.NODE_ENV === 'production') {

@@ -169,3 +169,16 @@ test('the check can fail: an undescribed field, an undeclared header or status i
   assert.match(check('GET', '/api/end-users', { ...res, headers }).join('\n'), /header Location not declared/);
   assert.match(check('GET', '/api/end-users', { ...res, status: 418 }).join('\n'), /status not declared/);
 });
+
+test("in production the sign-in limiter's headers are declared too", async () => {
+  const prod = await startTestApp({ env: { NODE_ENV: 'production' } });
+  try {
+    const checkProd = conformanceChecker((await call(prod.url, 'GET', '/api/openapi.json')).body);
+    const res = await call(prod.url, 'POST', '/api/auth/sign-in/email', { body: { email: 'who@example.test', password: 'whatever' } });
+    assert.equal(res.status, 401);
+    assert.ok(res.headers.get('ratelimit'));
+    assert.deepEqual(checkProd('POST', '/api/auth/sign-in/email', res), []);
+  } finally {
+    await prod.close();
+  }
+});
