@@ -3,23 +3,19 @@
 // PlatformError, retries a 429 and a 503 after Retry-After under one Idempotency-Key, waits for a
 // run's ending and walks three pages of runs by their Link headers.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { createCoreClient, createHelpers, platformFetch, PlatformError } from '../../sdk/src/core.ts';
-import { generate } from '../../sdk/scripts/generate.ts';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, anOrg } from '../support/builders.ts';
 import { call } from '../support/http.ts';
 import { aDefaultModel, importFixture } from '../support/runs.ts';
+import { buildSdk, programUsingSdk, readmeFirstRun, ROOT, runNode, SDK, typeCheckProgram } from '../support/sdk-build.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const SDK = join(ROOT, 'sdk');
 let fake: Awaited<ReturnType<typeof startFakeModel>>;
 let app: TestApp;
 let key: string;
@@ -41,20 +37,6 @@ after(async () => {
   await fake.close();
 });
 
-function run(cwd: string, args: string[], env: Record<string, string> = {}, onLine?: (line: string) => void): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk;
-      if (onLine) for (const line of chunk.toString().split('\n')) if (line) onLine(line);
-    });
-    child.stderr.on('data', (chunk: Buffer) => (out += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out }));
-  });
-}
-
 /** Ends a run as its sandbox would: started, its output, completed. */
 async function endRun(runId: string): Promise<void> {
   const { rows } = await app.deps.database.pool.query('SELECT event_secret FROM runs WHERE id = $1', [runId]);
@@ -68,9 +50,7 @@ async function endRun(runId: string): Promise<void> {
 }
 
 describe('the package', () => {
-  const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
-  const built = () => join(dir, 'sdk');
-  const program = () => join(dir, 'app');
+  let sdkPath: string;
 
   test('is versioned with the platform, ESM with its types', () => {
     const pkg = JSON.parse(readFileSync(join(SDK, 'package.json'), 'utf8'));
@@ -80,29 +60,23 @@ describe('the package', () => {
   });
 
   test('builds from the types generated from the live document', async () => {
-    for (const part of ['package.json', 'tsconfig.json', 'README.md', 'src/core.ts', 'src/index.ts']) cpSync(join(SDK, part), join(built(), part), { recursive: true });
-    symlinkSync(join(ROOT, 'node_modules'), join(built(), 'node_modules'), 'dir');
-    await generate((await call(app.url, 'GET', '/api/openapi.json')).text, join(built(), 'src/generated'));
-    assert.match(readFileSync(join(built(), 'src/generated/operations.ts'), 'utf8'), /"POST \/api\/agents\/\{scope\}\/\{name\}\/run"/);
-    const { code, out } = await run(built(), [tsc, '-p', 'tsconfig.json']);
-    assert.equal(code, 0, out);
-    assert.ok(readFileSync(join(built(), 'dist/index.d.ts'), 'utf8').includes('createPlatformClient'));
+    const built = await buildSdk(dir, (await call(app.url, 'GET', '/api/openapi.json')).text);
+    assert.equal(built.code, 0, built.out);
+    sdkPath = built.path;
+    assert.match(readFileSync(join(sdkPath, 'src/generated/operations.ts'), 'utf8'), /"POST \/api\/agents\/\{scope\}\/\{name\}\/run"/);
+    assert.ok(readFileSync(join(sdkPath, 'dist/index.d.ts'), 'utf8').includes('createPlatformClient'));
   });
 
   test("the README's first run has no cast, type-checks under --strict, and runs green", async () => {
-    const source = /```ts\n([\s\S]*?)```/.exec(readFileSync(join(SDK, 'README.md'), 'utf8'))![1];
+    const source = readmeFirstRun(readFileSync(join(SDK, 'README.md'), 'utf8'));
     assert.ok(source.trim().split('\n').length <= 22, 'about twenty lines');
     assert.doesNotMatch(source, /\bas\s+(never|any|unknown)\b|@ts-(ignore|expect-error|nocheck)/);
-    mkdirSync(join(program(), 'node_modules/@agent-platform'), { recursive: true });
-    symlinkSync(built(), join(program(), 'node_modules/@agent-platform/sdk'), 'dir');
-    for (const dep of ['tsx', '@types', 'undici-types']) symlinkSync(join(ROOT, 'node_modules', dep), join(program(), 'node_modules', dep), 'dir');
-    writeFileSync(join(program(), 'package.json'), JSON.stringify({ type: 'module', private: true }));
-    writeFileSync(join(program(), 'first-run.ts'), source);
-    const checked = await run(program(), [tsc, '--strict', '--noEmit', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--types', 'node', '--skipLibCheck', 'first-run.ts']);
+    const program = programUsingSdk(dir, sdkPath, source);
+    const checked = await typeCheckProgram(program);
     assert.equal(checked.code, 0, checked.out);
 
     let ending: Promise<void> | undefined;
-    const ran = await run(program(), ['--import', 'tsx', 'first-run.ts'], { BASE_URL: app.url, API_KEY: key }, (line) => {
+    const ran = await runNode(program, ['--import', 'tsx', 'first-run.ts'], { BASE_URL: app.url, API_KEY: key }, (line) => {
       const launched = /^launched (run_\S+)/.exec(line);
       if (launched) ending = endRun(launched[1]);
     });
