@@ -39,6 +39,8 @@ const RESPONSE_HEADERS: Record<string, { description: string; schema: Record<str
   ETag: { description: 'Strong validator of the returned representation.', schema: { type: 'string' } },
   'Idempotent-Replayed': { description: 'true when this is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
   Location: { description: 'Path of the created resource.', schema: { type: 'string' } },
+  'Service-Version': { description: 'The API version (YYYY-MM-DD) this answer follows.', schema: { type: 'string' } },
+  'WWW-Authenticate': { description: 'The Bearer challenge of a request without a valid credential.', schema: { type: 'string' } },
 };
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
@@ -46,6 +48,8 @@ const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 /** The response headers of one status of a route, from the families it belongs to. */
 function responseHeaders(def: RouteDef<any, any, any>, status: number, declared: string[] = []): Record<string, unknown> {
   const names = ['Request-Id'];
+  if ((def.stage ?? 'protected') === 'protected') names.push('Service-Version');
+  if (status === 401) names.push('WWW-Authenticate');
   if (def.rateLimit) names.push('RateLimit', 'RateLimit-Policy');
   if (status === 429 || status === 503) names.push('Retry-After');
   if (status === 200 && isList(def)) names.push('Link');

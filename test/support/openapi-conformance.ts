@@ -8,7 +8,7 @@ import type { WireResponse } from './http.ts';
 // ajv-formats is CommonJS; its module object is the plugin function itself.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
-const MEANINGFUL_HEADERS = ['Link', 'Location', 'ETag', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'Idempotent-Replayed', 'Request-Id'];
+const MEANINGFUL_HEADERS = ['Link', 'Location', 'ETag', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'Idempotent-Replayed', 'Request-Id', 'Service-Version', 'WWW-Authenticate'];
 
 /** Every object that lists its properties is closed unless it says otherwise. */
 function closeObjects(node: unknown): unknown {
