@@ -53,7 +53,8 @@ function responseHeaders(def: RouteDef<any, any, any>, status: number, declared:
   if (def.rateLimit) names.push('RateLimit', 'RateLimit-Policy');
   if (status === 429 || status === 503) names.push('Retry-After');
   if (status === 200 && isList(def)) names.push('Link');
-  if (def.idempotent && status < 500) names.push('Idempotent-Replayed');
+  // replays follow authentication, permissions and the rate limit, and 5xx answers are not stored
+  if (def.idempotent && status < 500 && ![401, 403, 429].includes(status)) names.push('Idempotent-Replayed');
   if (status === 201 && def.location) names.push('Location');
   for (const name of declared) if (!names.includes(name)) names.push(name);
   return Object.fromEntries(names.map((n) => [n, headerRef(n)]));
@@ -65,7 +66,7 @@ function isList(def: RouteDef<any, any, any>): boolean {
   return Boolean(shape && 'limit' in shape) && def.method === 'get';
 }
 
-/** Security as the server enforces it: session-only routes refuse API keys and OIDC tokens. */
+/** Security as the server enforces it: session-only routes refuse API keys. */
 function securityOf(def: RouteDef<any, any, any>): Array<Record<string, string[]>> {
   const stage = def.stage ?? 'protected';
   // /api/auth/* routes that act on the signed-in session read only its cookie
