@@ -124,6 +124,8 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: Do
       headers.push({ name: 'Service-Version', description: `API version (YYYY-MM-DD); current ${CURRENT_API_VERSION}.` });
       if (def.tenant !== 'none') headers.push({ name: 'X-Org-Id', description: 'Organization (sessions and instance tokens).' });
       if ((def.tenant ?? 'space') === 'space') headers.push({ name: 'X-Space-Id', description: 'Space (sessions and instance tokens).' });
+      if (!def.sessionOnly) headers.push({ name: 'Service-User', description: 'An end-user id (eu_...): an API key acts on behalf of that end-user of its space.' });
+      headers.push({ name: 'X-View-As', description: 'Owners and admins with a session: preview this operation as a lesser role, <org role> or <org role>:<space role key> (refused with an API key).' });
     }
     if (def.idempotent) headers.push({ name: 'Idempotency-Key', description: 'Replays the stored response for 24 hours (up to 255 characters).' });
 

@@ -93,6 +93,9 @@ describe('GET /api/openapi.json', () => {
     const createEndUser = doc.paths['/api/end-users'].post;
     assert.ok(createEndUser.parameters.some((p: any) => p.in === 'header' && p.name === 'Idempotency-Key'));
     assert.equal(createEndUser.responses['429'].content['application/problem+json'].schema.$ref, '#/components/schemas/Problem');
+    assert.ok(createEndUser.parameters.some((p: any) => p.in === 'header' && p.name === 'Service-User'), 'keys act for an end-user');
+    assert.ok(createEndUser.parameters.some((p: any) => p.in === 'header' && p.name === 'X-View-As'), 'role preview');
+    assert.ok(!doc.paths['/api/api-keys'].post.parameters.some((p: any) => p.name === 'Service-User'), 'no key calls a session-only route');
     const listEndUsers = doc.paths['/api/end-users'].get;
     assert.ok(!listEndUsers.parameters.some((p: any) => p.name === 'Idempotency-Key'));
   });
