@@ -3,7 +3,7 @@
 // PlatformError, retries a 429 and a 503 after Retry-After under one Idempotency-Key, waits for a
 // run's ending and walks three pages of runs by their Link headers.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -84,6 +84,22 @@ describe('the package', () => {
     assert.equal(ran.code, 0, ran.out);
     assert.match(ran.out, /^ended success \{"output":\{"echo":"hello"\}\}$/m);
     assert.match(ran.out, /^listed run_\S+ success$/m);
+  });
+
+  test('the types are the operations\' own: a wrong body, path or item field does not compile', async () => {
+    const program = join(dir, 'app');
+    writeFileSync(join(program, 'first-run.ts'), [
+      "import { createPlatformClient } from '@agent-platform/sdk';",
+      "const api = createPlatformClient({ baseUrl: 'http://127.0.0.1:1' });",
+      "await api.POST('/api/agents/{scope}/{name}/run', { params: { path: { scope: '@a', name: 'b' } }, body: { input: 'not an object' } });",
+      "await api.GET('/api/no-such-route');",
+      "for await (const r of api.paginate('/api/runs')) console.log(r.no_such_field);",
+    ].join('\n'));
+    const checked = await typeCheckProgram(program);
+    assert.notEqual(checked.code, 0);
+    assert.match(checked.out, /first-run\.ts\(3,/);
+    assert.match(checked.out, /first-run\.ts\(4,/);
+    assert.match(checked.out, /first-run\.ts\(5,.*no_such_field/);
   });
 });
 
