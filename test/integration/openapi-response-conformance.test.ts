@@ -182,3 +182,23 @@ test("in production the sign-in limiter's headers are declared too", async () =>
     await prod.close();
   }
 });
+
+test('every numeric query parameter in the document refuses a value that is not a number: invalid_request naming it', async () => {
+  const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+  const numeric = (s: any): boolean => s?.type === 'integer' || s?.type === 'number' || (s?.anyOf ?? []).some(numeric);
+  const refused: string[] = [];
+  let probed = 0;
+  for (const [template, ops] of Object.entries<any>(doc.paths)) {
+    for (const [method, op] of Object.entries<any>(ops)) {
+      for (const p of (op.parameters ?? []).filter((p: any) => p.in === 'query' && numeric(p.schema))) {
+        probed++;
+        const path = template.replace(/\{scope\}/g, '@fixtures').replace(/\{[^}]+\}/g, 'x');
+        const res = await checked(method.toUpperCase(), `${path}?${p.name}=abc`, { key });
+        if (res.status !== 400 || res.body.code !== 'invalid_request' || res.body.param !== p.name) refused.push(`${method} ${template} ${p.name}: ${res.status} ${res.body.code} ${res.body.param}`);
+      }
+    }
+  }
+  assert.ok(probed >= 8, `probed ${probed}`);
+  assert.deepEqual(refused, []);
+  conforms();
+});
