@@ -117,7 +117,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
   };
 
   docs.openapi = buildOpenApiDocument(all, { version: parts.version, serverUrl: config.PUBLIC_URL, sessionCookie: sessionCookieName(config) });
-  docs.llms = buildLlmsTxt(all);
+  docs.llms = buildLlmsTxt(all, config);
   docs.llmsFull = buildLlmsFullTxt(all);
   return { app, routes: all };
 }

@@ -3,7 +3,8 @@
 // compact form), both built from the route declarations and the error catalog.
 import { z } from 'zod';
 import { errorCatalog } from '../lib/error-catalog.ts';
-import type { RouteDef } from './route.ts';
+import type { Config } from '../lib/config.ts';
+import type { RateLimitRow, RouteDef } from './route.ts';
 
 type AnyRoute = RouteDef<any, any, any>;
 type Json = Record<string, any>;
@@ -72,15 +73,21 @@ function operationLine(r: AnyRoute): string {
   return `- \`${r.method.toUpperCase()} ${r.path}\`: ${r.summary}${notes.length ? ` (${notes.join('; ')})` : ''}`;
 }
 
+/** A limit row's value; a configurable one needs the instance's configuration. */
+function perMinute(row: RateLimitRow, config: Config | undefined): string {
+  if (typeof row.perMinute === 'number') return String(row.perMinute);
+  return config ? String(row.perMinute(config)) : '(set by configuration)';
+}
+
 function errorFamilies(): string[] {
   const byStatus = new Map<number, string[]>();
   for (const [code, entry] of Object.entries(errorCatalog)) byStatus.set(entry.status, [...(byStatus.get(entry.status) ?? []), code]);
   return [...byStatus.entries()].sort(([a], [b]) => a - b).map(([status, codes]) => `- ${status}: ${codes.sort().join(', ')}`);
 }
 
-export function buildLlmsTxt(routes: AnyRoute[]): string {
+export function buildLlmsTxt(routes: AnyRoute[], config?: Config): string {
   const visible = routes.filter(isPublic);
-  const limited = visible.filter((r) => typeof r.rateLimit?.perMinute === 'number');
+  const limited = visible.filter((r) => r.rateLimit);
   const main = MAIN_OPERATIONS.flatMap((op) => visible.filter((r) => `${r.method.toUpperCase()} ${r.path}` === op));
   const lines = [
     '# Agent Platform API',
@@ -117,7 +124,7 @@ export function buildLlmsTxt(routes: AnyRoute[]): string {
     '',
     '## Rate limits',
     '',
-    `Per route and per caller, in one-minute windows. Limited responses carry \`RateLimit: limit=<n>, remaining=<n>, reset=<s>\` and \`RateLimit-Policy: <n>;w=60\`; beyond the limit, 429 rate_limited with \`Retry-After\` (seconds) and retry_after. A 503 (starting, shutting_down) also carries Retry-After. Limits: ${limited.map((r) => `${r.method.toUpperCase()} ${r.path} ${r.rateLimit!.perMinute}`).join('; ')}.`,
+    `Per route and per caller, in one-minute windows. Limited responses carry \`RateLimit: limit=<n>, remaining=<n>, reset=<s>\` and \`RateLimit-Policy: <n>;w=60\`; beyond the limit, 429 rate_limited with \`Retry-After\` (seconds) and retry_after. A 503 (starting, shutting_down) also carries Retry-After. Limits: ${limited.map((r) => `${r.method.toUpperCase()} ${r.path} ${perMinute(r.rateLimit!, config)}`).join('; ')}.`,
     '',
     '## Long polling',
     '',

@@ -145,7 +145,8 @@ test('GET /llms.txt says how to authenticate, the errors by family, paging, idem
   assert.match(res.text, /`POST \/api\/agents\/\{scope\}\/\{name\}\/run`[^\n]*\n {2}body: \{input\?: \{\[key\]: any\}/);
   assert.match(res.text, /`POST \/api\/packages\/import`[^\n]*\n {2}body \(multipart\/form-data\): \{file: string\(binary\)\}/);
   assert.match(res.text, /`GET \/api\/models`/);
-  assert.match(res.text, /POST \/api\/agents\/\{scope\}\/\{name\}\/run 20/);
+  assert.match(res.text, /POST \/api\/agents\/\{scope\}\/\{name\}\/run 20;/);
+  assert.match(res.text, /POST \/api\/runs\/inline \d+;/, 'configured limits are given their value');
   assert.doesNotMatch(res.text, /\/internal\//);
 });
 
