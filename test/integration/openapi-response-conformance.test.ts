@@ -150,6 +150,29 @@ test('organizations, spaces, members, roles and invitations', async () => {
   conforms();
 });
 
+test('identity: sign-up, sign-in, an invitation accepted, a second organization, a key revoked, sign-out', async () => {
+  const newcomer = { email: 'newcomer@example.com', password: 'another long passphrase', name: 'New' };
+  const signedUp = await checked('POST', '/api/auth/sign-up/email', { body: newcomer });
+  assert.equal(signedUp.status, 201, signedUp.text);
+  await checked('POST', '/api/auth/sign-up/email', { body: newcomer });
+  const signedIn = await checked('POST', '/api/auth/sign-in/email', { body: { email: newcomer.email, password: newcomer.password } });
+  const cookie = signedIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  await checked('POST', '/api/auth/sign-in/email', { body: { email: newcomer.email, password: 'wrong passphrase!!' } });
+  const invited = await checked('POST', `/api/orgs/${owner.org}/invitations`, { cookie: owner.cookie, org: owner.org, body: { email: newcomer.email, role: 'member' } });
+  assert.equal((await checked('POST', `/api/invitations/${invited.body.token}/accept`, { cookie })).status, 200);
+  await checked('POST', `/api/invitations/${invited.body.token}/accept`, { cookie });
+  await checked('POST', '/api/orgs', { cookie, body: { name: 'Second Org' } });
+  const session = { cookie: owner.cookie, org: owner.org, space: owner.space };
+  const made = await checked('POST', '/api/api-keys', { ...session, body: { name: 'short-lived', scopes: ['runs:read'] } });
+  await checked('GET', '/api/runs', { key: made.body.key });
+  await checked('POST', '/api/end-users', { key: made.body.key, body: { externalId: 'nope', name: 'Nope' } });
+  await checked('DELETE', `/api/api-keys/${made.body.id}`, session);
+  assert.equal((await checked('GET', '/api/runs', { key: made.body.key })).status, 401);
+  await checked('POST', '/api/auth/sign-out', { cookie });
+  await checked('GET', '/api/auth/session', { cookie });
+  conforms();
+});
+
 test('public resources', async () => {
   await checked('GET', '/api/openapi.json');
   await checked('GET', '/health/live');
