@@ -16,7 +16,8 @@ import { requestContext } from './middleware/request-context.ts';
 import type { OidcVerifier } from './middleware/authenticate.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRouteMounter, type MountedRoute } from './router.ts';
-import { buildLlmsTxt, publicRoutes, type PublicDocs } from './routes/public.ts';
+import { buildLlmsFullTxt, buildLlmsTxt } from './llms.ts';
+import { publicRoutes, type PublicDocs } from './routes/public.ts';
 import type { RouteDef } from './route.ts';
 import { sessionCookieName } from './services/session-cookie.ts';
 import { createAssetServer } from './static-assets.ts';
@@ -116,6 +117,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
   };
 
   docs.openapi = buildOpenApiDocument(all, { version: parts.version, serverUrl: config.PUBLIC_URL, sessionCookie: sessionCookieName(config) });
-  docs.llms = buildLlmsTxt(all);
+  docs.llms = buildLlmsTxt(all, config);
+  docs.llmsFull = buildLlmsFullTxt(all);
   return { app, routes: all };
 }

@@ -33,30 +33,48 @@ export const MAX_OFFSET = 100_000;
  */
 export const TOTAL_WINDOW = 2_000;
 
+function integerOf(raw: unknown): number {
+  if (typeof raw === 'number') return raw;
+  return typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+}
+
 /** An out-of-range or unparseable limit falls back to the default (spec, Pagination). */
 export function pageLimit(raw: unknown, limits: PageLimits = DEFAULT_PAGE): number {
-  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+  const n = integerOf(raw);
   return Number.isInteger(n) && n >= 1 && n <= limits.max ? n : limits.def;
 }
 
 function nonNegative(raw: unknown): number {
-  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+  const n = integerOf(raw);
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
-/** Query schemas, documented in OpenAPI; values are interpreted leniently by the helpers below. */
+/**
+ * An integer query parameter: a value that is not an integer is refused (invalid_request with
+ * param); the bounds are documented, and the helpers above bring an out-of-range value back.
+ */
+export function integerParam(doc: { description: string; minimum?: number; maximum?: number; default?: number }) {
+  return z.coerce.number().int().optional().meta(doc);
+}
+
+/** The page-size parameter of a list with these limits. */
+export function limitParam(limits: PageLimits = DEFAULT_PAGE) {
+  return integerParam({ description: `page size; out of range falls back to the default`, minimum: 1, maximum: limits.max, default: limits.def });
+}
+
+/** Query schemas, documented in OpenAPI. */
 export const OffsetQuery = z.object({
-  limit: z.string().optional().describe('page size; default 20, maximum 100'),
-  offset: z.string().optional().describe(`rows to skip; at most ${MAX_OFFSET} (more answers 400 invalid_request)`),
+  limit: limitParam(),
+  offset: integerParam({ description: `rows to skip; at most ${MAX_OFFSET} (more answers 400 invalid_request)`, minimum: 0, maximum: MAX_OFFSET, default: 0 }),
 });
 export const CursorQuery = z.object({
-  limit: z.string().optional().describe('page size; default 20, maximum 100'),
+  limit: limitParam(),
   startingAfter: z.string().optional().describe('id of the last item received'),
   endingBefore: z.string().optional().describe('id of the first item received (previous page)'),
 });
 export const SequenceQuery = z.object({
-  since: z.string().optional().describe('return entries with a sequence greater than this'),
-  limit: z.string().optional().describe('page size; default 1000, maximum 1000'),
+  since: integerParam({ description: 'return entries with a sequence greater than this', minimum: 0, default: 0 }),
+  limit: limitParam({ def: 1000, max: 1000 }),
 });
 
 export interface OffsetPage {

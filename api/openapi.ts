@@ -29,6 +29,64 @@ const LICENSE = { name: 'UNLICENSED' };
 
 const problemContent = { 'application/problem+json': { schema: ProblemSchema } };
 
+// Response headers, declared once and referenced by every response of the families that carry them.
+const RESPONSE_HEADERS: Record<string, { description: string; schema: Record<string, unknown> }> = {
+  'Request-Id': { description: 'Identifier of this request (req_<uuid>), also in problem documents.', schema: { type: 'string', pattern: '^req_' } },
+  RateLimit: { description: 'limit=<n>, remaining=<n>, reset=<seconds> of this route and caller.', schema: { type: 'string' } },
+  'RateLimit-Policy': { description: '<n>;w=<window seconds>: the limit of this route.', schema: { type: 'string' } },
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+  Link: { description: 'RFC 8288 links to the next, prev, first and last pages where they apply.', schema: { type: 'string' } },
+  ETag: { description: 'Strong validator of the returned representation.', schema: { type: 'string' } },
+  'Idempotent-Replayed': { description: 'true when this is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+  Location: { description: 'Path of the created resource.', schema: { type: 'string' } },
+  'Service-Version': { description: 'The API version (YYYY-MM-DD) this answer follows.', schema: { type: 'string' } },
+  'WWW-Authenticate': { description: 'The Bearer challenge of a request without a valid credential.', schema: { type: 'string' } },
+};
+
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** The response headers of one status of a route, from the families it belongs to. */
+function responseHeaders(def: RouteDef<any, any, any>, status: number, declared: string[] = []): Record<string, unknown> {
+  const names = ['Request-Id'];
+  if ((def.stage ?? 'protected') === 'protected') names.push('Service-Version');
+  if (status === 401) names.push('WWW-Authenticate');
+  if (def.rateLimit) names.push('RateLimit', 'RateLimit-Policy');
+  if (status === 429 || status === 503) names.push('Retry-After');
+  if (status === 200 && isList(def)) names.push('Link');
+  // replays follow authentication, permissions and the rate limit, and 5xx answers are not stored
+  if (def.idempotent && status < 500 && ![401, 403, 429].includes(status)) names.push('Idempotent-Replayed');
+  if (status === 201 && def.location) names.push('Location');
+  for (const name of declared) if (!names.includes(name)) names.push(name);
+  return Object.fromEntries(names.map((n) => [n, headerRef(n)]));
+}
+
+/** A paged list: its query takes a page size. */
+function isList(def: RouteDef<any, any, any>): boolean {
+  const shape = (def.query as { shape?: Record<string, unknown> } | undefined)?.shape;
+  return Boolean(shape && 'limit' in shape) && def.method === 'get';
+}
+
+/** Security as the server enforces it: session-only routes refuse API keys. */
+function securityOf(def: RouteDef<any, any, any>): Array<Record<string, string[]>> {
+  const stage = def.stage ?? 'protected';
+  // /api/auth/* routes that act on the signed-in session read only its cookie
+  if (stage === 'auth') return def.sessionOnly ? [{ session: [] }] : [];
+  if (stage !== 'protected') return [];
+  return def.sessionOnly ? [{ session: [] }] : [{ bearer: [] }, { session: [] }];
+}
+
+/** Query, path and header values are strings on the wire: a coerced parameter is never null. */
+function dropNull(schema: Record<string, any>): void {
+  if (Array.isArray(schema.type)) {
+    const types = schema.type.filter((t: string) => t !== 'null');
+    schema.type = types.length === 1 ? types[0] : types;
+  }
+  if (Array.isArray(schema.anyOf)) {
+    schema.anyOf = schema.anyOf.filter((s: Record<string, any>) => s.type !== 'null');
+    for (const s of schema.anyOf) dropNull(s);
+  }
+}
+
 export interface OpenApiDocument {
   json: string;
   etag: string;
@@ -43,12 +101,21 @@ export interface DocumentInfo {
   sessionCookie: string;
 }
 
+function requestBodyOf(def: RouteDef<any, any, any>) {
+  if (def.bodyContent) return { content: Object.fromEntries(Object.entries(def.bodyContent).map(([type, schema]) => [type, { schema }])), required: true };
+  if (def.body) return { content: { 'application/json': { schema: def.body } }, required: true };
+  return undefined;
+}
+
 export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: DocumentInfo): OpenApiDocument {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key (apst_...) or an OIDC access token.' });
   registry.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: info.sessionCookie, description: 'The session cookie set by sign-in.' });
+  for (const [name, header] of Object.entries(RESPONSE_HEADERS)) registry.registerComponent('headers', name, header as never);
 
   for (const def of routes) {
+    // runner-only routes are verified by signature and are no part of the public contract
+    if (def.stage === 'internal' || def.path.startsWith('/internal/')) continue;
     const stage = def.stage ?? 'protected';
     const pathParams = [...def.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
     const paramsSchema = def.params ?? (pathParams.length ? z.object(Object.fromEntries(pathParams.map((p) => [p, z.string()]))) : undefined);
@@ -57,15 +124,19 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: Do
       headers.push({ name: 'Service-Version', description: `API version (YYYY-MM-DD); current ${CURRENT_API_VERSION}.` });
       if (def.tenant !== 'none') headers.push({ name: 'X-Org-Id', description: 'Organization (sessions and instance tokens).' });
       if ((def.tenant ?? 'space') === 'space') headers.push({ name: 'X-Space-Id', description: 'Space (sessions and instance tokens).' });
+      if (!def.sessionOnly) headers.push({ name: 'Service-User', description: 'An end-user id (eu_...): an API key acts on behalf of that end-user of its space.' });
+      headers.push({ name: 'X-View-As', description: 'Owners and admins with a session: preview this operation as a lesser role, <org role> or <org role>:<space role key> (refused with an API key).' });
     }
     if (def.idempotent) headers.push({ name: 'Idempotency-Key', description: 'Replays the stored response for 24 hours (up to 255 characters).' });
 
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(def.responses)) {
-      if (spec.schema) responses[status] = { description: spec.description, content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } };
+      const headers = responseHeaders(def, Number(status), spec.headers);
+      if (spec.schema) responses[status] = { description: spec.description, headers, content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } };
       // every error leaves as a problem document, declared with a schema or not
-      else if (Number(status) >= 400) responses[status] = { description: spec.description, content: problemContent };
-      else responses[status] = { description: spec.description };
+      else if (Number(status) >= 400) responses[status] = { description: spec.description, headers, content: problemContent };
+      else if (spec.contentType) responses[status] = { description: spec.description, headers, content: { [spec.contentType]: { schema: /json/.test(spec.contentType) ? { type: 'object' } : { type: 'string' } } } };
+      else responses[status] = { description: spec.description, headers };
     }
     const takesBody = Boolean(def.body || def.rawBody || def.idempotent);
     for (const status of PROBLEM_STATUSES) {
@@ -75,8 +146,10 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: Do
       if (status === 413 && !takesBody) continue;
       // the starting and draining gates stand before every route but the public ones
       if (status === 503 && stage === 'public') continue;
-      responses[status] = { description: 'Problem document (RFC 9457).', content: problemContent };
+      responses[status] = { description: 'Problem document (RFC 9457).', headers: responseHeaders(def, status), content: problemContent };
     }
+    // a key reused with another request, on the routes that honour keys
+    if (def.idempotent && !responses[422]) responses[422] = { description: 'idempotency_conflict', headers: responseHeaders(def, 422), content: problemContent };
     const parameterObjects = headers.map((h) => ({ name: h.name, in: 'header' as const, required: h.required ?? false, schema: { type: 'string' as const }, description: h.description }));
 
     registry.registerPath({
@@ -85,12 +158,12 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: Do
       summary: def.summary,
       tags: [def.tag],
       operationId: `${def.method}_${def.path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
-      security: stage === 'protected' ? [{ bearer: [] }, { session: [] }] : [],
+      security: securityOf(def),
       parameters: parameterObjects,
       request: {
         params: paramsSchema as never,
         query: def.query as never,
-        body: def.body ? { content: { 'application/json': { schema: def.body } }, required: true } : undefined,
+        body: requestBodyOf(def),
       },
       responses: responses as never,
       ...(def.permission ? { 'x-permission': def.permission } : {}),
@@ -109,6 +182,9 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: Do
     },
     servers: [{ url: info.serverUrl ?? '/' }],
   }) as unknown as Record<string, unknown>;
+  for (const ops of Object.values(document.paths as Record<string, Record<string, { parameters?: Array<{ schema?: Record<string, unknown> }> }>>)) {
+    for (const op of Object.values(ops)) for (const p of op.parameters ?? []) if (p.schema) dropNull(p.schema);
+  }
   const json = JSON.stringify(document);
   const etag = `"${createHash('sha256').update(json).digest('base64url')}"`;
   return { json, etag, document };

@@ -30,6 +30,8 @@ export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
   contentType?: string;
+  /** response headers this status carries besides the ones every family declares (e.g. ETag) */
+  headers?: string[];
 }
 
 export interface HandlerInput<B, Q, P> {
@@ -63,13 +65,17 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   permission?: Permission | null;
   rateLimit?: RateLimitRow;
   idempotent?: boolean;
-  /** API keys cannot call this route (key creation) */
+  /** API keys cannot call this route (key creation); on /api/auth/* routes, it reads the session cookie */
   sessionOnly?: boolean;
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
   params?: z.ZodType<P>;
   /** the handler reads the body itself (multipart uploads, signed event bodies) */
   rawBody?: boolean;
+  /** the bodies a rawBody handler accepts, by content type, for the document */
+  bodyContent?: Record<string, z.ZodType>;
+  /** where a 201 reply's resource is read (sent as Location) */
+  location?: (body: any, params: P) => string;
   /** documented request headers */
   headers?: Array<{ name: string; required?: boolean; description: string }>;
   responses: Record<number, ResponseSpec>;

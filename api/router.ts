@@ -11,7 +11,7 @@ import { createAuthenticate, type OidcVerifier } from './middleware/authenticate
 import { applyImpersonation } from './middleware/impersonation.ts';
 import { createIdempotency, refuseUnsupportedIdempotencyKey, type IdempotencyOutcome } from './middleware/idempotency.ts';
 import { createRateLimiter } from './middleware/rate-limit.ts';
-import { defaultTenant, jsonOf, type Reply, type RouteDef, type RouteStage } from './route.ts';
+import { defaultTenant, jsonOf, JsonText, type Reply, type RouteDef, type RouteStage } from './route.ts';
 import { parseBody, parseParams } from './validation.ts';
 
 export function sendReply(res: Response, reply: Reply): void {
@@ -75,6 +75,7 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
           if (def.body) body = parseBody(def.body, json === undefined ? {} : json);
         }
         reply = await def.handler({ ctx: req.ctx, body, query, params, req, res, deps });
+        if (def.location && reply.status === 201 && reply.body !== undefined) reply.headers = { ...reply.headers, Location: def.location(reply.body instanceof JsonText ? JSON.parse(reply.body.text) : reply.body, params) };
         if (idem.settle) await idem.settle(reply);
       } catch (err) {
         // 4xx answers are stored and replayed like successes; 5xx and crashes release the key.

@@ -39,6 +39,7 @@ function scopeFor(ctx: RequestContext, deps: AppDeps): apiKeys.ApiKeyScope {
 export const apiKeyRoutes = [
   route({
     method: 'post', path: '/api/api-keys', summary: 'Create an API key pinned to the space', tag: TAG,
+    location: (b) => `/api/api-keys/${b.id}`,
     // the spec's table has no row for key creation; without one, minting keys would sidestep per-key limits
     tenant: 'space', permission: 'api-keys:create', sessionOnly: true, rateLimit: { perMinute: API_KEY_CREATIONS_PER_MINUTE },
     body: z.object({

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { AppDeps } from '../deps.ts';
 import { createRateLimiter } from '../middleware/rate-limit.ts';
 import { ProblemSchema } from '../openapi.ts';
-import { created, noContent, ok, route, type HandlerInput, type Reply, type RouteDef } from '../route.ts';
+import { created, noContent, ok, route, type HandlerInput, type Reply, type ResponseSpec, type RouteDef } from '../route.ts';
 import * as accounts from '../services/accounts.ts';
 import { redeemBootstrap } from '../services/bootstrap.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../services/passwords.ts';
@@ -38,7 +38,9 @@ function authRoute<B>(def: AuthRouteDef<B>): RouteDef<B, unknown, any> {
     stage: 'auth',
     tenant: 'none',
     tag: 'Authentication',
-    responses: { ...def.responses, 429: problemResponse('rate_limited: too many attempts from this address (production only)') },
+    // in production every answer carries the limiter's headers
+    responses: Object.fromEntries(Object.entries({ ...def.responses, 429: problemResponse('rate_limited: too many attempts from this address (production only)') })
+      .map(([status, spec]: [string, ResponseSpec]) => [status, { ...spec, headers: [...(spec.headers ?? []), 'RateLimit', 'RateLimit-Policy'] }])),
     handler: async (input: HandlerInput<B, unknown, any>) => {
       const { deps, req, res } = input;
       if (deps.config.NODE_ENV === 'production') {
@@ -88,6 +90,7 @@ export const authRoutes = [
   }),
   authRoute({
     method: 'get', path: '/api/auth/session', summary: 'The signed-in user and session', productionLimit: 300,
+    sessionOnly: true,
     responses: { 200: { description: 'The current session', schema: SignedIn }, ...UNAUTHORIZED },
     handler: async ({ req, deps }) => {
       const s = await requireSignedInSession(req, deps);
@@ -97,6 +100,7 @@ export const authRoutes = [
   }),
   authRoute({
     method: 'post', path: '/api/auth/change-password', summary: 'Change the password; ends the account\'s other sessions', productionLimit: 10,
+    sessionOnly: true,
     body: z.object({ currentPassword: z.string().min(1).max(PASSWORD_MAX_LENGTH), newPassword: Password }).strict(),
     responses: { 204: { description: 'Changed; this session stays signed in' }, ...UNAUTHORIZED, 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ req, deps, body }) => {
@@ -107,6 +111,7 @@ export const authRoutes = [
   }),
   authRoute({
     method: 'post', path: '/api/auth/set-password', summary: 'Set a first password on an account created without one', productionLimit: 10,
+    sessionOnly: true,
     body: z.object({ newPassword: Password }).strict(),
     responses: { 204: { description: 'Set' }, ...UNAUTHORIZED, 409: problemResponse('password_already_set'), 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ req, deps, body }) => {

@@ -25,6 +25,7 @@ const Metadata = z.record(z.string(), z.unknown());
 export const endUserRoutes = [
   route({
     method: 'post', path: '/api/end-users', summary: 'Create an end-user', tag: 'End-users',
+    location: (b) => `/api/end-users/${b.id}`,
     permission: 'end-users:write', rateLimit: WRITE_LIMIT, idempotent: true,
     body: z.object({ externalId: z.string().min(1).max(255), name: z.string().min(1).max(255), metadata: Metadata.optional() }).strict(),
     responses: { 201: { description: 'Created', schema: EndUser } },

@@ -24,6 +24,7 @@ const TAG = 'Organizations';
 export const invitationRoutes = [
   route({
     method: 'post', path: '/api/orgs/{orgId}/invitations', summary: 'Invite someone by email; the token is returned once', tag: TAG,
+    location: (b, p) => `/api/orgs/${p.orgId}/invitations/${b.id}`,
     tenant: 'none', permission: null, params: OrgParams,
     body: z.object({ email: z.email().max(320), role: OrgRoleSchema }).strict(),
     responses: { 201: { description: 'Invitation created; pass the token on as the accept link', schema: Invitation.extend({ token: z.string() }) } },

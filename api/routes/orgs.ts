@@ -42,6 +42,7 @@ export const orgRoutes = [
   }),
   route({
     method: 'post', path: '/api/orgs', summary: 'Create an organization (with its default space and the creator\'s personal space)', tag: TAG,
+    location: (b) => `/api/orgs/${b.id}`,
     tenant: 'none', permission: null, sessionOnly: true,
     body: z.object({ name: z.string().trim().min(1).max(200), slug: Slug.optional() }).strict(),
     responses: { 201: { description: 'Created; the caller is its owner', schema: Organization.extend({ personalSpaceId: z.string() }) } },

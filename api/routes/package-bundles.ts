@@ -5,7 +5,7 @@ import { isMultipart, readMultipartFile } from '../../lib/multipart.ts';
 import { problem } from '../../lib/problem.ts';
 import { route, type Reply } from '../route.ts';
 import { exportBundle, importBundle } from '../services/packages/bundles.ts';
-import { PackageParams, packageIdOf, scopeOf } from './package-wire.ts';
+import { ArchiveUpload, PackageParams, packageIdOf, scopeOf } from './package-wire.ts';
 
 const BundleImport = z.object({
   packageId: z.string(),
@@ -39,7 +39,8 @@ export const packageBundleRoutes = [
   }),
   route({
     method: 'post', path: '/api/packages/import-bundle', summary: 'Import an .afps-bundle (multipart field file): every package version it holds', tag: 'Packages',
-    permission: null, rateLimit: { perMinute: 10 }, rawBody: true,
+    location: (b) => `/api/packages/${b.packageId}`,
+    permission: null, rateLimit: { perMinute: 10 }, rawBody: true, bodyContent: { 'multipart/form-data': ArchiveUpload },
     responses: {
       201: { description: 'Imported', schema: BundleImport },
       200: { description: 'Every version was already published with this content', schema: BundleImport },

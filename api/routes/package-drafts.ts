@@ -27,14 +27,14 @@ function notModified(req: Request, etag: string): boolean {
   return value.split(',').some((t) => t.trim() === '*' || bare(t) === bare(etag));
 }
 
-const DraftResponses = { 200: { description: 'The draft; ETag header', schema: DraftRecord } };
+const DraftResponses = { 200: { description: 'The draft; ETag header', schema: DraftRecord, headers: ['ETag'] } };
 
 export const packageDraftRoutes = [
   route({
     method: 'get', path: '/api/packages/{scope}/{name}/draft', summary: 'Read the draft (strong ETag)', tag: TAG,
     permission: null, params: PackageParams,
     headers: [{ name: 'If-None-Match', description: 'ETag of a draft the caller holds: 304 with no body while it is still current.' }],
-    responses: { ...DraftResponses, 304: { description: 'Not modified; ETag header' } },
+    responses: { ...DraftResponses, 304: { description: 'Not modified; ETag header', headers: ['ETag'] } },
     handler: async ({ ctx, params, req, deps }) => {
       const reply = await getDraft(scopeOf(ctx, deps), packageIdOf(params));
       return notModified(req, reply.etag) ? { status: 304, headers: { ETag: reply.etag } } : draftReply(reply);
@@ -47,7 +47,7 @@ export const packageDraftRoutes = [
       manifest: z.record(z.string(), z.unknown()),
       files: z.record(z.string(), FileBody).optional().describe('path → content (text, or {content, encoding: base64}); replaces every file but manifest.json'),
     }).strict(),
-    responses: { ...DraftResponses, 412: { description: 'precondition_failed' }, 428: { description: 'precondition_required' } },
+    responses: { ...DraftResponses, 412: { description: 'precondition_failed', headers: ['ETag'] }, 428: { description: 'precondition_required', headers: ['ETag'] } },
     handler: async ({ ctx, params, body, req, deps }) => draftReply(await saveDraft(scopeOf(ctx, deps), packageIdOf(params), body, ifMatch(req))),
   }),
   route({
@@ -73,6 +73,7 @@ export const packageDraftRoutes = [
   }),
   route({
     method: 'post', path: '/api/packages/{scope}/{name}/publish', summary: 'Publish the draft as a new version', tag: TAG,
+    location: (b) => `/api/packages/${b.packageId}/versions`,
     permission: null, params: PackageParams,
     body: z.object({
       version: z.string().min(1).optional().describe('default: the draft manifest\'s version when still unpublished, else the next patch'),
@@ -85,8 +86,8 @@ export const packageDraftRoutes = [
     permission: null, params: PackageParams.extend({ version: z.string().describe('exact version, dist-tag or semver range') }),
     headers: [{ name: 'If-Match', description: 'ETag of the draft this restore is based on; a mismatch is 412 and changes nothing; omitted: last write wins.' }],
     responses: {
-      200: { description: 'The skill package record; ETag header of the new draft', schema: SkillPackageRecord },
-      412: { description: 'precondition_failed' },
+      200: { description: 'The skill package record; ETag header of the new draft', schema: SkillPackageRecord, headers: ['ETag'] },
+      412: { description: 'precondition_failed', headers: ['ETag'] },
     },
     handler: async ({ ctx, params, req, deps }) => {
       const { record, etag } = await restoreSkillVersion(scopeOf(ctx, deps), packageIdOf(params), params.version, ifMatch(req));

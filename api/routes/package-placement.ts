@@ -28,6 +28,7 @@ export const packagePlacementRoutes = [
   }),
   route({
     method: 'post', path: '/api/spaces/{spaceId}/packages', summary: 'Place (activate) a package in a space', tag: TAG,
+    location: (b, p) => `/api/spaces/${p.spaceId}/packages/${b.packageId}`,
     tenant: 'org', permission: null, params: SpaceParams,
     body: z.object({ packageId: z.string().min(1), active: z.boolean().optional() }).strict(),
     responses: { 201: { description: 'Placed', schema: Placement }, 200: { description: 'Already placed; active updated', schema: Placement } },

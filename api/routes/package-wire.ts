@@ -17,6 +17,9 @@ export function scopeOf(ctx: RequestContext, deps: AppDeps, spaceId?: string): P
   return packageScopeOf(ctx, deps, spaceId);
 }
 
+/** A multipart upload: the archive in the field "file". */
+export const ArchiveUpload = z.object({ file: z.string().meta({ format: 'binary', description: 'the archive (.afps, .zip, .afps-bundle)' }) });
+
 export const PublishedRef = z.object({
   packageId: z.string(),
   type: z.enum(['agent', 'skill', 'mcp-server', 'integration']),

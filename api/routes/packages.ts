@@ -18,7 +18,7 @@ import type { PackageScope } from '../services/packages/access.ts';
 import { importFromRepository } from '../services/packages/repository-import.ts';
 import { versionsOf, yankVersion } from '../services/packages/versions.ts';
 import {
-  FileBody, FileRecord, PackageParams, PackageRecord, PackageSummary, PublishedRef, VersionRecord, packageIdOf, scopeOf,
+  ArchiveUpload, FileBody, FileRecord, PackageParams, PackageRecord, PackageSummary, PublishedRef, VersionRecord, packageIdOf, scopeOf,
 } from './package-wire.ts';
 
 const TAG = 'Packages';
@@ -47,7 +47,9 @@ async function importJson(scope: PackageScope, raw: unknown): Promise<ImportOutc
 export const packageRoutes = [
   route({
     method: 'post', path: '/api/packages/import', summary: 'Import a package archive (.afps or .zip) as a new package or a new version', tag: TAG,
+    location: (b) => `/api/packages/${b.packageId}`,
     permission: null, rateLimit: IMPORT_LIMIT, rawBody: true,
+    bodyContent: { 'multipart/form-data': ArchiveUpload, 'application/json': JsonImport },
     responses: {
       201: { description: 'Imported', schema: PublishedRef },
       200: { description: 'This content is already published as that version (nothing changed)', schema: PublishedRef },
@@ -71,6 +73,7 @@ export const packageRoutes = [
   }),
   route({
     method: 'post', path: '/api/packages/import-github', summary: 'Import a package from a GitHub repository folder', tag: TAG,
+    location: (b) => `/api/packages/${b.packageId}`,
     permission: null, rateLimit: IMPORT_LIMIT,
     body: z.object({
       url: z.string().min(1).describe('https://github.com/<owner>/<repo>[/tree/<ref>/<path>]'),
@@ -119,7 +122,7 @@ export const packageRoutes = [
     method: 'get', path: '/api/packages/{scope}/{name}/files/content', summary: 'The raw bytes of one file of the draft or of a version', tag: TAG,
     permission: null, rateLimit: FILES_LIMIT, params: PackageParams,
     query: z.object({ path: z.string().min(1), version: z.string().optional() }),
-    responses: { 200: { description: 'The file', contentType: 'application/octet-stream' } },
+    responses: { 200: { description: "The file, in its own media type", contentType: '*/*', headers: ['ETag'] } },
     handler: async ({ ctx, params, query, deps }): Promise<Reply> => {
       const file = await fileContent(scopeOf(ctx, deps), packageIdOf(params), query.path, query.version);
       return { status: 200, body: file.bytes, headers: { 'Content-Type': file.contentType, ETag: `"${file.digest}"`, 'X-Content-Type-Options': 'nosniff' } };
@@ -128,7 +131,7 @@ export const packageRoutes = [
   route({
     method: 'get', path: '/api/packages/{scope}/{name}/{version}/download', summary: 'Download a version\'s archive, byte for byte as imported', tag: TAG,
     permission: null, rateLimit: FILES_LIMIT, params: VersionParams,
-    responses: { 200: { description: 'The archive', contentType: 'application/zip' }, 410: { description: 'version_yanked' } },
+    responses: { 200: { description: 'The archive', contentType: 'application/zip', headers: ['ETag'] }, 410: { description: 'version_yanked' } },
     handler: async ({ ctx, params, res, deps }): Promise<Reply> => {
       const download = await openDownload(scopeOf(ctx, deps), packageIdOf(params), params.version);
       const chunks = download.chunks[Symbol.asyncIterator]();

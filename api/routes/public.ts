@@ -6,6 +6,7 @@ import type { OpenApiDocument } from '../openapi.ts';
 export interface PublicDocs {
   openapi?: OpenApiDocument;
   llms?: string;
+  llmsFull?: string;
 }
 
 const Health = z.object({ status: z.enum(['ok', 'starting', 'draining']) });
@@ -47,7 +48,7 @@ export function publicRoutes(docs: PublicDocs): RouteDef<any, any, any>[] {
     }),
     route({
       method: 'get', path: '/api/openapi.json', summary: 'The OpenAPI 3.1 document of this instance', tag: 'Meta', stage: 'public',
-      responses: { 200: { description: 'OpenAPI document' }, 304: { description: 'Not modified' } },
+      responses: { 200: { description: 'OpenAPI document', contentType: 'application/json', headers: ['ETag'] }, 304: { description: 'Not modified', headers: ['ETag'] } },
       handler: async ({ req }): Promise<Reply> => {
         const doc = docs.openapi!;
         const inm = req.headers['if-none-match'];
@@ -73,31 +74,10 @@ export function publicRoutes(docs: PublicDocs): RouteDef<any, any, any>[] {
       responses: { 200: { description: 'Markdown index', contentType: 'text/plain' } },
       handler: async () => ({ status: 200, body: docs.llms ?? '', headers: { 'Content-Type': 'text/plain; charset=utf-8' } }),
     }),
+    route({
+      method: 'get', path: '/llms-full.txt', summary: 'Every operation with its schemas in compact form, for language models', tag: 'Meta', stage: 'public',
+      responses: { 200: { description: 'Markdown', contentType: 'text/plain' } },
+      handler: async () => ({ status: 200, body: docs.llmsFull ?? '', headers: { 'Content-Type': 'text/plain; charset=utf-8' } }),
+    }),
   ];
-}
-
-export function buildLlmsTxt(routes: RouteDef<any, any, any>[]): string {
-  const byTag = new Map<string, RouteDef<any, any, any>[]>();
-  for (const r of routes) {
-    if (r.path.startsWith('/api/docs/')) continue;
-    byTag.set(r.tag, [...(byTag.get(r.tag) ?? []), r]);
-  }
-  const lines = [
-    '# Agent Platform API',
-    '',
-    '> Multi-tenant HTTP API for packaging, running and scheduling AI agents and embedding them in other products.',
-    '',
-    'Authenticate with `Authorization: Bearer apst_...` (API key) or a session cookie; send `X-Org-Id` and `X-Space-Id` with sessions.',
-    'Errors are RFC 9457 problem documents: branch on the HTTP status, then `code`.',
-    '',
-    '- [OpenAPI 3.1 document](/api/openapi.json): every operation with its schemas',
-    '- [Interactive reference](/api/docs)',
-    '',
-  ];
-  for (const [tag, list] of [...byTag.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    lines.push(`## ${tag}`, '');
-    for (const r of list) lines.push(`- \`${r.method.toUpperCase()} ${r.path}\`: ${r.summary}${r.permission ? ` (needs ${r.permission})` : ''}`);
-    lines.push('');
-  }
-  return lines.join('\n');
 }

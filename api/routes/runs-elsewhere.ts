@@ -18,6 +18,7 @@ const INLINE_LIMIT = { perMinute: (c: { INLINE_RUN_LIMITS: { rate_per_min: numbe
 export const runsElsewhereRoutes = [
   route({
     method: 'post', path: '/api/runs/inline', summary: 'Run an agent given inline (manifest and prompt)', tag: 'Runs',
+    location: (b) => `/api/runs/${b.id}`,
     permission: 'agents:run', rateLimit: INLINE_LIMIT, idempotent: true, body: InlineBody,
     responses: { 201: { description: 'The run, pending', schema: RunSchema } },
     handler: async ({ ctx, body, deps }) => created(runChanged(deps, ctx, await launchInlineRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), body))),
@@ -33,6 +34,7 @@ export const runsElsewhereRoutes = [
   }),
   route({
     method: 'post', path: '/api/runs/remote', summary: 'Create a run executed elsewhere; answers its event sink once', tag: 'Runs',
+    location: (b) => `/api/runs/${b.id}`,
     permission: 'agents:run', idempotent: true,
     rateLimit: { perMinute: (c) => c.PLATFORM_RUN_LIMITS.per_org_global_rate_per_min },
     body: z.object({

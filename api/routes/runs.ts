@@ -2,7 +2,7 @@
 // long-polls with ?wait; logs are sequence-paged.
 import { z } from 'zod';
 import { spaceScopeOf } from '../../db/tenant.ts';
-import { OffsetQuery, SequenceQuery, listText, offsetList, offsetPage, sequenceList, sequencePage } from '../lists.ts';
+import { OffsetQuery, limitParam, SequenceQuery, listText, offsetList, offsetPage, sequenceList, sequencePage } from '../lists.ts';
 import type { RequestContext } from '../context.ts';
 import type { AppDeps } from '../deps.ts';
 import { created, noContent, ok, route } from '../route.ts';
@@ -47,6 +47,7 @@ function callerKey(ctx: RequestContext): string {
 export const runRoutes = [
   route({
     method: 'post', path: '/api/agents/{scope}/{name}/run', summary: 'Launch a run of an agent', tag: 'Runs',
+    location: (b) => `/api/runs/${b.id}`,
     permission: 'agents:run', rateLimit: { perMinute: 20 }, idempotent: true, params: AgentParams,
     body: z.object({
       input: z.record(z.string(), z.unknown()).optional(),
@@ -60,7 +61,7 @@ export const runRoutes = [
   }),
   route({
     method: 'get', path: '/api/agents/{scope}/{name}/runs', summary: "List an agent's runs (offset-paged, default 50)", tag: 'Runs',
-    permission: 'runs:read', params: AgentParams, query: OffsetQuery,
+    permission: 'runs:read', params: AgentParams, query: OffsetQuery.extend({ limit: limitParam({ def: 50, max: 100 }) }),
     responses: { 200: { description: 'A page of runs', schema: RunListSchema } },
     handler: async ({ ctx, params, query, req, deps }) => {
       const page = offsetPage(query, { def: 50, max: 100 });
@@ -85,7 +86,9 @@ export const runRoutes = [
   }),
   route({
     method: 'get', path: '/api/runs/{id}', summary: 'Read a run; ?wait=<seconds>|true long-polls up to 55 s for a terminal status', tag: 'Runs',
-    permission: 'runs:read', params: IdParams, query: z.object({ wait: z.string().optional() }),
+    permission: 'runs:read', params: IdParams, query: z.object({
+      wait: z.union([z.literal('true'), z.coerce.number().min(0)]).optional().describe('seconds to wait for a terminal status, or true for the maximum (55)'),
+    }),
     responses: { 200: { description: 'The run', schema: RunSchema } },
     handler: async ({ ctx, params, query, req, res, deps }) => {
       const seconds = waitSeconds(query.wait);

@@ -31,6 +31,7 @@ export const spaceRoleRoutes = [
   }),
   route({
     method: 'post', path: '/api/orgs/{orgId}/roles', summary: 'Define a space role', tag: TAG,
+    location: (b, p) => `/api/orgs/${p.orgId}/roles/${b.id}`,
     tenant: 'none', permission: null, params: OrgParams,
     body: z.object({ key: z.string().regex(roles.ROLE_KEY_PATTERN, 'lower-case letters, digits, _ and -; up to 64'), name: z.string().trim().min(1).max(200), permissions: Permissions }).strict(),
     responses: { 201: { description: 'Created', schema: SpaceRole } },

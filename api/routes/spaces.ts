@@ -52,6 +52,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'post', path: '/api/spaces', summary: 'Create a team space', tag: TAG,
+    location: (b) => `/api/spaces/${b.id}`,
     tenant: 'org', permission: 'spaces:write',
     body: z.object({ name: z.string().trim().min(1).max(200) }).strict(),
     responses: { 201: { description: 'Created; a creator below admin becomes its space admin', schema: Space } },
@@ -98,6 +99,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'post', path: '/api/spaces/{spaceId}/members', summary: 'Give an organization member a role in a team space', tag: TAG,
+    location: (b, p) => `/api/spaces/${p.spaceId}/members/${b.userId}`,
     tenant: 'org', permission: null, params: SpaceParams,
     body: z.object({ userId: z.string().min(1), roleKey: RoleKey }).strict(),
     responses: { 201: { description: 'Added', schema: SpaceMember } },

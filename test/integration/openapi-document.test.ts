@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
+import { allRoutes } from '../../api/routes/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { call } from '../support/http.ts';
 
@@ -94,6 +95,9 @@ describe('GET /api/openapi.json', () => {
     const createEndUser = doc.paths['/api/end-users'].post;
     assert.ok(createEndUser.parameters.some((p: any) => p.in === 'header' && p.name === 'Idempotency-Key'));
     assert.equal(createEndUser.responses['429'].content['application/problem+json'].schema.$ref, '#/components/schemas/Problem');
+    assert.ok(createEndUser.parameters.some((p: any) => p.in === 'header' && p.name === 'Service-User'), 'keys act for an end-user');
+    assert.ok(createEndUser.parameters.some((p: any) => p.in === 'header' && p.name === 'X-View-As'), 'role preview');
+    assert.ok(!doc.paths['/api/api-keys'].post.parameters.some((p: any) => p.name === 'Service-User'), 'no key calls a session-only route');
     const listEndUsers = doc.paths['/api/end-users'].get;
     assert.ok(!listEndUsers.parameters.some((p: any) => p.name === 'Idempotency-Key'));
   });
@@ -128,14 +132,36 @@ describe('GET /api/docs', () => {
   });
 });
 
-test('GET /llms.txt lists the operations as text', async () => {
+test('GET /llms.txt says how to authenticate, the errors by family, paging, idempotency, limits and the main bodies', async () => {
   const res = await call(app.url, 'GET', '/llms.txt');
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type')!, /^text\/plain/);
   assert.match(res.text, /^# /);
-  assert.match(res.text, /`POST \/api\/end-users`/);
+  for (const section of ['## Authentication', '## Errors', '## Pagination', '## Idempotency', '## Rate limits', '## Main request bodies']) assert.ok(res.text.includes(section), section);
+  assert.match(res.text, /`POST \/api\/api-keys` with the session cookie and `X-Org-Id`, `X-Space-Id`/);
+  assert.match(res.text, /cannot create, list or revoke keys/);
+  const { errorCatalog } = await import('../../lib/error-catalog.ts');
+  const undocumented = Object.keys(errorCatalog).filter((code) => !new RegExp(`[ ,]${code}(,|\n)`).test(res.text));
+  assert.deepEqual(undocumented, []);
+  assert.match(res.text, /^- 429: .*\brate_limited\b/m);
+  assert.match(res.text, /`POST \/api\/agents\/\{scope\}\/\{name\}\/run`[^\n]*\n {2}body: \{input\?: \{\[key\]: any\}/);
+  assert.match(res.text, /`POST \/api\/packages\/import`[^\n]*\n {2}body \(multipart\/form-data\): \{file: string\(binary\)\}/);
   assert.match(res.text, /`GET \/api\/models`/);
-  assert.match(res.text, /\/api\/openapi\.json/);
+  assert.match(res.text, /POST \/api\/agents\/\{scope\}\/\{name\}\/run 20;/);
+  assert.match(res.text, /POST \/api\/runs\/inline \d+;/, 'configured limits are given their value');
+  assert.doesNotMatch(res.text, /\/internal\//);
+});
+
+test('GET /llms-full.txt gives every public operation with its schemas in compact form', async () => {
+  const res = await call(app.url, 'GET', '/llms-full.txt');
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type')!, /^text\/plain/);
+  const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+  const missing = Object.entries<any>(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `\`${m.toUpperCase()} ${path}\``)).filter((op) => !res.text.includes(op));
+  // the reference page's script is no operation a model would call
+  assert.deepEqual(missing, ['`GET /api/docs/reference.js`']);
+  assert.match(res.text, /`GET \/api\/runs\/\{id\}`[^\n]*\n {2}query: wait\?: "true" \| number\(≥0\)\n {2}200: \{id: string, object: "run", status: "pending"\|/);
+  assert.doesNotMatch(res.text, /\/internal\/|: any \| null/);
 });
 
 test('health: live and ready answer 200 ok without a credential', async () => {
@@ -144,4 +170,61 @@ test('health: live and ready answer 200 ok without a credential', async () => {
     assert.equal(res.status, 200, path);
     assert.deepEqual(res.body, { status: 'ok' });
   }
+});
+
+describe('the document says what the server does', () => {
+  const operations = (doc: any) => Object.entries<any>(doc.paths).flatMap(([path, ops]) => Object.entries<any>(ops).map(([method, op]) => ({ path, method, op })));
+
+  test('session-only operations declare only the cookie scheme; runner-only routes are left out', async () => {
+    const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+    const sessionOnly = operations(doc).filter(({ op }) => JSON.stringify(op.security) === JSON.stringify([{ session: [] }])).map(({ method, path }) => `${method} ${path}`);
+    assert.deepEqual(sessionOnly.sort(), [
+      'delete /api/api-keys/{id}', 'get /api/api-keys', 'get /api/api-keys/available-scopes', 'get /api/auth/session',
+      'post /api/api-keys', 'post /api/auth/change-password', 'post /api/auth/set-password', 'post /api/orgs',
+    ]);
+    assert.deepEqual(doc.paths['/api/auth/sign-in/email'].post.security, []);
+    assert.deepEqual(doc.paths['/api/end-users'].get.security, [{ bearer: [] }, { session: [] }]);
+    assert.deepEqual(Object.keys(doc.paths).filter((p) => p.startsWith('/internal/')), []);
+  });
+
+  test('response headers by family: Request-Id everywhere, RateLimit on limited routes, Retry-After on 429 and 503, Link on lists, Location on creations', async () => {
+    const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+    const missing: string[] = [];
+    for (const { path, method, op } of operations(doc)) {
+      for (const [status, response] of Object.entries<any>(op.responses)) {
+        const has = (h: string) => Boolean(response.headers?.[h]);
+        if (!has('Request-Id')) missing.push(`${method} ${path} ${status} Request-Id`);
+        if (op['x-rate-limit-per-minute'] && !has('RateLimit')) missing.push(`${method} ${path} ${status} RateLimit`);
+        if ((status === '429' || status === '503') && !has('Retry-After')) missing.push(`${method} ${path} ${status} Retry-After`);
+        if (status === '201' && !path.startsWith('/api/auth/') && !has('Location')) missing.push(`${method} ${path} 201 Location`);
+      }
+    }
+    assert.deepEqual(missing, []);
+    for (const list of ['/api/runs', '/api/end-users', '/api/packages']) assert.ok(doc.paths[list].get.responses['200'].headers.Link, list);
+    assert.ok(doc.paths['/api/end-users'].post.responses['201'].headers['Idempotent-Replayed']);
+    assert.ok(doc.paths['/api/packages/{scope}/{name}/draft'].get.responses['200'].headers.ETag);
+    assert.deepEqual(Object.keys(doc.components.headers).sort(), ['ETag', 'Idempotent-Replayed', 'Link', 'Location', 'RateLimit', 'RateLimit-Policy', 'Request-Id', 'Retry-After', 'Service-Version', 'WWW-Authenticate']);
+  });
+
+  test('uploads declare their bodies: the archive field and the JSON form of the import', async () => {
+    const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+    const content = doc.paths['/api/packages/import'].post.requestBody.content;
+    assert.equal(content['multipart/form-data'].schema.properties.file.format, 'binary');
+    assert.ok(content['application/json'].schema.properties.manifest);
+    assert.ok(doc.paths['/api/packages/import-bundle'].post.requestBody.content['multipart/form-data']);
+    // a handler that reads its own body must say what it reads
+    const undeclared = allRoutes().filter((r) => r.rawBody && r.stage !== 'internal' && !doc.paths[r.path][r.method].requestBody);
+    assert.deepEqual(undeclared.map((r) => `${r.method} ${r.path}`), []);
+  });
+
+  test('numeric query parameters are integers with their default and maximum, never null', async () => {
+    const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+    const param = (path: string, name: string) => doc.paths[path].get.parameters.find((p: any) => p.in === 'query' && p.name === name).schema;
+    assert.deepEqual({ ...param('/api/runs', 'limit'), description: undefined }, { type: 'integer', minimum: 1, maximum: 100, default: 20, description: undefined });
+    assert.equal(param('/api/agents/{scope}/{name}/runs', 'limit').default, 50);
+    assert.equal(param('/api/runs/{id}/logs', 'limit').maximum, 1000);
+    assert.equal(param('/api/runs/{id}/logs', 'since').type, 'integer');
+    assert.equal(param('/api/runs', 'offset').type, 'integer');
+    assert.deepEqual(param('/api/runs/{id}', 'wait').anyOf.map((s: any) => s.type), ['string', 'number']);
+  });
 });

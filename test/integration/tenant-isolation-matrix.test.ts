@@ -43,7 +43,7 @@ const ORG = "organization-level resource: every space of the organization shares
 
 const CASES: Record<string, Case> = {
   'GET /health/live': PUBLIC, 'GET /health/ready': PUBLIC, 'GET /api/openapi.json': PUBLIC,
-  'GET /api/docs': PUBLIC, 'GET /api/docs/reference.js': PUBLIC, 'GET /llms.txt': PUBLIC,
+  'GET /api/docs': PUBLIC, 'GET /api/docs/reference.js': PUBLIC, 'GET /llms.txt': PUBLIC, 'GET /llms-full.txt': PUBLIC,
   'POST /api/auth/sign-up/email': ACCOUNT, 'POST /api/auth/sign-in/email': ACCOUNT, 'POST /api/auth/sign-out': ACCOUNT,
   'GET /api/auth/session': ACCOUNT, 'POST /api/auth/change-password': ACCOUNT, 'POST /api/auth/set-password': ACCOUNT,
   'POST /api/auth/request-password-reset': ACCOUNT, 'POST /api/auth/reset-password': ACCOUNT,

@@ -18,6 +18,7 @@ export function credentialRoutes(deps: AppDeps) {
   return [
     route({
       method: 'post', path: '/api/model-provider-credentials', summary: 'Add a model provider credential', tag: TAG, tenant: 'org',
+    location: (b) => `/api/model-provider-credentials/${b.id}`,
       permission: 'models:write', body: CredentialCreateBody,
       responses: { 201: { description: 'The credential, without its key', schema: Credential } },
       handler: async ({ ctx, body }) => created(await credentials.createCredential(orgScopeOf(ctx, deps.database), pdeps, body)),

@@ -30,6 +30,7 @@ export function modelRoutes(deps: AppDeps) {
     }),
     route({
       method: 'post', path: '/api/models', summary: 'Add a model from a provider credential', tag: TAG, tenant: 'org',
+    location: (b) => `/api/models/${b.id}`,
       permission: 'models:write', body: ModelCreateBody,
       responses: { 201: { description: 'The model', schema: Model } },
       handler: async ({ ctx, body }) => created(await models.createModel(orgScopeOf(ctx, deps.database), { ...body, name: body.name ?? body.model })),

@@ -1,5 +1,6 @@
 // Wire schemas of the model provider family: request bodies (strict) and response records.
 import { z } from 'zod';
+import { limitParam } from '../../lists.ts';
 import { REASONING_LEVELS } from './model-settings.ts';
 
 const Name = z.string().trim().min(1).max(200);
@@ -49,7 +50,7 @@ export const IdParams = z.object({ id: z.string() });
 
 export const OpenRouterQuery = z.object({
   q: z.string().max(200).optional().describe('matches the model id or name'),
-  limit: z.string().optional().describe('default 20, maximum 100'),
+  limit: limitParam(),
 });
 
 export const Credential = z.object({

@@ -15,7 +15,8 @@ const waitsByCaller = new Map<string, number>();
 
 /** `wait` is seconds or true; values are capped at 55; anything else means no wait. */
 export function waitSeconds(raw: unknown): number {
-  if (raw === 'true') return MAX_WAIT_SECONDS;
+  if (raw === 'true' || raw === true) return MAX_WAIT_SECONDS;
+  if (typeof raw === 'number') return raw >= 0 ? Math.min(raw, MAX_WAIT_SECONDS) : 0;
   if (typeof raw === 'string' && /^\d+(\.\d+)?$/.test(raw)) return Math.min(Number(raw), MAX_WAIT_SECONDS);
   return 0;
 }
