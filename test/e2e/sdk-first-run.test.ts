@@ -18,7 +18,7 @@ let dir: string;
 
 before(async () => {
   fake = await startFakeModel();
-  platform = await startPlatformProcess({ env: { SANDBOX_WARM_POOL: '1' } });
+  platform = await startPlatformProcess({ env: { SANDBOX_WARM_POOL: '1', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
   dir = mkdtempSync(join(tmpdir(), 'sdk-e2e-'));
 });
 after(async () => {

@@ -18,7 +18,7 @@ const seen = new Set<string>();
 
 before(async () => {
   fake = await startFakeModel();
-  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1' } });
+  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
   check = conformanceChecker((await call(app.url, 'GET', '/api/openapi.json')).body);
 });
 after(async () => {

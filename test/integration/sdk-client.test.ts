@@ -24,7 +24,7 @@ let dir: string;
 
 before(async () => {
   fake = await startFakeModel();
-  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: '127.0.0.1' } });
+  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
   const org = await anOrg(app.deps.database.pool);
   ({ key, keyId } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId }));
   await importFixture(app.url, key, 'agent-echo');
