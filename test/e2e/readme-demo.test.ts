@@ -8,19 +8,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
-import { freePort, startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
+import { namedPort, startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 let platform: PlatformProcess;
 let modelPort: number;
 
 before(async () => {
-  modelPort = await freePort();
+  modelPort = await namedPort();
   platform = await startPlatformProcess({
     env: {
       // No configured token: the demo reads the one the platform generated in its data directory.
       BOOTSTRAP_TOKEN: '',
-      // host:port is the setting's form; the bare host keeps older builds that match hosts only working.
       EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${modelPort}`,
       SANDBOX_WARM_POOL: '1',
     },
@@ -67,7 +66,7 @@ test('the README walkthrough, pasted into sh, claims the instance and gets a suc
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
   const block = /```sh\n(B=http:\/\/127\.0\.0\.1:3000\n[\s\S]*?)```/.exec(readme)?.[1];
   assert.ok(block, 'the README has the walkthrough');
-  const port = await freePort();
+  const port = await namedPort();
   const own = await startPlatformProcess({ env: { BOOTSTRAP_TOKEN: '', EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${port}`, SANDBOX_WARM_POOL: '1' } });
   const model = await startFakeModel({ port });
   try {

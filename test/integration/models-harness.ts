@@ -3,7 +3,7 @@
 // fresh rate-limit bucket), and a stand-in provider that answers chosen statuses.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { freePort } from '../../lib/free-port.ts';
+import { namedPort } from '../support/platform-process.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp, type TestAppOptions } from '../support/app.ts';
 import { aKey, anOrg, type BuiltOrg } from '../support/builders.ts';
@@ -27,7 +27,7 @@ export interface ModelWorld {
 
 export async function aModelWorld(opts: TestAppOptions = {}): Promise<ModelWorld> {
   const model = await startFakeModel();
-  const spare = [await freePort(), await freePort(), await freePort()];
+  const spare = [await namedPort(), await namedPort(), await namedPort()];
   const allowed = [new URL(model.url).host, ...spare.map((port) => `127.0.0.1:${port}`)].join(',');
   const app = await startTestApp({ ...opts, env: { EGRESS_ALLOW_INTERNAL_HOSTS: allowed, ...(opts.env ?? {}) } });
   const pool = app.deps.database.pool;

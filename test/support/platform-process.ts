@@ -9,6 +9,24 @@ import { freshDatabase, type TestDatabase } from './db.ts';
 import { freePort } from '../../lib/free-port.ts';
 export { freePort };
 
+/**
+ * A free 127.0.0.1 port below the kernel's ephemeral range, for a port that must be named before
+ * its server listens (an allowlist entry): an ephemeral port found free can be handed to another
+ * process's outgoing connection or listener in between; these are never handed out by the kernel.
+ */
+export async function namedPort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = net.createServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port found below the ephemeral range');
+}
+
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 
 
