@@ -70,7 +70,8 @@ describe('agent confinement', () => {
   const adapters: ProcessSandboxAdapter[] = [];
 
   before(async () => {
-    model = await startFakeModel();
+    // slow turns keep the agent running while the test looks at it from outside
+    model = await startFakeModel({ latencyMs: 800 });
     receiver = await startEventReceiver(secret);
     workDir = await mkdtemp(join(tmpdir(), 'sbx-confine-'));
   });

@@ -127,6 +127,8 @@ export function samplePeakMemory(roots: number[], everyMs = 20): { peak(): Memor
     peak.pssKb = Math.max(peak.pssKb, sum.pssKb);
     busy = false;
   }, everyMs);
+  // a test that fails before stop() must not keep its file running
+  timer.unref();
   return { peak: () => ({ ...peak }), stop: () => clearInterval(timer) };
 }
 

@@ -24,7 +24,9 @@ describe('a run in a process sandbox claimed from a warm pool of 2', () => {
 
   before(async () => {
     process.env.SANDBOX_TEST_PLATFORM_SECRET = PLATFORM_SECRET;
-    model = await startFakeModel();
+    // Each model turn takes a while, so the agent is still running while the test inspects it,
+    // however loaded the machine is.
+    model = await startFakeModel({ latencyMs: 800 });
     receiver = await startEventReceiver(secret);
     workDir = await mkdtemp(join(tmpdir(), 'sbx-run-'));
     adapter = await createProcessAdapter({ warmPool: 2, workDir });
@@ -53,6 +55,7 @@ describe('a run in a process sandbox claimed from a warm pool of 2', () => {
     const procs = adapter.processes(sandboxId);
     assert.ok(procs);
     const memory = samplePeakMemory([procs.sidecarPid, procs.agentPid]);
+    t.after(() => memory.stop());
     const agentPid = await agentNodePid(procs.agentPid);
     const agentEnv = environOf(agentPid);
     const sidecarEnv = environOf(procs.sidecarPid);
