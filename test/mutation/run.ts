@@ -20,11 +20,11 @@ export const GROUPS: Record<string, Group> = {
   },
   egress: {
     mutate: ['lib/egress.ts'],
-    tests: ['test/unit/egress-address-classification.test.ts', 'test/unit/egress-guarded-fetch.test.ts'],
+    tests: ['test/unit/egress-address-classification.test.ts', 'test/unit/egress-guarded-fetch.test.ts', 'test/unit/egress-allowlist.test.ts', 'test/unit/egress-platform-endpoints.test.ts'],
   },
   zip: {
     mutate: ['lib/zip/*.ts'],
-    tests: ['test/unit/zip-entry-names.test.ts', 'test/unit/zip-limits.test.ts', 'test/unit/zip-round-trip.test.ts', 'test/unit/afps-package-archive.test.ts'],
+    tests: ['test/unit/zip-entry-names.test.ts', 'test/unit/zip-limits.test.ts', 'test/unit/zip-round-trip.test.ts', 'test/unit/zip-inflation.test.ts', 'test/unit/afps-package-archive.test.ts'],
   },
   'run-events': {
     mutate: ['lib/run-events.ts', 'api/services/runs/events.ts'],
