@@ -12,39 +12,27 @@ import { freePort } from '../../lib/free-port.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { startRestateServer, type RestateServer } from '../../restate/launcher.ts';
 import { createRunWorkflowClient } from '../../workflows/run-client.ts';
-import { startFakeModel } from '../fixtures/fake-model/server.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { aKey, anOrg } from '../support/builders.ts';
-import { call, client } from '../support/http.ts';
-import { aDefaultModel, importFixture } from '../support/runs.ts';
+import { call } from '../support/http.ts';
+import { aRunWorld, type RunWorld } from '../support/runs.ts';
 
-let fake: Awaited<ReturnType<typeof startFakeModel>>;
 let restate: RestateServer;
 let restateDir: string;
-let app: TestApp;
-let api: ReturnType<typeof client>;
+let world: RunWorld;
+let app: RunWorld['app'];
+let api: RunWorld['api'];
 
 before(async () => {
-  fake = await startFakeModel();
   restateDir = mkdtempSync(join(tmpdir(), 'engine-signal-'));
   const [ingressPort, adminPort, nodePort] = await Promise.all([freePort(), freePort(), freePort()]);
   // No deployment is registered: the engine refuses every signal to the run workflow.
   restate = await startRestateServer({ baseDir: restateDir, ingressPort, adminPort, nodePort });
-  app = await startTestApp({
-    env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host },
-    runs: createRunWorkflowClient(restate.ingressUrl, { signalRetryMs: 300 }),
-  });
-  const org = await anOrg(app.deps.database.pool);
-  const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
-  api = client(app.url, { key });
-  await importFixture(app.url, key, 'agent-echo');
-  await aDefaultModel(app.url, key, fake.url);
+  world = await aRunWorld({ app: { runs: createRunWorkflowClient(restate.ingressUrl, { signalRetryMs: 300 }) } });
+  ({ app, api } = world);
 });
 after(async () => {
-  await app.close();
+  await world.close();
   await restate.stop().catch(() => {});
   rmSync(restateDir, { recursive: true, force: true });
-  await fake.close();
 });
 
 async function aRun(): Promise<{ id: string; secret: string }> {

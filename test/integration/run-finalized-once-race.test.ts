@@ -6,31 +6,19 @@ import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { finalizeRun, type RunEndingRecord } from '../../db/run-finalization.ts';
 import { reconcileAbandonedRuns } from '../../api/services/runs/reconciler.ts';
-import { startFakeModel } from '../fixtures/fake-model/server.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { aKey, anOrg } from '../support/builders.ts';
-import { client } from '../support/http.ts';
-import { aDefaultModel, importFixture } from '../support/runs.ts';
+import { aRunWorld, type RunWorld } from '../support/runs.ts';
 
-let fake: Awaited<ReturnType<typeof startFakeModel>>;
-let app: TestApp;
-let api: ReturnType<typeof client>;
+let world: RunWorld;
+let app: RunWorld['app'];
+let api: RunWorld['api'];
 let url: string;
 
 before(async () => {
-  fake = await startFakeModel();
-  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
-  url = (app.deps.config.DATABASE_URL as string);
-  const org = await anOrg(app.deps.database.pool);
-  const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
-  api = client(app.url, { key });
-  await importFixture(app.url, key, 'agent-echo');
-  await aDefaultModel(app.url, key, fake.url);
+  world = await aRunWorld();
+  ({ app, api } = world);
+  url = app.deps.config.DATABASE_URL as string;
 });
-after(async () => {
-  await app.close();
-  await fake.close();
-});
+after(() => world.close());
 
 async function aPendingRun(): Promise<string> {
   const run = await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'race' } });

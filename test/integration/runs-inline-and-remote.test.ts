@@ -9,15 +9,12 @@ import type { RunWorkflowClient } from '../../workflows/run-client.ts';
 import { createRunActivities, type RunMaterials } from '../../activities/run-activities.ts';
 import type { SandboxAdapter } from '../../activities/sandbox/adapter.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
-import { startFakeModel } from '../fixtures/fake-model/server.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { aKey, anOrg } from '../support/builders.ts';
-import { call, client } from '../support/http.ts';
-import { aDefaultModel, importFixture } from '../support/runs.ts';
+import { call } from '../support/http.ts';
+import { aRunWorld, type RunWorld } from '../support/runs.ts';
 
-let fake: Awaited<ReturnType<typeof startFakeModel>>;
-let app: TestApp;
-let api: ReturnType<typeof client>;
+let world: RunWorld;
+let app: RunWorld['app'];
+let api: RunWorld['api'];
 
 const manifest = (extra: Record<string, unknown> = {}) => ({
   name: '@inline/greeter', version: '0.1.0', type: 'agent', schema_version: '0.3',
@@ -26,18 +23,10 @@ const manifest = (extra: Record<string, unknown> = {}) => ({
 });
 
 before(async () => {
-  fake = await startFakeModel();
-  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host, INLINE_RUN_LIMITS: '{"manifest_bytes": 2000, "prompt_bytes": 100, "max_skills": 1}' } });
-  const org = await anOrg(app.deps.database.pool);
-  const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
-  api = client(app.url, { key });
-  await importFixture(app.url, key, 'agent-echo');
-  await aDefaultModel(app.url, key, fake.url);
+  world = await aRunWorld({ env: { INLINE_RUN_LIMITS: '{"manifest_bytes": 2000, "prompt_bytes": 100, "max_skills": 1}' } });
+  ({ app, api } = world);
 });
-after(async () => {
-  await app.close();
-  await fake.close();
-});
+after(() => world.close());
 
 describe('inline runs', () => {
   test('validate answers the normalized manifest; launch answers a pending inline run', async () => {

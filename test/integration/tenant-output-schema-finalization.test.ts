@@ -4,31 +4,21 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
-import { startFakeModel } from '../fixtures/fake-model/server.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { aKey, anOrg } from '../support/builders.ts';
-import { call, client } from '../support/http.ts';
-import { aDefaultModel, importPackage } from '../support/runs.ts';
+import { call } from '../support/http.ts';
+import { aRunWorld, importPackage, type RunWorld } from '../support/runs.ts';
 import { agentFiles, zip } from './packages-harness.ts';
 
-let fake: Awaited<ReturnType<typeof startFakeModel>>;
-let app: TestApp;
-let api: ReturnType<typeof client>;
+let world: RunWorld;
+let app: RunWorld['app'];
+let api: RunWorld['api'];
 
 before(async () => {
-  fake = await startFakeModel();
-  app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
-  const org = await anOrg(app.deps.database.pool);
-  const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
-  api = client(app.url, { key });
+  world = await aRunWorld({ fixture: null });
+  ({ app, api } = world);
   const output = { schema: { type: 'object', properties: { code: { type: 'string', pattern: '^[a-z]+$' } }, required: ['code'] } };
-  await importPackage(app.url, key, zip(agentFiles('@acme/legacy-output', '1.0.0', { output, runtime_tools: ['output'] })));
-  await aDefaultModel(app.url, key, fake.url);
+  await importPackage(app.url, world.key, zip(agentFiles('@acme/legacy-output', '1.0.0', { output, runtime_tools: ['output'] })));
 });
-after(async () => {
-  await app.close();
-  await fake.close();
-});
+after(() => world.close());
 
 let seq = 0;
 function send(runId: string, secret: string, event: Record<string, unknown>) {

@@ -2,7 +2,10 @@
 // scripted fake model), a default model, and an imported agent placed in the key's space.
 import assert from 'node:assert/strict';
 import { buildFixtureArchive } from '../fixtures/build-packages.ts';
-import { call } from './http.ts';
+import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { startTestApp, type TestApp, type TestAppOptions } from './app.ts';
+import { aKey, anOrg, type BuiltOrg } from './builders.ts';
+import { call, client } from './http.ts';
 
 export async function importPackage(base: string, key: string, archive: Buffer, filename = 'package.afps'): Promise<{ packageId: string; version: string }> {
   const form = new FormData();
@@ -26,4 +29,35 @@ export async function aDefaultModel(base: string, key: string, fakeModelUrl: str
   const m = await call(base, 'POST', '/api/models', { key, body: { credential_id: cred.body.id, model, name: model, is_default: true } });
   assert.equal(m.status, 201, `model: ${m.text}`);
   return m.body.id;
+}
+
+export interface RunWorld {
+  fake: FakeModel;
+  app: TestApp;
+  org: BuiltOrg;
+  /** the owner's API key in the organization's default space */
+  key: string;
+  api: ReturnType<typeof client>;
+  close(): Promise<void>;
+}
+
+/**
+ * The in-process API with the scripted model as the organization's default model (allowed by
+ * EGRESS_ALLOW_INTERNAL_HOSTS) and, unless `fixture` is null, a fixture agent imported.
+ */
+export async function aRunWorld(opts: { env?: Record<string, string>; app?: Omit<TestAppOptions, 'env'>; fixture?: string | null } = {}): Promise<RunWorld> {
+  const fake = await startFakeModel();
+  const app = await startTestApp({ ...opts.app, env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host, ...opts.env } });
+  const org = await anOrg(app.deps.database.pool);
+  const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
+  if (opts.fixture !== null) await importFixture(app.url, key, opts.fixture ?? 'agent-echo');
+  await aDefaultModel(app.url, key, fake.url);
+  return {
+    fake, app, org, key,
+    api: client(app.url, { key }),
+    async close() {
+      await app.close();
+      await fake.close();
+    },
+  };
 }
