@@ -30,6 +30,7 @@ import { bootstrapToken, encryptionKey, portPlan } from './data-dir.ts';
 import { startEngine, type Engine } from './engine.ts';
 import { lockDataDir, StartRefused } from './instance-lock.ts';
 import { platformEndpoints } from './platform-endpoints.ts';
+import { runEvery } from '../lib/periodic.ts';
 
 export const PLATFORM_VERSION = '1.0.0-beta.1';
 
@@ -154,12 +155,12 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       const submitter = createRunSubmitter(database.pool, engine.runs, log);
       deps.submitter = submitter;
       stops.push(() => submitter.stop());
-      const purge = setInterval(() => {
-        sweepRunData(database.pool, { inlineRetentionDays: config.INLINE_RUN_LIMITS.retention_days, logRetentionDays: config.RUN_LOG_RETENTION_DAYS })
-          .catch((err) => log.warn('run data sweep failed', { error: String(err) }));
-      }, 10 * 60_000);
-      purge.unref();
-      stops.push(async () => clearInterval(purge));
+      const purge = runEvery(
+        10 * 60_000,
+        () => sweepRunData(database.pool, { inlineRetentionDays: config.INLINE_RUN_LIMITS.retention_days, logRetentionDays: config.RUN_LOG_RETENTION_DAYS }),
+        (err) => log.warn('run data sweep failed', { error: String(err) }),
+      );
+      stops.push(() => purge.stop());
       const reconcile = startRunReconciler(database.pool, engine.adminUrl, config.RUN_BOOT_SECONDS, config.RUN_RECONCILE_SECONDS, log);
       stops.push(() => reconcile.stop());
     }

@@ -3,6 +3,7 @@
 // (the reconciler finalizes runs whose workflow is gone, so their sandboxes follow a sweep later).
 import type pg from 'pg';
 import type { Logger } from '../../lib/log.ts';
+import { runEvery, type Periodic } from '../../lib/periodic.ts';
 import type { SandboxAdapter } from './adapter.ts';
 
 /** Stops the sandboxes whose run is no longer pending or running; answers their ids. */
@@ -20,21 +21,9 @@ export async function reapEndedSandboxes(pool: pg.Pool, adapter: Pick<SandboxAda
 }
 
 /** Reaps every `everySeconds`, one pass at a time. */
-export function startSandboxReaper(pool: pg.Pool, adapter: SandboxAdapter, everySeconds: number, log: Logger): { stop(): Promise<void> } {
-  let pass: Promise<void> | null = null;
-  const timer = setInterval(() => {
-    pass ??= reapEndedSandboxes(pool, adapter)
-      .then(
-        (ids) => { if (ids.length) log.info('sandboxes of ended runs stopped by the reaper', { sandbox_ids: ids }); },
-        (err) => log.warn('sandbox reaping failed', { error: String(err) }),
-      )
-      .finally(() => (pass = null));
-  }, everySeconds * 1000);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await pass;
-    },
-  };
+export function startSandboxReaper(pool: pg.Pool, adapter: SandboxAdapter, everySeconds: number, log: Logger): Periodic {
+  return runEvery(everySeconds * 1000, async () => {
+    const ids = await reapEndedSandboxes(pool, adapter);
+    if (ids.length) log.info('sandboxes of ended runs stopped by the reaper', { sandbox_ids: ids });
+  }, (err) => log.warn('sandbox reaping failed', { error: String(err) }));
 }

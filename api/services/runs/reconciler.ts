@@ -10,6 +10,7 @@ import type { Logger } from '../../../lib/log.ts';
 import { finalizeRun } from '../../../db/run-finalization.ts';
 import { workflowInvocationStates, type WorkflowInvocationState } from '../../../restate/admin.ts';
 import { RUN_WORKFLOW_NAME } from '../../../workflows/run-types.ts';
+import { runEvery, type Periodic } from '../../../lib/periodic.ts';
 
 /** Finalization retries last up to 10 minutes (workflows/run.ts); a minute more for clocks and queues. */
 export const ABANDONED_MARGIN_SECONDS = 11 * 60;
@@ -75,9 +76,8 @@ function lostWorkflowError(state: WorkflowInvocationState | undefined): { code: 
  * Both sweeps every `everySeconds`, one pass at a time. The lost-workflow sweep's grace is the
  * same interval: a workflow the engine has acknowledged is visible to its query at once.
  */
-export function startRunReconciler(pool: pg.Pool, adminUrl: string, bootSeconds: number, everySeconds: number, log: Logger): { stop(): Promise<void> } {
-  let pass: Promise<void> | null = null;
-  const sweep = async () => {
+export function startRunReconciler(pool: pg.Pool, adminUrl: string, bootSeconds: number, everySeconds: number, log: Logger): Periodic {
+  return runEvery(everySeconds * 1000, async () => {
     const abandoned = await reconcileAbandonedRuns(pool, bootSeconds).catch((err) => {
       log.warn('run reconciliation failed', { error: String(err) });
       return [];
@@ -88,15 +88,5 @@ export function startRunReconciler(pool: pg.Pool, adminUrl: string, bootSeconds:
       return [];
     });
     if (lost.length) log.warn('runs whose workflow is gone failed by the reconciler', { run_ids: lost });
-  };
-  const timer = setInterval(() => {
-    pass ??= sweep().finally(() => (pass = null));
-  }, everySeconds * 1000);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await pass;
-    },
-  };
+  }, (err) => log.warn('run reconciliation failed', { error: String(err) }));
 }
