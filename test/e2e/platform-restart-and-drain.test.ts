@@ -13,6 +13,7 @@ import { after, before, test } from 'node:test';
 import { sessionCookieFrom } from '../support/builders.ts';
 import { call, type CallOptions } from '../support/http.ts';
 import { freePort } from '../support/platform-process.ts';
+import { processesNaming } from '../support/embedded-platform.ts';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const TOKEN = 'restart-bootstrap-token-0123456789';
@@ -56,20 +57,7 @@ async function terminate(): Promise<{ code: number | null; ms: number }> {
   return { code: code as number | null, ms: Date.now() - began };
 }
 
-/** Processes whose command line names the data directory: the embedded PostgreSQL and Restate. */
-function processesOfDataDir(): Array<{ pid: number; cmd: string }> {
-  const found: Array<{ pid: number; cmd: string }> = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (cmd.includes(dataDir)) found.push({ pid: Number(entry), cmd });
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return found;
-}
+const processesOfDataDir = () => processesNaming(dataDir);
 
 const readKept = () => ({
   ports: JSON.parse(fs.readFileSync(path.join(dataDir, 'ports.json'), 'utf8')) as { postgres: number; restateAdmin: number },

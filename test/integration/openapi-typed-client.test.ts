@@ -2,17 +2,17 @@
 // let the README's first run be written with openapi-fetch and no cast, type-check under
 // --strict, and run green against the API (the run's ending posted as its sandbox would).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { call } from '../support/http.ts';
+import { endEchoRun } from '../support/runs.ts';
+import { runNode } from '../support/sdk-build.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PROGRAM = fileURLToPath(new URL('../fixtures/typed-client/first-run.ts', import.meta.url));
@@ -38,19 +38,6 @@ after(async () => {
   await fake.close();
 });
 
-function run(command: string, args: string[], env: Record<string, string> = {}, onLine?: (line: string) => void): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk;
-      if (onLine) for (const line of chunk.toString().split('\n')) if (line) onLine(line);
-    });
-    child.stderr.on('data', (chunk: Buffer) => (out += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out }));
-  });
-}
 
 test('the first-run program holds no cast', () => {
   const source = readFileSync(PROGRAM, 'utf8');
@@ -61,25 +48,15 @@ test('the first-run program type-checks under --strict against the generated typ
   const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
   const args = ['--strict', '--noEmit', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext',
     '--allowImportingTsExtensions', '--lib', 'es2023,dom', '--types', 'node', '--skipLibCheck', 'first-run.ts', 'schema.ts'];
-  const { code, out } = await run(process.execPath, [tsc, ...args]);
+  const { code, out } = await runNode(dir, [tsc, ...args]);
   assert.equal(code, 0, out);
 });
 
-/** Ends a run as its sandbox would: started, its output, completed. */
-async function endRun(runId: string): Promise<void> {
-  const { rows } = await app.deps.database.pool.query('SELECT event_secret FROM runs WHERE id = $1', [runId]);
-  const secret = app.deps.secrets.open(rows[0].event_secret);
-  const events = [{ type: 'started', data: {} }, { type: 'output', data: { output: { echo: 'hello' } } }, { type: 'completed', data: {} }];
-  for (const [i, event] of events.entries()) {
-    const raw = JSON.stringify({ sequence: i + 1, at: new Date().toISOString(), ...event });
-    const res = await call(app.url, 'POST', `/internal/runs/${runId}/events`, { rawBody: raw, headers: { 'content-type': 'application/json', ...signedRunEventHeaders(secret, raw) } });
-    assert.equal(res.status, 204, res.text);
-  }
-}
+const endRun = (runId: string) => endEchoRun(app, runId);
 
 test('the first-run program runs green against the API', async () => {
   let ending: Promise<void> | undefined;
-  const { code, out } = await run(process.execPath, ['--import', 'tsx', 'first-run.ts'], { BASE_URL: app.url, BOOTSTRAP_TOKEN, MODEL_URL: fake.url }, (line) => {
+  const { code, out } = await runNode(dir, ['--import', 'tsx', 'first-run.ts'], { BASE_URL: app.url, BOOTSTRAP_TOKEN, MODEL_URL: fake.url }, (line) => {
     const launched = /^launched (run_\S+)/.exec(line);
     if (launched) ending = endRun(launched[1]);
   });

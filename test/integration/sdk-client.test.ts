@@ -7,13 +7,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { createCoreClient, createHelpers, platformFetch, PlatformError } from '../../sdk/src/core.ts';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, anOrg } from '../support/builders.ts';
 import { call } from '../support/http.ts';
-import { aDefaultModel, importFixture } from '../support/runs.ts';
+import { aDefaultModel, endEchoRun, importFixture } from '../support/runs.ts';
 import { buildSdk, programUsingSdk, readmeFirstRun, ROOT, runNode, SDK, typeCheckProgram } from '../support/sdk-build.ts';
 
 let fake: Awaited<ReturnType<typeof startFakeModel>>;
@@ -37,17 +36,7 @@ after(async () => {
   await fake.close();
 });
 
-/** Ends a run as its sandbox would: started, its output, completed. */
-async function endRun(runId: string): Promise<void> {
-  const { rows } = await app.deps.database.pool.query('SELECT event_secret FROM runs WHERE id = $1', [runId]);
-  const secret = app.deps.secrets.open(rows[0].event_secret);
-  const events = [{ type: 'started', data: {} }, { type: 'output', data: { output: { echo: 'hello' } } }, { type: 'completed', data: {} }];
-  for (const [i, event] of events.entries()) {
-    const raw = JSON.stringify({ sequence: i + 1, at: new Date().toISOString(), ...event });
-    const res = await call(app.url, 'POST', `/internal/runs/${runId}/events`, { rawBody: raw, headers: { 'content-type': 'application/json', ...signedRunEventHeaders(secret, raw) } });
-    assert.equal(res.status, 204, res.text);
-  }
-}
+const endRun = (runId: string) => endEchoRun(app, runId);
 
 describe('the package', () => {
   let sdkPath: string;

@@ -69,19 +69,7 @@ export async function embeddedSetup(env: Record<string, string> = {}): Promise<E
         await new Promise((r) => setTimeout(r, 100));
       }
     },
-    processes() {
-      const found: Array<{ pid: number; cmd: string }> = [];
-      for (const entry of fs.readdirSync('/proc')) {
-        if (!/^\d+$/.test(entry)) continue;
-        try {
-          const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-          if (cmd.includes(dataDir)) found.push({ pid: Number(entry), cmd });
-        } catch {
-          // the process ended while we looked
-        }
-      }
-      return found;
-    },
+    processes: () => processesNaming(dataDir),
     cleanup() {
       for (const s of started) {
         if (s.child.exitCode === null && s.child.signalCode === null) {
@@ -107,6 +95,21 @@ export async function embeddedSetup(env: Record<string, string> = {}): Promise<E
 }
 
 /** The promise's value, or 'timeout' after `ms` (a timer that does not hold the process open). */
+/** Processes whose command line names this folder (an embedded PostgreSQL or Restate of a data directory). */
+export function processesNaming(dir: string): Array<{ pid: number; cmd: string }> {
+  const found: Array<{ pid: number; cmd: string }> = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmd.includes(dir)) found.push({ pid: Number(entry), cmd });
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return found;
+}
+
 export function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
   return Promise.race([promise, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms).unref())]);
 }

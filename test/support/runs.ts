@@ -2,6 +2,7 @@
 // scripted fake model), a default model, and an imported agent placed in the key's space.
 import assert from 'node:assert/strict';
 import { buildFixtureArchive } from '../fixtures/build-packages.ts';
+import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp, type TestAppOptions } from './app.ts';
 import { aKey, anOrg, type BuiltOrg } from './builders.ts';
@@ -60,4 +61,16 @@ export async function aRunWorld(opts: { env?: Record<string, string>; app?: Omit
       await fake.close();
     },
   };
+}
+
+/** Ends a run of agent-echo as its sandbox would: started, its output, completed, each signed. */
+export async function endEchoRun(app: TestApp, runId: string, output: unknown = { echo: 'hello' }): Promise<void> {
+  const { rows } = await app.deps.database.pool.query('SELECT event_secret FROM runs WHERE id = $1', [runId]);
+  const secret = app.deps.secrets.open(rows[0].event_secret);
+  const events = [{ type: 'started', data: {} }, { type: 'output', data: { output } }, { type: 'completed', data: {} }];
+  for (const [i, event] of events.entries()) {
+    const raw = JSON.stringify({ sequence: i + 1, at: new Date().toISOString(), ...event });
+    const res = await call(app.url, 'POST', `/internal/runs/${runId}/events`, { rawBody: raw, headers: { 'content-type': 'application/json', ...signedRunEventHeaders(secret, raw) } });
+    assert.equal(res.status, 204, res.text);
+  }
 }
