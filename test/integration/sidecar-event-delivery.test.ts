@@ -58,6 +58,17 @@ describe('run event delivery from the sidecar', () => {
   before(async () => {
     model = await startFakeModel();
   });
+
+  /**
+   * The positive signal before asserting that nothing more came: a control sidecar with the same
+   * one-second heartbeat, started now, has posted two heartbeats, so a heartbeat the run under test
+   * still owed would have arrived by then, however slow the machine is.
+   */
+  async function twoHeartbeatsElsewhere(t: { after(fn: () => Promise<void>): void }): Promise<void> {
+    const control = await anAssignedSidecar(model, { heartbeatSeconds: 1 });
+    t.after(() => control.stop());
+    await control.receiver.waitFor((events) => events.filter((e) => e.type === 'heartbeat').length >= 2, 20_000);
+  }
   after(async () => {
     await model.close();
   });
@@ -93,7 +104,7 @@ describe('run event delivery from the sidecar', () => {
     await waitUntil(() => run.receiver.deliveries.length >= 2);
     await run.modelCall();
     await run.report({ type: 'failed', code: 'agent_error', message: 'late' });
-    await new Promise((r) => setTimeout(r, 2_500));
+    await twoHeartbeatsElsewhere(t);
     assert.deepEqual(run.receiver.deliveries.map((d) => [d.event?.sequence, d.status]), [[1, 202], [2, 410]]);
   });
 
@@ -104,7 +115,7 @@ describe('run event delivery from the sidecar', () => {
     await run.report({ type: 'completed', text: 'ok' });
     await run.receiver.waitFor((events) => events.some((e) => e.type === 'completed'));
     const count = run.receiver.events.length;
-    await new Promise((r) => setTimeout(r, 1_500));
+    await twoHeartbeatsElsewhere(t);
     assert.equal(run.receiver.events.length, count, 'no heartbeat after the end');
     const types = typesInOrder(run.receiver.events);
     assert.equal(types[0], 'started');
