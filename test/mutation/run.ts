@@ -83,6 +83,7 @@ async function main(): Promise<void> {
   const names = wanted.length ? wanted : Object.keys(GROUPS);
   const summary: Record<string, FileScore> = {};
   const started = Date.now();
+  const dir = path.join(root, 'reports', 'mutation');
   // PostgreSQL, the template database and Redis are prepared once; each mutant's test command
   // inherits their addresses instead of preparing them again.
   const services = await ensureTestServices(root);
@@ -110,10 +111,10 @@ async function main(): Promise<void> {
     const results = await stryker.runMutationTest();
     Object.assign(summary, score(results));
     process.stdout.write(`group ${name}: ${results.length} mutants in ${Math.round((Date.now() - t0) / 1000)} s\n`);
+    // written after every group, so a long run stopped part-way keeps what it measured
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'summary.json'), JSON.stringify(summary, null, 2));
   }
-  const dir = path.join(root, 'reports', 'mutation');
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'summary.json'), JSON.stringify(summary, null, 2));
   process.stdout.write('\nfile | score % | killed | timeout | survived | no coverage | invalid\n');
   for (const [file, s] of Object.entries(summary)) {
     process.stdout.write(`${file} | ${s.score ?? '-'} | ${s.killed} | ${s.timeout} | ${s.survived} | ${s.noCoverage} | ${s.invalid}\n`);
