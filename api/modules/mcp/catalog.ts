@@ -50,7 +50,7 @@ export type CatalogLoader = (caller: Caller) => Promise<Catalog>;
 export function createCatalogLoader(): CatalogLoader {
   let loaded: Promise<Catalog> | null = null;
   return (caller) => {
-  loaded ??= dispatch({ ...caller, headers: caller.headers.host ? { host: caller.headers.host } : {} }, { method: 'GET', target: '/api/openapi.json' })
+  loaded ??= dispatch({ ...caller, headers: caller.headers.host ? { host: caller.headers.host } : {} }, { method: 'GET', target: '/api/openapi.json', maxBytes: Number.MAX_SAFE_INTEGER })
     .then((a) => {
       if (a.status !== 200 || typeof a.body !== 'object' || a.body === null) throw new Error(`the OpenAPI document answered ${a.status}`);
       return catalogOf(a.body as Record<string, any>);

@@ -37,6 +37,8 @@ export interface Invocation {
   body?: unknown;
   spaceId?: string;
   idempotencyKey?: string;
+  /** bodies past this are cut (default MAX_BODY_CHARS) */
+  maxBytes?: number;
 }
 
 export interface Answer {
@@ -58,12 +60,13 @@ export function dispatch(caller: Caller, inv: Invocation): Promise<Answer> {
     headers['content-type'] = 'application/json';
     headers['content-length'] = String(payload.length);
   }
+  const max = inv.maxBytes ?? MAX_BODY_CHARS;
   return new Promise((resolve, reject) => {
     const out = http.request({ hostname: caller.hostname, port: caller.port, method: inv.method, path: inv.target, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => {
-        if (size <= MAX_BODY_CHARS) chunks.push(c);
+        if (size <= max) chunks.push(c);
         size += c.length;
       });
       res.on('error', reject);
@@ -73,7 +76,7 @@ export function dispatch(caller: Caller, inv: Invocation): Promise<Answer> {
           const v = res.headers[name];
           if (typeof v === 'string') shown[name] = v;
         }
-        resolve({ status: res.statusCode ?? 0, headers: shown, body: bodyOf(Buffer.concat(chunks), String(res.headers['content-type'] ?? ''), size) });
+        resolve({ status: res.statusCode ?? 0, headers: shown, body: bodyOf(Buffer.concat(chunks), String(res.headers['content-type'] ?? ''), size, max) });
       });
     });
     out.on('error', reject);
@@ -81,9 +84,9 @@ export function dispatch(caller: Caller, inv: Invocation): Promise<Answer> {
   });
 }
 
-function bodyOf(raw: Buffer, type: string, size: number): unknown {
+function bodyOf(raw: Buffer, type: string, size: number, max: number): unknown {
   if (raw.length === 0) return null;
-  if (size > MAX_BODY_CHARS) return { truncated: true, bytes: size, text: raw.subarray(0, MAX_BODY_CHARS).toString('utf8') };
+  if (size > max) return { truncated: true, bytes: size, text: raw.subarray(0, max).toString('utf8') };
   if (/json/i.test(type)) {
     try {
       return JSON.parse(raw.toString('utf8'));
