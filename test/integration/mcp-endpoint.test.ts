@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { aKey, anOrg, aSession } from '../support/builders.ts';
 import { call } from '../support/http.ts';
+import { conformanceChecker } from '../support/openapi-conformance.ts';
 import { aRunWorld, endEchoRun, type RunWorld } from '../support/runs.ts';
 
 let world: RunWorld;
@@ -212,4 +213,26 @@ test("another organization's credential finds no endpoint here", async () => {
   assert.equal(bySession.status, 403, 'not a member of the organization the path names');
   const own = await call(world.app.url, 'POST', `/api/mcp/o/${other.orgId}`, { key, headers: MCP_HEADERS, body: initialize('2025-11-25') });
   assert.equal(own.status, 200, 'its own endpoint answers');
+});
+
+test("the endpoint's answers are the ones the instance's OpenAPI document describes", async () => {
+  const check = conformanceChecker((await call(world.app.url, 'GET', '/api/openapi.json')).body);
+  const { key } = await aKey(world.app.deps.database.pool, { ...world.org, userId: world.org.ownerId });
+  const post = (body: unknown, opts: { key?: string; headers?: Record<string, string> } = {}) => call(world.app.url, 'POST', endpoint, { ...opts, headers: { ...MCP_HEADERS, ...opts.headers }, body });
+  const answers = [
+    await post(initialize('2025-11-25'), { key }),
+    await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { key, headers: { 'mcp-protocol-version': '2025-11-25' } }),
+    await post([{ jsonrpc: '2.0', id: 3, method: 'ping' }, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'search_operations', arguments: { query: 'spaces' } } }], { key }),
+    await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { key }),
+    await post({ jsonrpc: '2.0', id: 5, method: 'no/such/method' }, { key }),
+    await post(initialize('2025-11-25')),
+    await post({ not: 'json-rpc' }, { key }),
+  ];
+  assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 202, 200, 401, 400]);
+  assert.ok(Array.isArray(answers[2].body) && answers[2].body.length === 2, 'a batch is answered with a batch');
+  assert.equal(answers[4].body.error.code, -32601, 'an unknown method is a JSON-RPC error');
+  const mismatches = answers.flatMap((a) => check('POST', endpoint, a));
+  const meta = await call(world.app.url, 'GET', `/.well-known/oauth-protected-resource${endpoint}`);
+  mismatches.push(...check('GET', `/.well-known/oauth-protected-resource${endpoint}`, meta));
+  assert.deepEqual(mismatches, []);
 });
