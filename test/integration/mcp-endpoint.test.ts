@@ -236,3 +236,12 @@ test("the endpoint's answers are the ones the instance's OpenAPI document descri
   mismatches.push(...check('GET', `/.well-known/oauth-protected-resource${endpoint}`, meta));
   assert.deepEqual(mismatches, []);
 });
+
+test('a browser origin other than the instance or a trusted one is refused (DNS rebinding)', async () => {
+  const from = (origin: string, host?: string) => call(world.app.url, 'POST', endpoint, { key: world.key, headers: { ...MCP_HEADERS, origin, ...(host ? { host } : {}) }, body: initialize('2025-11-25') });
+  const evil = await from('http://evil.example.com', 'evil.example.com');
+  assert.equal(evil.status, 403);
+  assert.equal(evil.body.param, 'Origin');
+  assert.equal((await from(world.app.url)).status, 200, 'the instance itself (loopback, no PUBLIC_URL)');
+  assert.equal((await call(world.app.url, 'POST', endpoint, { key: world.key, headers: MCP_HEADERS, body: initialize('2025-11-25') })).status, 200, 'no Origin: not a browser');
+});

@@ -12,6 +12,7 @@ import { rateLimitIdentity } from '../../middleware/rate-limit.ts';
 import { handled, type Reply } from '../../route.ts';
 import type { CatalogLoader } from './catalog.ts';
 import { callerOf } from './dispatch.ts';
+import { originAllowed } from './protected-resource.ts';
 import { buildServer } from './tools.ts';
 
 /** The newest revision the SDK speaks and the one before it; initialize negotiates between them. */
@@ -57,6 +58,10 @@ export function createMcpExchange(deps: AppDeps, catalog: CatalogLoader) {
   return async function exchange(req: Request, res: Response, org: string): Promise<Reply> {
     // the organization is the path's: a credential bound elsewhere finds nothing here
     if (!req.ctx.org || req.ctx.org.id !== org) throw problem('not_found', { detail: 'No MCP endpoint for this organization is within your reach.' });
+    const origin = req.headers.origin;
+    if (typeof origin === 'string' && !originAllowed(deps.config, origin)) {
+      throw problem('forbidden', { param: 'Origin', detail: 'The MCP endpoint refuses requests from this origin.' });
+    }
     const version = req.headers['mcp-protocol-version'];
     if (version !== undefined && !PROTOCOL_VERSIONS.includes(version as never)) {
       throw problem('invalid_request', { param: 'MCP-Protocol-Version', detail: `Supported MCP revisions: ${PROTOCOL_VERSIONS.join(', ')}.` });

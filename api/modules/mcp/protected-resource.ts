@@ -46,3 +46,22 @@ export function protectedResourceMetadata(config: Config, req: Request, org: str
     resource_name: 'Agent Platform API (MCP)',
   };
 }
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * An Origin header (sent by browsers) must name the instance itself or a trusted origin, so a page
+ * whose name was rebound to this address cannot drive the endpoint (MCP transport rules). Without
+ * PUBLIC_URL only loopback origins count as the instance's own.
+ */
+export function originAllowed(config: Config, origin: string): boolean {
+  if (config.TRUSTED_ORIGINS.includes(origin)) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (config.PUBLIC_URL) return url.origin === new URL(config.PUBLIC_URL).origin;
+  return LOOPBACK.has(url.hostname);
+}
