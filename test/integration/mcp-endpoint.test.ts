@@ -245,3 +245,17 @@ test('a browser origin other than the instance or a trusted one is refused (DNS 
   assert.equal((await from(world.app.url)).status, 200, 'the instance itself (loopback, no PUBLIC_URL)');
   assert.equal((await call(world.app.url, 'POST', endpoint, { key: world.key, headers: MCP_HEADERS, body: initialize('2025-11-25') })).status, 200, 'no Origin: not a browser');
 });
+
+test("an invocation honours the operation's Idempotency-Key as an HTTP request does", async () => {
+  const client = await connect(bearer(world.key));
+  const launch = () => client.callTool({ name: 'run_agent', arguments: { agent: '@fixtures/agent-echo', input: { message: 'once' }, wait_seconds: 0, idempotency_key: 'mcp-once' } });
+  const first = answer(await launch());
+  const again = answer(await launch());
+  assert.equal(first.status, 201, JSON.stringify(first));
+  assert.equal(again.status, 201);
+  assert.equal(again.body.id, first.body.id, 'the same run');
+  assert.equal(again.headers['idempotent-replayed'], 'true');
+  assert.match(first.headers.ratelimit, /^limit=20, /, "the launch route's own limit applies");
+  await endEchoRun(world.app, first.body.id);
+  await client.close();
+});
