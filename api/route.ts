@@ -76,6 +76,13 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   bodyContent?: Record<string, z.ZodType>;
   /** where a 201 reply's resource is read (sent as Location) */
   location?: (body: any, params: P) => string;
+  /**
+   * the organization is the one this path parameter names: a session or instance token sending no
+   * X-Org-Id acts in it (the MCP endpoint, whose clients send no context headers)
+   */
+  orgParam?: string;
+  /** an OAuth-protected resource: the WWW-Authenticate challenge its 401s carry (RFC 9728) */
+  challenge?: (req: Request) => string;
   /** documented request headers */
   headers?: Array<{ name: string; required?: boolean; description: string }>;
   responses: Record<number, ResponseSpec>;

@@ -14,6 +14,8 @@ import { createRateLimiter } from './middleware/rate-limit.ts';
 import { defaultTenant, jsonOf, JsonText, type Reply, type RouteDef, type RouteStage } from './route.ts';
 import { parseBody, parseParams } from './validation.ts';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export function sendReply(res: Response, reply: Reply): void {
   if (reply.handled) return;
   if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
@@ -55,7 +57,13 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
 
     const handle = async (req: Request, res: Response) => {
       if (stage === 'protected') {
-        await authenticate(req, res, resolved);
+        if (def.orgParam && req.headers['x-org-id'] === undefined && UUID.test(req.params[def.orgParam] ?? '')) req.headers['x-org-id'] = req.params[def.orgParam];
+        try {
+          await authenticate(req, res, resolved);
+        } catch (err) {
+          if (def.challenge && isProblem(err) && err.status === 401) res.setHeader('WWW-Authenticate', def.challenge(req));
+          throw err;
+        }
         await applyImpersonation(req, deps);
         resolveApiVersion(req, res);
       }

@@ -146,6 +146,9 @@ const CASES: Record<string, Case> = {
   'PATCH /api/models/{id}': { orgLevel: ORG, body: () => ({ name: 'Hijacked' }) },
   'DELETE /api/models/{id}': { orgLevel: ORG },
   'POST /api/models/{id}/test': { orgLevel: ORG },
+
+  'POST /api/mcp/o/{org}': { orgLevel: "one MCP endpoint per organization; what it invokes is each operation's own case" },
+  'GET /.well-known/oauth-protected-resource/api/mcp/o/{org}': { exempt: 'public: protected-resource metadata (RFC 9728) built from the path and the instance address; reads no tenant data' },
 };
 
 const keyOf = (r: RouteDef) => `${r.method.toUpperCase()} ${r.path}`;
@@ -160,7 +163,7 @@ function fillPath(path: string, a: Tenant): string {
     'runs/{id}': a.runId, 'agents/{scope}': `@${a.packageScope}`, 'packages/{scope}': `@${a.packageScope}`,
     'skills/{scope}': `@${a.packageScope}`, '{scope}/{name}': skill ? a.skillName : a.agentName,
     '{name}/{version}': '1.0.0', 'versions/{version}': '1.0.0', 'dist-tags/{tag}': 'beta',
-    'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId,
+    'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId, 'o/{org}': a.orgId,
   };
   return segs.map((s, i) => {
     if (!/^\{\w+\}$/.test(s)) return s;
