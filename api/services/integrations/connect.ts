@@ -187,10 +187,14 @@ export async function openConnectLink(base: Pick<SpaceScope, 'pool' | 'db'>, dep
 }
 
 /** The hosted form's submission: the same flow as connect/fields, on behalf of the link's creator. */
-export async function submitConnectForm(base: Pick<SpaceScope, 'pool' | 'db'>, deps: IntegrationDeps, token: string, fields: Record<string, unknown>): Promise<ConnectionWire> {
+export async function submitConnectForm(
+  base: Pick<SpaceScope, 'pool' | 'db'>, deps: IntegrationDeps, token: string,
+  readFields: (schema: Record<string, unknown> | undefined) => Record<string, unknown>,
+): Promise<ConnectionWire> {
   const session = await liveSession(base.pool, token);
   const scope = sessionScope(base, session);
   const integration = await integrationInSpace(base.pool, session.org_id, session.space_id, session.integration_package_id);
+  const fields = readFields(authOf(integration, session.auth_key).credentials?.schema);
   const orgRole = await orgRoleOf(base.pool, session.org_id, session.owner_user_id);
   // spend the link first: two submissions cannot both connect
   const { rowCount } = await base.pool.query('UPDATE integration_connect_sessions SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL', [session.token_hash]);

@@ -5,7 +5,7 @@ import type { SecretBox } from '../../../lib/crypto.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { inTransaction } from '../../../db/transaction.ts';
-import { holds, type PackageScope } from '../packages/access.ts';
+import type { PackageScope } from '../packages/access.ts';
 import { findPackage, listVersions, resolveStored, versionManifest } from '../packages/rows.ts';
 import type { Queryable } from '../packages/store.ts';
 import type { AgentManifest, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
@@ -71,8 +71,8 @@ function requireOrgAdmin(scope: PackageScope): void {
 
 /** Organization owners and admins only: the settings apply to every space of the organization. */
 export async function changeSettings(scope: PackageScope, secrets: SecretBox, integrationId: string, change: SettingsChange): Promise<SettingsWire> {
-  requireOrgAdmin(scope);
   const integration = await integrationInSpace(scope.pool, scope.orgId, scope.spaceId, integrationId);
+  requireOrgAdmin(scope);
   const current = await readSettings(scope.pool, secrets, scope.orgId, integrationId);
   const next: IntegrationSettings = { ...current, oauth_clients: { ...current.oauth_clients } };
   if (change.personal_connections_disabled !== undefined) next.personal_connections_disabled = change.personal_connections_disabled;
@@ -168,9 +168,6 @@ async function agentIntegrationManifest(scope: SpaceScope, agentId: string, inte
  */
 export async function setPins(scope: PackageScope, id: string, agents: string[]): Promise<string[]> {
   const row = await visibleConnection(scope, id);
-  if (!row.shared_with_org && !(await holds(scope, scope.spaceId, 'agents:configure'))) {
-    throw problem('forbidden', { detail: 'Pinning needs agents:configure in this space.' });
-  }
   for (const agentId of agents) {
     const manifest = await agentIntegrationManifest(scope, agentId, row.integration_package_id);
     if (!manifest) {
