@@ -41,6 +41,7 @@ const RESPONSE_HEADERS: Record<string, { description: string; schema: Record<str
   Location: { description: 'Path of the created resource.', schema: { type: 'string' } },
   'Service-Version': { description: 'The API version (YYYY-MM-DD) this answer follows.', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'The Bearer challenge of a request without a valid credential.', schema: { type: 'string' } },
+  'Proxy-Status': { description: '<service>; received-status=<upstream status> (RFC 9209) on proxied answers.', schema: { type: 'string' } },
 };
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
