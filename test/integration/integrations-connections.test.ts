@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
 import { runActivitiesFor } from '../../bin/sandbox.ts';
 import { parseAssignment } from '../../sidecar/assignment.ts';
-import { aKey, aMember } from '../support/builders.ts';
+import { aKey, aMember, aSession, aSpace } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 import { anAgent, anIntegration, anIntegrationWorld, apiKeyAuth, type IntegrationWorld } from './integrations-harness.ts';
 
@@ -248,5 +248,26 @@ describe('governance', () => {
     const def = await api.put('/api/integrations/@acme/crm/settings', { default_connection_id: theirs.body.id });
     assert.equal(def.status, 409);
     assert.equal(def.body.code, 'connection_owner_without_access');
+  });
+});
+
+describe('install and uninstall', () => {
+  test('placing an integration in another space needs integrations:install there, removing it integrations:uninstall', async () => {
+    const pool = world.app.deps.database.pool;
+    const s2 = await aSpace(pool, world.org.orgId, { name: 'Support' });
+    await pool.query(`INSERT INTO space_roles (id, org_id, key, name, permissions) VALUES ('role_installer', $1, 'installer', 'Installer', '{integrations:read,integrations:install}')`, [world.org.orgId]);
+    await pool.query(`INSERT INTO space_roles (id, org_id, key, name, permissions) VALUES ('role_remover', $1, 'remover', 'Remover', '{integrations:read,integrations:uninstall}')`, [world.org.orgId]);
+    const installer = await aMember(pool, world.org.orgId, 'member', { spaceId: s2, roleKey: 'installer' });
+    const remover = await aMember(pool, world.org.orgId, 'member', { spaceId: s2, roleKey: 'remover' });
+    const owner = client(world.app.url, { cookie: (await aSession(pool, world.org.ownerId)).cookie, org: world.org.orgId });
+    const placed = await owner.post(`/api/spaces/${s2}/packages`, { packageId: '@acme/crm' });
+    assert.equal(placed.status, 201, placed.text);
+    const inS2 = await owner.get('/api/integrations', { space: s2 });
+    assert.ok(inS2.body.data.some((i: any) => i.packageId === '@acme/crm'), 'the placed integration is usable in the space');
+    const asInstaller = client(world.app.url, { cookie: (await aSession(pool, installer)).cookie, org: world.org.orgId });
+    const refused = await asInstaller.delete(`/api/spaces/${s2}/packages/@acme/crm`);
+    assert.equal(refused.status, 403, refused.text);
+    const asRemover = client(world.app.url, { cookie: (await aSession(pool, remover)).cookie, org: world.org.orgId });
+    assert.equal((await asRemover.delete(`/api/spaces/${s2}/packages/@acme/crm`)).status, 204);
   });
 });
