@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { purgeConnectSessions } from '../../api/services/integrations/connect.ts';
 import { call } from '../support/http.ts';
 import { anIntegration, anIntegrationWorld, type IntegrationWorld } from './integrations-harness.ts';
 
@@ -169,4 +170,16 @@ describe('connect link and hosted form', () => {
     assert.equal((await call(world.app.url, 'GET', `${url.pathname}${url.search}`)).status, 410);
     assert.equal((await call(world.app.url, 'GET', '/api/integrations/connect/start?token=nope')).body.code, 'connect_link_invalid');
   });
+});
+
+test('links expired a day ago or more are swept', async () => {
+  const pool = world.app.deps.database.pool;
+  const link = await api.post('/api/integrations/@acme/portal/auths/login/connect/session', {});
+  const fresh = await api.post('/api/integrations/@acme/portal/auths/login/connect/session', {});
+  const token = new URL(link.body.connect_url).searchParams.get('token')!;
+  const { sha256Hex } = await import('../../lib/crypto.ts');
+  await pool.query(`UPDATE integration_connect_sessions SET expires_at = now() - interval '2 days' WHERE token_hash = $1`, [sha256Hex(token)]);
+  assert.ok((await purgeConnectSessions(pool)) >= 1);
+  const { rows } = await pool.query('SELECT token_hash FROM integration_connect_sessions WHERE token_hash = ANY($1)', [[sha256Hex(token), sha256Hex(new URL(fresh.body.connect_url).searchParams.get('token')!)]]);
+  assert.equal(rows.length, 1, 'only the live link is left');
 });

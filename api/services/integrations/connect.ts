@@ -231,3 +231,12 @@ export async function completeOAuth(base: Pick<SpaceScope, 'pool' | 'db'>, deps:
   }, reconnect);
   return toConnectionWire(row, scope.actor);
 }
+
+/** Removes connect links that expired a day ago or more (they only refuse by then); in batches. */
+export async function purgeConnectSessions(q: Queryable): Promise<number> {
+  const { rowCount } = await q.query(
+    `DELETE FROM integration_connect_sessions WHERE token_hash IN (
+       SELECT token_hash FROM integration_connect_sessions WHERE expires_at < now() - interval '1 day' LIMIT 1000)`,
+  );
+  return rowCount ?? 0;
+}
