@@ -124,6 +124,8 @@ test('authorization code with PKCE and state, refresh before expiry, and a revok
   assert.equal(second.status, 201);
   await assert.rejects(bootAssignment(second.body.id), (err: { code?: string }) => err.code === 'OAUTH_REFRESH_REVOKED');
   assert.equal((await api.get(`/api/connections/${connection.id}`)).body.needs_reconnection, true);
+  // a retried boot of that run finds the connection flagged
+  await assert.rejects(bootAssignment(second.body.id), (err: { code?: string }) => err.code === 'OAUTH_CONNECTION_NEEDS_RECONNECTION');
 
   const third = await api.post(`/api/agents/${agent}/run`, { input: {} });
   assert.equal(third.status, 409);
