@@ -10,13 +10,15 @@ import { finalizeRun } from '../db/run-finalization.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
 import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
-import type { SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
+import type { IntegrationAssignment, SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
 
 export interface RunMaterials {
   agent(scope: SpaceScope, agentId: string, version: string): Promise<{ manifest: AgentManifest; files: Map<string, Buffer>; skills: Array<{ id: string; files: Map<string, Buffer> }> }>;
   model(scope: OrgScope, modelId: string | null): Promise<{ model: string; baseUrl: string; apiKey: string }>;
   /** the skills an inline manifest declares, resolved in the run's space */
   skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
+  /** the connections the run recorded at launch, decrypted for its sidecar (absent: the run uses none) */
+  integrations?(scope: SpaceScope, runId: string, agent: AgentManifest): Promise<IntegrationAssignment[]>;
 }
 
 export interface RunActivityOptions {
@@ -66,7 +68,7 @@ function skillFolder(id: string): string {
 export function createRunActivities(o: RunActivityOptions): RunActivities {
   const { pool } = o;
 
-  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[] }> {
+  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[]; integrations: IntegrationAssignment[] }> {
     const scope: SpaceScope = {
       pool, db: o.db, orgId: row.org_id, spaceId: row.space_id,
       actor: { userId: row.actor_user_id ?? '', apiKeyId: row.api_key_id ?? undefined, endUserId: row.end_user_id ?? undefined },
@@ -90,7 +92,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       }
     }
     workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(row.input ?? {}, null, 2)) });
-    return { manifest, workspace };
+    const integrations = o.materials.integrations ? await o.materials.integrations(scope, row.id, manifest) : [];
+    return { manifest, workspace, integrations };
   }
 
   const activities: RunActivities = {
@@ -139,6 +142,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           memoryUrl: `${base}/memory`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
+          integrations: materials.integrations,
         },
         limits: o.limits,
       });

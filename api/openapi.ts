@@ -18,7 +18,24 @@ export const ProblemSchema = z
     request_id: z.string(),
     param: z.string().optional(),
     retry_after: z.number().int().optional(),
-    errors: z.array(z.object({ field: z.string(), code: z.string(), message: z.string() }).passthrough()).optional(),
+    errors: z.array(z.object({
+      field: z.string(),
+      code: z.string(),
+      message: z.string(),
+      title: z.string().optional(),
+      // run-launch readiness failures (missing_integration_connection)
+      packageId: z.string().optional(),
+      auth_key: z.string().nullable().optional(),
+      required_auth_key: z.string().optional(),
+      available_auth_keys: z.array(z.string()).optional(),
+      connection_id: z.string().nullable().optional(),
+      owned_by_actor: z.boolean().optional(),
+      candidate_connections: z.array(z.object({ id: z.string(), label: z.string(), account_id: z.string(), owned_by_actor: z.boolean(), needs_reconnection: z.boolean() })).optional(),
+      required_scopes: z.array(z.string()).optional(),
+      missing_scopes: z.array(z.string()).optional(),
+      connect_url: z.string().nullable().optional(),
+      expiresAt: z.string().nullable().optional(),
+    }).passthrough()).optional(),
   })
   .meta({ id: 'Problem' });
 
@@ -41,6 +58,7 @@ const RESPONSE_HEADERS: Record<string, { description: string; schema: Record<str
   Location: { description: 'Path of the created resource.', schema: { type: 'string' } },
   'Service-Version': { description: 'The API version (YYYY-MM-DD) this answer follows.', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'The Bearer challenge of a request without a valid credential.', schema: { type: 'string' } },
+  'Proxy-Status': { description: '<service>; received-status=<upstream status> (RFC 9209) on proxied answers.', schema: { type: 'string' } },
 };
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });

@@ -31,6 +31,7 @@ import { startEngine, type Engine } from './engine.ts';
 import { lockDataDir, StartRefused } from './instance-lock.ts';
 import { platformEndpoints } from './platform-endpoints.ts';
 import { runEvery } from '../lib/periodic.ts';
+import { purgeConnectSessions } from '../api/services/integrations/connect.ts';
 
 export const PLATFORM_VERSION = '1.0.0-beta.1';
 
@@ -161,6 +162,12 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
         (err) => log.warn('run data sweep failed', { error: String(err) }),
       );
       stops.push(() => purge.stop());
+      const linkPurge = runEvery(
+        60 * 60_000,
+        () => purgeConnectSessions(database.pool),
+        (err) => log.warn('connect link sweep failed', { error: String(err) }),
+      );
+      stops.push(() => linkPurge.stop());
       const reconcile = startRunReconciler(database.pool, engine.adminUrl, config.RUN_BOOT_SECONDS, config.RUN_RECONCILE_SECONDS, log);
       stops.push(() => reconcile.stop());
     }

@@ -231,6 +231,8 @@ export const errorCatalog = {
   // Added by this platform.
   credential_change_revocation_failed: { status: 500, title: 'Credentials issued to the account could not be revoked' },
   view_as_unsupported: { status: 400, title: 'Role preview is not available with this credential' },
+  connect_link_invalid: { status: 410, title: 'Connect link unknown, expired or already used' },
+  local_integration_unavailable: { status: 409, title: 'Integration runs a local MCP server, which this execution backend cannot start' },
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ErrorCode = keyof typeof errorCatalog;

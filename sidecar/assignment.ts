@@ -1,11 +1,32 @@
 // The run assignment a warm sidecar receives as one JSON line on stdin.
 import { parseHostPort, type PlatformEndpoint } from '../lib/egress.ts';
+import type { IntegrationSource } from '../lib/afps/manifest-types.ts';
 
 export interface ModelAssignment {
   /** OpenAI-compatible base URL, without the trailing /chat/completions */
   baseUrl: string;
   apiKey: string;
   model: string;
+}
+
+/** One integration the run's agent selected, with the connection resolved for the run at launch. */
+export interface IntegrationAssignment {
+  /** "@scope/name" of the integration package */
+  packageId: string;
+  /** "<scope>_<name>" (scope without "@"): the agent's tool names are `${toolPrefix}__${tool}` */
+  toolPrefix: string;
+  /** the tools the agent selected in integrations_configuration (never empty) */
+  tools: string[];
+  /** the integration manifest's source (IntegrationSource of lib/afps/manifest-types.ts) */
+  source: IntegrationSource;
+  authKey: string;
+  connectionId: string;
+  /** the auth's authorized_uris as declared (may hold {$credential.<field>} templates) */
+  authorizedUris: string[];
+  /** the auth's delivery.http, or null when it declares none */
+  delivery: { in: 'header'; name: string; prefix?: string; value: string } | null;
+  /** decrypted credential fields and login/OAuth outputs (e.g. access_token): only the sidecar sees them */
+  credentials: Record<string, string>;
 }
 
 export interface SidecarAssignment {
@@ -30,6 +51,7 @@ export interface SidecarAssignment {
   egressAllowInternalHosts: string[];
   /** the platform's own endpoints: the model provider may never be one of them */
   egressPlatformEndpoints: PlatformEndpoint[];
+  integrations: IntegrationAssignment[];
 }
 
 /** base64url of at least 32 random bytes: guessing it is out of reach */
@@ -57,6 +79,54 @@ function httpUrl(v: unknown, field: string): string {
 
 function optionalUrl(v: unknown, field: string): string | undefined {
   return v === undefined || v === null || v === '' ? undefined : httpUrl(v, field);
+}
+
+const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+
+function parseSource(v: unknown, field: string): IntegrationSource {
+  if (!isObject(v)) fail(`${field} must be an object`);
+  if (v.kind === 'none') return { kind: 'none' };
+  if (v.kind === 'remote') {
+    if (v.transport !== 'streamable-http' && v.transport !== 'sse') fail(`${field}.transport must be streamable-http or sse`);
+    return { kind: 'remote', url: httpUrl(v.url, `${field}.url`), transport: v.transport };
+  }
+  if (v.kind === 'local') return v as IntegrationSource;
+  fail(`${field}.kind must be none, remote or local`);
+}
+
+function parseIntegrations(v: unknown): IntegrationAssignment[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) fail('integrations must be an array');
+  return v.map((entry, i) => {
+    const field = `integrations[${i}]`;
+    if (!isObject(entry)) fail(`${field} must be an object`);
+    for (const name of ['packageId', 'toolPrefix', 'authKey', 'connectionId'] as const) {
+      if (typeof entry[name] !== 'string' || entry[name] === '') fail(`${field}.${name} must be a non-empty string`);
+    }
+    if (!isStringArray(entry.tools) || entry.tools.length === 0) fail(`${field}.tools must be a non-empty array of strings`);
+    if (!isStringArray(entry.authorizedUris)) fail(`${field}.authorizedUris must be an array of strings`);
+    let delivery: IntegrationAssignment['delivery'] = null;
+    if (entry.delivery !== null && entry.delivery !== undefined) {
+      const d = entry.delivery;
+      if (!isObject(d) || d.in !== 'header' || typeof d.name !== 'string' || typeof d.value !== 'string' || (d.prefix !== undefined && typeof d.prefix !== 'string')) {
+        fail(`${field}.delivery must be {in: header, name, prefix?, value} or null`);
+      }
+      delivery = { in: 'header', name: d.name, value: d.value, ...(d.prefix !== undefined ? { prefix: d.prefix as string } : {}) };
+    }
+    const credentials = entry.credentials;
+    if (!isObject(credentials) || !Object.values(credentials).every((x) => typeof x === 'string')) fail(`${field}.credentials must map names to strings`);
+    return {
+      packageId: entry.packageId as string,
+      toolPrefix: entry.toolPrefix as string,
+      tools: entry.tools,
+      source: parseSource(entry.source, `${field}.source`),
+      authKey: entry.authKey as string,
+      connectionId: entry.connectionId as string,
+      authorizedUris: entry.authorizedUris,
+      delivery,
+      credentials: credentials as Record<string, string>,
+    };
+  });
 }
 
 /** Parses and checks the line; messages name fields only, never their (secret) values. */
@@ -110,5 +180,6 @@ export function parseAssignment(line: string): SidecarAssignment {
     socketPath: raw.socketPath as string | undefined,
     egressAllowInternalHosts: allowInternal as string[],
     egressPlatformEndpoints: (endpoints as PlatformEndpoint[]).map((e) => ({ host: e.host, port: e.port })),
+    integrations: parseIntegrations(raw.integrations),
   };
 }

@@ -8,6 +8,7 @@ import type { AppDeps } from '../deps.ts';
 import { created, noContent, ok, route } from '../route.ts';
 import { cancelRun, deleteRun, extendSink, readRun, readRunLogs, waitSeconds } from '../services/runs/control.ts';
 import { launchAgentRun, type LaunchContext } from '../services/runs/launch.ts';
+import { integrationDepsOf } from '../services/integrations/context.ts';
 import { listRunWire } from '../services/runs/records.ts';
 import { requirePackageInSpace } from '../services/packages/placement.ts';
 import { isProblem, problem } from '../../lib/problem.ts';
@@ -23,7 +24,7 @@ export function runChanged<T>(deps: AppDeps, ctx: RequestContext, result: T): T 
 }
 
 export function launchContext(ctx: RequestContext, deps: AppDeps): LaunchContext {
-  return { config: deps.config, secrets: deps.secrets, permissions: ctx.permissions, submitter: deps.submitter ?? null };
+  return { config: deps.config, secrets: deps.secrets, permissions: ctx.permissions, submitter: deps.submitter ?? null, integrations: integrationDepsOf(deps) };
 }
 
 /** An agent that lives or is placed in the space (switched off still lists its past runs). */

@@ -203,7 +203,7 @@ describe('the document says what the server does', () => {
     for (const list of ['/api/runs', '/api/end-users', '/api/packages']) assert.ok(doc.paths[list].get.responses['200'].headers.Link, list);
     assert.ok(doc.paths['/api/end-users'].post.responses['201'].headers['Idempotent-Replayed']);
     assert.ok(doc.paths['/api/packages/{scope}/{name}/draft'].get.responses['200'].headers.ETag);
-    assert.deepEqual(Object.keys(doc.components.headers).sort(), ['ETag', 'Idempotent-Replayed', 'Link', 'Location', 'RateLimit', 'RateLimit-Policy', 'Request-Id', 'Retry-After', 'Service-Version', 'WWW-Authenticate']);
+    assert.deepEqual(Object.keys(doc.components.headers).sort(), ['ETag', 'Idempotent-Replayed', 'Link', 'Location', 'Proxy-Status', 'RateLimit', 'RateLimit-Policy', 'Request-Id', 'Retry-After', 'Service-Version', 'WWW-Authenticate']);
   });
 
   test('uploads declare their bodies: the archive field and the JSON form of the import', async () => {

@@ -27,6 +27,9 @@ before(async () => {
   await importFixture(app.url, key, 'skill-summarize');
   await importFixture(app.url, key, 'integration-sample');
   await importFixture(app.url, key, 'agent-plain');
+  // agent-plain uses integration-sample: a run needs a connection to it (integrations-connections.test.ts)
+  const connected = await api.post('/api/integrations/@fixtures/integration-sample/auths/api_key/connect/fields', { credentials: { api_key: 'sk-sample' } });
+  assert.equal(connected.status, 201, connected.text);
   await aDefaultModel(app.url, key, fake.url);
 });
 after(async () => {

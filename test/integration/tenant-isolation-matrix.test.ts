@@ -40,6 +40,7 @@ const PUBLIC = { exempt: 'public: instance documents and health, no tenant data'
 const ACCOUNT = { exempt: "account-level: acts on the caller's own account, no organization or space" };
 const OWN_SPACE = { exempt: "creates in the caller's own space (key pin or X-Space-Id; header binding is in tenant-isolation.test.ts)" };
 const ORG = "organization-level resource: every space of the organization shares it";
+const PROXY = { exempt: 'no path parameter: the headers name the integration; other organizations and spaces get credential_not_found (credential-proxy.test.ts)' };
 
 const CASES: Record<string, Case> = {
   'GET /health/live': PUBLIC, 'GET /health/ready': PUBLIC, 'GET /api/openapi.json': PUBLIC,
@@ -149,6 +150,24 @@ const CASES: Record<string, Case> = {
 
   'POST /api/mcp/o/{org}': { orgLevel: "one MCP endpoint per organization; what it invokes is each operation's own case" },
   'GET /.well-known/oauth-protected-resource/api/mcp/o/{org}': { exempt: 'public: protected-resource metadata (RFC 9728) built from the path and the instance address; reads no tenant data' },
+  'GET /api/integrations': { lists: (a) => `@${a.packageScope}/${a.integrationName}` },
+  'POST /api/integrations/{scope}/{name}/auths/{auth_key}/connect/fields': { body: () => ({ credentials: { api_key: 'stolen' } }) },
+  'POST /api/integrations/{scope}/{name}/auths/{auth_key}/connect/session': { body: () => ({}) },
+  'PUT /api/integrations/{scope}/{name}/settings': { body: () => ({ personal_connections_disabled: true }) },
+  'GET /api/integrations/connect/start': { exempt: 'public: the single-use link token is the credential; it acts only for the link\'s creator in its space (integrations-connect.test.ts)' },
+  'POST /api/integrations/connect/start': { exempt: 'public: the single-use link token is the credential; it acts only for the link\'s creator in its space (integrations-connect.test.ts)' },
+  'GET /api/integrations/connect/callback': { exempt: 'public: the OAuth state names one pending link, used once, for its creator (integrations-oauth.test.ts)' },
+  'GET /api/connections': { lists: (a) => a.connectionId },
+  'GET /api/connections/{id}': {},
+  'PATCH /api/connections/{id}': { body: () => ({ label: 'Hijacked' }) },
+  'DELETE /api/connections/{id}': {},
+  'PUT /api/connections/{id}/pins': { body: () => ({ agents: [] }) },
+  'GET /api/agents/{scope}/{name}/connection-readiness': {},
+  'GET /api/credential-proxy/proxy': PROXY,
+  'POST /api/credential-proxy/proxy': PROXY,
+  'PUT /api/credential-proxy/proxy': PROXY,
+  'PATCH /api/credential-proxy/proxy': PROXY,
+  'DELETE /api/credential-proxy/proxy': PROXY,
 };
 
 const keyOf = (r: RouteDef) => `${r.method.toUpperCase()} ${r.path}`;
@@ -157,11 +176,13 @@ const keyOf = (r: RouteDef) => `${r.method.toUpperCase()} ${r.path}`;
 function fillPath(path: string, a: Tenant): string {
   const segs = path.split('/');
   const skill = path.includes('/skills/');
+  const integration = path.startsWith('/api/integrations/');
   const values: Record<string, string> = {
     'orgs/{orgId}': a.orgId, 'members/{userId}': a.memberId, 'invitations/{invitationId}': a.invitationId,
     'roles/{roleId}': a.roleId, 'spaces/{spaceId}': a.s1, 'api-keys/{id}': a.keyId, 'end-users/{id}': a.endUserId,
     'runs/{id}': a.runId, 'agents/{scope}': `@${a.packageScope}`, 'packages/{scope}': `@${a.packageScope}`,
-    'skills/{scope}': `@${a.packageScope}`, '{scope}/{name}': skill ? a.skillName : a.agentName,
+    'skills/{scope}': `@${a.packageScope}`, '{scope}/{name}': skill ? a.skillName : integration ? a.integrationName : a.agentName,
+    'integrations/{scope}': `@${a.packageScope}`, 'auths/{auth_key}': 'key', 'connections/{id}': a.connectionId,
     '{name}/{version}': '1.0.0', 'versions/{version}': '1.0.0', 'dist-tags/{tag}': 'beta',
     'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId, 'o/{org}': a.orgId,
   };

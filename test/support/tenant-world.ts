@@ -38,6 +38,9 @@ export interface Tenant {
   skillName: string;
   credentialId: string;
   modelId: string;
+  /** an integration package in s1 and the owner's connection to it there */
+  integrationName: string;
+  connectionId: string;
 }
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
@@ -79,6 +82,19 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     'SKILL.md': `---\nname: ${skillName}\ndescription: Notes things.\n---\nNote it.\n`,
   }));
 
+  const integrationName = 'crm';
+  await importPackage(app.url, k1.key, archive({
+    name: `@${packageScope}/${integrationName}`, version: '1.0.0', type: 'integration', schema_version: '0.3',
+    source: { kind: 'none' }, default_tools: ['api_call'],
+    auths: { key: { type: 'api_key', credentials: { schema: { type: 'object', properties: { api_key: { type: 'string' } }, required: ['api_key'] } },
+      authorized_uris: ['https://api.crm.example/*'], delivery: { http: { in: 'header', name: 'X-Api-Key', value: '{$credential.api_key}' } } } },
+  }, {}));
+  const { rows: connection } = await pool.query(
+    `INSERT INTO integration_connections (org_id, space_id, integration_package_id, auth_key, owner_user_id, account_id, label, credentials)
+     VALUES ($1, $2, $3, 'key', $4, 'default', 'Connection', $5) RETURNING id`,
+    [org.orgId, org.spaceId, `@${packageScope}/${integrationName}`, org.ownerId, app.deps.secrets.seal(JSON.stringify({ api_key: 'tenant-secret' }))],
+  );
+
   const aRun = async (id: string, spaceId: string) => {
     const secret = newRunEventSecret();
     await pool.query(
@@ -111,6 +127,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     memberId, invitationId, roleId, endUserId,
     runId, runSecret, s2RunId, s2RunSecret,
     packageScope, agentName, skillName, credentialId, modelId,
+    integrationName, connectionId: connection[0].id,
   };
 }
 

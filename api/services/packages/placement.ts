@@ -1,6 +1,7 @@
 // Where a package lives and where it is offered. A package has one home space (its authority)
 // and may be placed in other spaces; a placement can be switched off (active false). Placing
-// needs <type>:write in the target space (integrations: integrations:install) and a published
+// needs <type>:write in the target space (integrations: integrations:install, and removing one
+// integrations:uninstall) and a published
 // version; moving the home needs <type>:write in both spaces and keeps the old home as a placement.
 import type { Permission } from '../../../lib/permissions.ts';
 import { problem } from '../../../lib/problem.ts';
@@ -18,8 +19,9 @@ export interface PlacementRecord {
   updatedAt: string;
 }
 
-function placePermission(pkg: PackageRow): Permission {
-  return pkg.type === 'integration' ? 'integrations:install' : packagePermission(pkg.type, 'write');
+function placePermission(pkg: PackageRow, removing = false): Permission {
+  if (pkg.type === 'integration') return removing ? 'integrations:uninstall' : 'integrations:install';
+  return packagePermission(pkg.type, 'write');
 }
 
 async function spaceKind(q: Queryable, orgId: string, spaceId: string): Promise<'team' | 'personal' | null> {
@@ -53,12 +55,12 @@ export async function placePackage(scope: PackageScope, id: string, active: bool
   return { created: rows[0].inserted, placement: toRecord(rows[0]) };
 }
 
-async function placedPackage(scope: PackageScope, id: string): Promise<PackageRow> {
+async function placedPackage(scope: PackageScope, id: string, removing = false): Promise<PackageRow> {
   if (!(await spaceKind(scope.pool, scope.orgId, scope.spaceId))) throw noSuchSpace(scope.spaceId);
   const pkg = await readablePackage(scope, id);
   if (pkg.homeSpaceId === scope.spaceId) throw problem('share_target_is_home', { detail: `${id} lives in this space; its home is not a placement.` });
   if (pkg.placedActive === null) throw problem('package_not_placed', { detail: `${id} is not placed in this space.` });
-  const permission = placePermission(pkg);
+  const permission = placePermission(pkg, removing);
   if (!(await holds(scope, scope.spaceId, permission))) throw problem('forbidden', { detail: `Changing ${id} here needs ${permission} in this space.` });
   return pkg;
 }
@@ -75,7 +77,7 @@ export async function setPlacementActive(scope: PackageScope, id: string, active
 }
 
 export async function removePlacement(scope: PackageScope, id: string): Promise<void> {
-  const pkg = await placedPackage(scope, id);
+  const pkg = await placedPackage(scope, id, true);
   await scope.pool.query('DELETE FROM package_placements WHERE org_id = $1 AND package_id = $2 AND space_id = $3', [scope.orgId, pkg.id, scope.spaceId]);
 }
 

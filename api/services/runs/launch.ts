@@ -1,6 +1,6 @@
 // Launching a run: check the agent, its input and the model, admit the run atomically, insert it
 // as pending and hand it to the workflow engine. Nothing here waits for a sandbox.
-import type { AgentManifest } from '../../../lib/afps/manifest-types.ts';
+import type { AgentManifest, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
 import type { Config } from '../../../lib/config.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { newId } from '../../../lib/ids.ts';
@@ -14,6 +14,8 @@ import { admitRun, type NewRunRow } from './admission.ts';
 import { getRunRow, toRunWire, type RunRow, type RunWire } from './records.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 import type { RunSubmitter } from './submitter.ts';
+import { publicBaseOf, type IntegrationDeps } from '../integrations/context.ts';
+import { connectionsForLaunch, recordRunConnections, type ResolvedConnection } from '../integrations/readiness.ts';
 
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
 /** How long a run's event sink accepts events after launch unless extended. */
@@ -25,6 +27,12 @@ export interface LaunchContext {
   permissions: ReadonlySet<Permission>;
   submitter: RunSubmitter | null;
   scheduleId?: string;
+  /** egress and public address for the integration checks; derived from config when absent */
+  integrations?: IntegrationDeps;
+}
+
+function integrationDeps(ctx: LaunchContext): IntegrationDeps {
+  return ctx.integrations ?? { secrets: ctx.secrets, egress: { allowInternalHosts: ctx.config.EGRESS_ALLOW_INTERNAL_HOSTS }, publicBase: publicBaseOf(ctx) };
 }
 
 export interface AgentLaunchBody {
@@ -120,8 +128,10 @@ export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
 }
 
 /** Inserts the admitted row and hands it to the engine; answers the run as the caller sees it. */
-export async function admitAndSubmit(scope: SpaceScope, ctx: LaunchContext, row: NewRunRow): Promise<RunWire> {
+export async function admitAndSubmit(scope: SpaceScope, ctx: LaunchContext, row: NewRunRow, connections: ResolvedConnection[] = []): Promise<RunWire> {
   await admitRun(scope, ctx.config, row);
+  // recorded before the engine hears of the run: its boot reads them
+  if (connections.length) await recordRunConnections(scope.pool, scope.orgId, row.id, connections);
   ctx.submitter?.submit(row.id);
   return toRunWire({
     ...(row as unknown as RunRow),
@@ -163,6 +173,9 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
   }
   const input = checkInput(agent.manifest, given ?? {}, config.locked_input);
   const model = body.model_id != null || config.model_id == null ? namedModel() : await resolveRunModel(scope, ctx.secrets, config.model_id);
+  const connections = await connectionsForLaunch(scope, integrationDeps(ctx), ctx.config, {
+    packageId, manifest: agent.manifest, integrations: agent.integrations.map((i) => ({ id: i.id, version: i.version, manifest: i.manifest as IntegrationManifest })),
+  });
   const row = newRunRow(scope, ctx, {
     agentId: packageId,
     agentVersion: agent.version,
@@ -173,5 +186,5 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     rerunOf,
     eventSecret: newRunEventSecret(),
   });
-  return admitAndSubmit(scope, ctx, row);
+  return admitAndSubmit(scope, ctx, row, connections);
 }

@@ -1,0 +1,76 @@
+// A world for the integration tests: the in-process API whose egress guard allows the loopback
+// upstreams the test names (and the scripted model), an organization with its owner's key, and
+// builders for integration and agent packages.
+import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { writeZip } from '../../lib/zip/write-zip.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { aKey, anOrg, type BuiltOrg } from '../support/builders.ts';
+import { client } from '../support/http.ts';
+import { aDefaultModel, importPackage } from '../support/runs.ts';
+
+export interface IntegrationWorld {
+  app: TestApp;
+  fake: FakeModel;
+  org: BuiltOrg;
+  key: string;
+  api: ReturnType<typeof client>;
+  close(): Promise<void>;
+}
+
+/** `allow`: host:port entries of loopback upstreams the integrations may reach. */
+export async function anIntegrationWorld(allow: string[], env: Record<string, string> = {}): Promise<IntegrationWorld> {
+  const fake = await startFakeModel();
+  const app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: [...allow, new URL(fake.url).host].join(','), ...env } });
+  const org = await anOrg(app.deps.database.pool);
+  const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
+  await aDefaultModel(app.url, key, fake.url);
+  return {
+    app, fake, org, key, api: client(app.url, { key }),
+    async close() {
+      await app.close();
+      await fake.close();
+    },
+  };
+}
+
+export function archive(manifest: Record<string, unknown>, files: Record<string, string> = {}): Buffer {
+  const entries = new Map<string, Buffer>([['manifest.json', Buffer.from(JSON.stringify(manifest))]]);
+  for (const [p, c] of Object.entries(files)) entries.set(p, Buffer.from(c));
+  return writeZip(entries);
+}
+
+/** Imports with a key of its own: imports are rate-limited per caller. */
+async function importKey(world: IntegrationWorld): Promise<string> {
+  return (await aKey(world.app.deps.database.pool, { ...world.org, userId: world.org.ownerId })).key;
+}
+
+export async function anIntegration(world: IntegrationWorld, name: string, members: Record<string, unknown>, version = '1.0.0'): Promise<string> {
+  await importPackage(world.app.url, await importKey(world), archive({ name, version, type: 'integration', schema_version: '0.3', ...members }));
+  return name;
+}
+
+/** An agent using `integrations` (id → tools) at any version. */
+export async function anAgent(world: IntegrationWorld, name: string, integrations: Record<string, string[]>): Promise<string> {
+  await importPackage(world.app.url, await importKey(world), archive({
+    name, version: '1.0.0', type: 'agent', schema_version: '0.3',
+    dependencies: { integrations: Object.fromEntries(Object.keys(integrations).map((id) => [id, '*'])) },
+    integrations_configuration: Object.fromEntries(Object.entries(integrations).map(([id, tools]) => [id, { tools }])),
+  }, { 'prompt.md': 'Use the integration.' }));
+  return name;
+}
+
+/** An api_key integration delivering X-Api-Key to `base` (a loopback upstream's URL). */
+export function apiKeyAuth(base: string): Record<string, unknown> {
+  return {
+    source: { kind: 'none' },
+    default_tools: ['api_call'],
+    auths: {
+      key: {
+        type: 'api_key',
+        credentials: { schema: { type: 'object', properties: { api_key: { type: 'string', minLength: 4 } }, required: ['api_key'] } },
+        authorized_uris: [`${base}/*`],
+        delivery: { http: { in: 'header', name: 'X-Api-Key', value: '{$credential.api_key}' } },
+      },
+    },
+  };
+}
