@@ -9,7 +9,7 @@
 //   through the previous one's handle with O_NOFOLLOW (openat by way of /proc/self/fd), so no
 //   link anywhere on the way is followed and nothing is created outside.
 // FIFOs and devices are refused (opened non-blocking, then checked to be regular files).
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 export const MAX_PATH_BYTES = 4096;
@@ -127,6 +127,7 @@ export class WorkspaceRoot {
         try {
           fd = openSync(next, dirFlags);
         } catch (err) {
+          if (isLink(next)) throw new WorkspacePathError(String(given), 'a symbolic link is on the way (writes never follow links)');
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !opts.create) throw describeOpenError(String(given), err);
           try {
             mkdirSync(next);
@@ -160,6 +161,14 @@ export class WorkspaceRoot {
     } finally {
       closeSync(folder);
     }
+  }
+}
+
+function isLink(p: string): boolean {
+  try {
+    return lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
   }
 }
 
