@@ -8,8 +8,9 @@
 // - writes walk the folders one at a time from an open handle of the workspace, each opened
 //   through the previous one's handle with O_NOFOLLOW (openat by way of /proc/self/fd), so no
 //   link anywhere on the way is followed and nothing is created outside.
-// FIFOs and devices are refused (opened non-blocking, then checked to be regular files).
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
+// FIFOs and devices are refused (opened non-blocking, then checked to be regular files), and a
+// file with another hard link (which could be a name for a file outside) is neither read nor written.
+import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 export const MAX_PATH_BYTES = 4096;
@@ -92,9 +93,10 @@ export class WorkspaceRoot {
   /** A regular file opened for reading; links inside the workspace are followed, none out of it. */
   openFile(given: unknown): OpenedEntry {
     const opened = this.openChecked(given, constants.O_RDONLY | constants.O_NONBLOCK, false);
-    if (!opened.stat.isFile()) {
+    if (!opened.stat.isFile() || opened.stat.nlink > 1) {
       closeSync(opened.fd);
-      throw new WorkspacePathError(String(given), opened.stat.isDirectory() ? 'it is a folder, not a file' : 'it is not a regular file');
+      const reason = opened.stat.isDirectory() ? 'it is a folder, not a file' : opened.stat.isFile() ? 'it has other hard links' : 'it is not a regular file';
+      throw new WorkspacePathError(String(given), reason);
     }
     return opened;
   }
@@ -143,8 +145,8 @@ export class WorkspaceRoot {
         closeSync(folder);
         folder = fd;
       }
-      const flags =
-        constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK | (opts.create ? constants.O_CREAT : 0);
+      // truncated only once checked: never a file with another name (a hard link) or not regular
+      const flags = constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | (opts.create ? constants.O_CREAT : 0);
       let fd: number;
       try {
         fd = openSync(WorkspaceRoot.inFolder(folder, name), flags, 0o644);
@@ -152,11 +154,12 @@ export class WorkspaceRoot {
         throw describeOpenError(String(given), err);
       }
       const stat = fstatSync(fd);
-      if (!stat.isFile()) {
+      if (!stat.isFile() || stat.nlink > 1) {
         closeSync(fd);
-        throw new WorkspacePathError(String(given), 'it is not a regular file');
+        throw new WorkspacePathError(String(given), stat.isFile() ? 'it has other hard links' : 'it is not a regular file');
       }
       this.confirmInside(fd, String(given));
+      ftruncateSync(fd, 0);
       return { fd, stat, rel };
     } finally {
       closeSync(folder);

@@ -1,7 +1,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkRelativePath, WorkspacePathError, WorkspaceRoot } from '../../agent-runtime/workspace-path.ts';
@@ -101,6 +101,17 @@ describe('WorkspaceRoot and the file tools on a real folder', () => {
     assert.throws(() => editFile(root, 'twice.txt', 'x = 1', 'x = 2'), /occurs 2 times/);
     assert.equal(readFileSync(join(ws, 'twice.txt'), 'utf8'), 'x = 1\nx = 1\n');
     refused(() => editFile(root, 'link-out', 'host', 'x'), /outside the workspace/);
+  });
+
+  test('a file with another hard link is neither read nor written (its other name may be outside)', () => {
+    linkSync(join(outside, 'secret.txt'), join(ws, 'hard'));
+    try {
+      refused(() => writeFile(root, 'hard', 'overwritten'), /other hard links/);
+      refused(() => readLines(root, 'hard'), /other hard links/);
+      assert.equal(readFileSync(join(outside, 'secret.txt'), 'utf8'), 'host secret\n');
+    } finally {
+      rmSync(join(ws, 'hard'));
+    }
   });
 
   test('a FIFO is neither read nor written (no hang)', () => {
