@@ -293,6 +293,31 @@ function systemView(): ShellSystemEntry[] {
   return entries;
 }
 
+// Process groups of the commands run so far. Under bubblewrap a command's sandbox dies with it;
+// unconfined, what a command left running in the background is ended when the agent ends.
+const commandGroups = new Set<number>();
+let endHooked = false;
+function endCommandGroups(): void {
+  for (const pgid of commandGroups) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  commandGroups.clear();
+}
+function hookAgentEnd(): void {
+  if (endHooked) return;
+  endHooked = true;
+  process.once('exit', endCommandGroups);
+  // the adapter stops an agent with SIGTERM: end its commands too, then exit as node would
+  process.once('SIGTERM', () => {
+    endCommandGroups();
+    process.exit(143);
+  });
+}
+
 export interface ShellResult {
   exitCode: number | null;
   timedOut: boolean;
@@ -310,6 +335,10 @@ export function runShell(workspace: string, mode: Exclude<ShellMode, null>, comm
   return new Promise((resolve, reject) => {
     // its own process group: a timeout ends the command and whatever it started
     const child = spawn(file, args, { cwd: workspace, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    if (child.pid !== undefined) {
+      hookAgentEnd();
+      commandGroups.add(child.pid);
+    }
     const kept: Buffer[] = [];
     let keptBytes = 0;
     let droppedBytes = 0;

@@ -14,6 +14,7 @@ import { findBubblewrap } from '../../activities/sandbox/confinement.ts';
 import { createProcessAdapter, type ProcessSandboxAdapter } from '../../activities/sandbox/process-adapter.ts';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { running } from './sandbox-process-harness.ts';
 import { REPO, startEventReceiver, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
 
 const bwrap = findBubblewrap();
@@ -220,6 +221,7 @@ describe('workspace tools in a process sandbox', () => {
       { tool: 'workspace_bash', arguments: { command: 'ln -s /etc/passwd host-passwd && bash skills/word-count/scripts/count.sh data/words.txt' } },
       { tool: 'workspace_read', arguments: { path: 'host-passwd' } },
       { tool: 'workspace_search', arguments: { glob: '**/*.sh', text: 'wc -w' } },
+      { tool: 'workspace_bash', arguments: { command: 'sleep 300 >/dev/null 2>&1 & echo "$!"' } },
       OUTPUT_ALL,
     ]);
     assert.ok(r.toolNames.includes('workspace_bash'));
@@ -227,5 +229,9 @@ describe('workspace tools in a process sandbox', () => {
     assert.equal(results[0], 'exit code 0\n7');
     assert.match(results[1], /refused: it leads outside the workspace/);
     assert.equal(results[2], 'skills/word-count/scripts/count.sh:3: wc -w < "$1" | tr -d " "');
+    // what a command left in the background ends with the sandbox (run() stopped it)
+    const background = Number(/^exit code 0\n(\d+)$/.exec(results[3])?.[1]);
+    assert.ok(background > 0, results[3]);
+    await waitUntil(() => !running(background));
   });
 });
