@@ -60,9 +60,23 @@ interface BootRow {
 
 const REMOTE = 'remote';
 
-/** Skill ids are package ids (@scope/name): a folder name without the slash. */
-function skillFolder(id: string): string {
-  return id.replace(/^@/, '').replace('/', '__');
+/**
+ * Each skill's folder under skills/: its name (the package id @scope/name without its scope).
+ * Two skills of one run with the same name from different scopes both keep their scope instead
+ * (skills/<scope>__<name>), so neither is silently replaced and the folder says which is which.
+ */
+export function skillFolders(ids: string[]): Map<string, string> {
+  const nameOf = (id: string) => id.slice(id.indexOf('/') + 1);
+  const count = new Map<string, number>();
+  for (const id of ids) count.set(nameOf(id), (count.get(nameOf(id)) ?? 0) + 1);
+  return new Map(ids.map((id) => [id, count.get(nameOf(id))! > 1 ? id.replace(/^@/, '').replace('/', '__') : nameOf(id)]));
+}
+
+function placeSkills(workspace: WorkspaceFile[], skills: Array<{ id: string; files: Map<string, Buffer> }>): void {
+  const folders = skillFolders(skills.map((s) => s.id));
+  for (const skill of skills) {
+    for (const [path, content] of skill.files) workspace.push({ path: `skills/${folders.get(skill.id)}/${path}`, content });
+  }
 }
 
 export function createRunActivities(o: RunActivityOptions): RunActivities {
@@ -79,17 +93,12 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       if (!row.inline_manifest) throw activityFailure('run_definition_gone', 'The inline run definition was purged.');
       manifest = row.inline_manifest;
       workspace.push({ path: 'prompt.md', content: Buffer.from(row.inline_prompt ?? '') });
-      const skills = await o.materials.skills(scope, `inline ${manifest.name}`, manifest.dependencies?.skills ?? {});
-      for (const skill of skills) {
-        for (const [path, content] of skill.files) workspace.push({ path: `skills/${skillFolder(skill.id)}/${path}`, content });
-      }
+      placeSkills(workspace, await o.materials.skills(scope, `inline ${manifest.name}`, manifest.dependencies?.skills ?? {}));
     } else {
       const agent = await o.materials.agent(scope, row.agent_id, row.agent_version);
       manifest = agent.manifest;
       for (const [path, content] of agent.files) if (path !== 'manifest.json') workspace.push({ path, content });
-      for (const skill of agent.skills) {
-        for (const [path, content] of skill.files) workspace.push({ path: `skills/${skillFolder(skill.id)}/${path}`, content });
-      }
+      placeSkills(workspace, agent.skills);
     }
     workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(row.input ?? {}, null, 2)) });
     const integrations = o.materials.integrations ? await o.materials.integrations(scope, row.id, manifest) : [];

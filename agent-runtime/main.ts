@@ -1,12 +1,14 @@
 // The per-run agent runtime. Started ahead of need (warm pool): it loads the agent loop, prints
-// {"ready":true}, then takes {workspace, sidecarUrl, sidecarToken, sidecarSocket?, maxSteps?} as one
-// line on stdin. It holds no provider credential: its only address is the sidecar's (over
+// {"ready":true}, then takes {workspace, sidecarUrl, sidecarToken, sidecarSocket?, maxSteps?,
+// confined?, shell?} as one line on stdin. The launch says whether the agent is confined and
+// which shell it may offer (workspace-tools.ts): the runtime never guesses it. It holds no provider credential: its only address is the sidecar's (over
 // sidecarSocket when given, the way in from a sandbox with its own network namespace), and its
 // only secret the run's sidecar token, which never enters its environment or arguments. It ends
 // when stdin closes.
 import { reportOutcome } from './report.ts';
 import { runAgent, type AgentOutcome } from './run-agent.ts';
 import { sidecarFetch } from './sidecar-fetch.ts';
+import type { ShellMode } from './workspace-tools.ts';
 import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from '../lib/warm-start.ts';
 
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
@@ -19,6 +21,16 @@ interface RuntimeAssignment {
   sidecarToken: string;
   sidecarSocket?: string;
   maxSteps?: number;
+  confined: boolean;
+  shell: ShellMode;
+}
+
+function parseShell(raw: unknown): ShellMode {
+  if (raw === undefined || raw === null) return null;
+  const shell = raw as { kind?: unknown; bwrap?: unknown };
+  if (shell.kind === 'unconfined') return { kind: 'unconfined' };
+  if (shell.kind === 'bubblewrap' && typeof shell.bwrap === 'string' && shell.bwrap.startsWith('/')) return { kind: 'bubblewrap', bwrap: shell.bwrap };
+  throw new Error('shell must be null, {"kind":"unconfined"} or {"kind":"bubblewrap","bwrap":"/path"}');
 }
 
 function parseAssignment(line: string): RuntimeAssignment {
@@ -38,6 +50,8 @@ function parseAssignment(line: string): RuntimeAssignment {
     sidecarToken: raw.sidecarToken,
     sidecarSocket: raw.sidecarSocket,
     maxSteps: raw.maxSteps,
+    confined: raw.confined === true,
+    shell: parseShell(raw.shell),
   };
 }
 
@@ -65,7 +79,13 @@ async function main(): Promise<void> {
   const toSidecar = sidecarFetch(assignment.sidecarToken, assignment.sidecarSocket);
   let outcome: AgentOutcome;
   try {
-    outcome = await runAgent({ workspace: assignment.workspace, sidecarUrl: assignment.sidecarUrl, maxSteps: assignment.maxSteps, fetch: toSidecar });
+    outcome = await runAgent({
+      workspace: assignment.workspace,
+      sidecarUrl: assignment.sidecarUrl,
+      maxSteps: assignment.maxSteps,
+      fetch: toSidecar,
+      shell: assignment.shell,
+    });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     outcome = { type: 'failed', code: 'agent_error', message: message.slice(0, MAX_MESSAGE_CHARS) };

@@ -5,6 +5,7 @@ import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { connectSidecarTools } from './mcp-tools.ts';
 import { buildSystemPrompt, buildUserMessage, OUTPUT_REMINDER } from './system-prompt.ts';
 import { readWorkspace } from './workspace.ts';
+import { WORKSPACE_TOOL_PREFIX, workspaceTools, type ShellMode } from './workspace-tools.ts';
 
 export const DEFAULT_MAX_STEPS = 20;
 
@@ -16,6 +17,8 @@ export interface AgentRunOptions {
   maxSteps?: number;
   /** how requests reach the sidecar; the global fetch when absent */
   fetch?: typeof fetch;
+  /** the shell the launch offers; none when absent */
+  shell?: ShellMode;
 }
 
 export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
@@ -28,9 +31,13 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
   const sidecarTools = await connectSidecarTools(opts.sidecarUrl, opts.fetch);
   try {
     const stopWhen = stepCountIs(opts.maxSteps ?? DEFAULT_MAX_STEPS);
-    const system = buildSystemPrompt(ws, sidecarTools.names);
+    const clash = sidecarTools.names.find((n) => n.startsWith(WORKSPACE_TOOL_PREFIX));
+    if (clash) throw new Error(`the sidecar offers a tool named ${clash}, a name the workspace tools keep`);
+    const tools = { ...sidecarTools.tools, ...workspaceTools({ workspace: ws.dir, shell: opts.shell ?? null }) };
+    const toolNames = Object.keys(tools);
+    const system = buildSystemPrompt(ws, toolNames);
     const messages: ModelMessage[] = [{ role: 'user', content: buildUserMessage(ws) }];
-    const first = await generateText({ model, system, messages, tools: sidecarTools.tools, stopWhen });
+    const first = await generateText({ model, system, messages, tools, stopWhen });
     const calledOutput = (r: typeof first) => r.steps.some((s) => s.toolCalls.some((c) => c.toolName === 'output'));
     if (!sidecarTools.names.includes('output') || calledOutput(first)) return { type: 'completed', text: first.text };
 
@@ -38,7 +45,7 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
       model,
       system,
       messages: [...messages, ...first.response.messages, { role: 'user', content: OUTPUT_REMINDER }],
-      tools: sidecarTools.tools,
+      tools,
       stopWhen,
     });
     return { type: 'completed', text: second.text || first.text };

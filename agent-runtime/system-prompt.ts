@@ -10,11 +10,21 @@ export function buildSystemPrompt(ws: Workspace, toolNames: string[]): string {
   if (ws.input !== undefined) {
     parts.push('## Run input\n\nThe input of this run is the JSON document in the first user message.');
   }
+  const shell = toolNames.includes('workspace_bash');
+  parts.push(
+    '## Workspace\n\n' +
+      `Your workspace is the folder ${ws.dir}. The workspace_list, workspace_read, workspace_write, workspace_edit and ` +
+      'workspace_search tools act on it; give them paths relative to it (no leading /, no ..): nothing outside it can be reached.' +
+      (shell ? ' workspace_bash runs a command with the workspace as its working directory.' : ' No shell is available in this run.'),
+  );
   if (ws.skills.length > 0) {
-    const list = ws.skills.map((s) => `- ${s.name} (${s.path})${s.description ? `: ${s.description}` : ''}`).join('\n');
+    const list = ws.skills.map((s) => `- ${s.name}: ${s.description || '(no description)'} (location: ${s.folder}/, instructions in ${s.path})`).join('\n');
+    const scripts = shell
+      ? ` Run a skill's scripts with workspace_bash, e.g. \`bash ${ws.skills[0].folder}/scripts/<script>\`.`
+      : '';
     parts.push(
-      `## Skills\n\nSkills are installed in the workspace at ${ws.dir}/skills/. ` +
-        `Each has a SKILL.md with its instructions, and may have scripts/, references/ and assets/.\n\n${list}`,
+      `## Skills\n\nThese skills are installed in the workspace, each in its own folder under skills/. ` +
+        `Before using one, read its SKILL.md with workspace_read; it may point to references/ (read them when needed), scripts/ and assets/.${scripts}\n\n${list}`,
     );
   }
   if (toolNames.includes('output')) {

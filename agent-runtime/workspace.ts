@@ -1,11 +1,14 @@
-// What the agent runtime reads from its workspace: prompt.md, input.json and skills/<id>/SKILL.md.
+// What the agent runtime reads from its workspace: prompt.md, input.json and skills/<name>/SKILL.md.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface SkillSummary {
+  /** the skill's folder name under skills/ */
   id: string;
   name: string;
   description: string;
+  /** the skill's folder inside the workspace: skills/<name> */
+  folder: string;
   /** path of SKILL.md inside the workspace */
   path: string;
 }
@@ -62,11 +65,12 @@ async function readSkills(dir: string): Promise<SkillSummary[]> {
   }
   const skills: SkillSummary[] = [];
   for (const entry of entries.filter((e) => e.isDirectory()).sort((a, b) => a.name.localeCompare(b.name))) {
-    const path = join('skills', entry.name, 'SKILL.md');
+    const folder = join('skills', entry.name);
+    const path = join(folder, 'SKILL.md');
     const text = await readOptional(join(dir, path));
     if (text === undefined) continue;
     const meta = skillFrontmatter(text);
-    skills.push({ id: entry.name, name: meta.name ?? entry.name, description: meta.description ?? '', path });
+    skills.push({ id: entry.name, name: meta.name ?? entry.name, description: meta.description ?? '', folder, path });
   }
   return skills;
 }

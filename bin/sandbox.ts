@@ -23,6 +23,7 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
     workDir,
     log: deps.log,
     poolMemoryMb: config.PLATFORM_RUN_LIMITS.agent_memory_ceiling_mb,
+    unconfinedShellUnsafe: config.SANDBOX_UNCONFINED_SHELL_UNSAFE,
   });
 }
 

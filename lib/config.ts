@@ -136,6 +136,11 @@ export const ConfigSchema = z.object({
   AUTH_ALLOWED_SIGNUP_DOMAINS: csv,
   ORG_CREATION_DISABLED: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   SANDBOX_WARM_POOL: intFromEnv(2),
+  /**
+   * true gives the agent its shell tool on a process sandbox that is not confined (no bubblewrap):
+   * its commands then run as the platform's user, with the host's files and network. Unsafe.
+   */
+  SANDBOX_UNCONFINED_SHELL_UNSAFE: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   /** seconds a sandbox has to send its first event */
   RUN_BOOT_SECONDS: z.coerce.number().int().positive().default(60),
   /** seconds between a runner's heartbeats; a run silent for three of them is failed */

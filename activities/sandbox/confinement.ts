@@ -3,14 +3,20 @@
 // and /bin links), the node binary, the project's dist/ and node_modules read-only, the run's
 // workspace read-write at /workspace and the sidecar's socket folder at /run/sidecar.
 // No network device but its own loopback: the socket is its only way out.
+// The agent runs as an ordinary user of its own user namespace (SANDBOX_UID, mapped to the
+// caller), not as its root: bubblewrap, run again from inside, can then nest the shell's own
+// sandbox (lib/shell-sandbox.ts), which a capability-less root cannot set up.
 import { execFile } from 'node:child_process';
 import { accessSync, constants, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
+import { SHELL_SYSTEM_DIRS, shellSandboxArgv, type ShellSystemEntry } from '../../lib/shell-sandbox.ts';
 
 export const SANDBOX_WORKSPACE = '/workspace';
 export const SANDBOX_IPC_DIR = '/run/sidecar';
 export const SIDECAR_SOCKET_NAME = 'sidecar.sock';
 export const SANDBOX_PATH_ENV = '/usr/local/bin:/usr/bin:/bin';
+/** the agent's user and group inside its user namespace */
+export const SANDBOX_UID = 1000;
 
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 
@@ -21,6 +27,8 @@ export interface ConfinedLayout {
   workspaceDir: string;
   /** host folder holding the sidecar's socket, bound at /run/sidecar */
   ipcDir: string;
+  /** the bwrap executable, bound read-only (where the system folders do not hold it) for the shell */
+  bwrap?: string;
 }
 
 /** The bwrap executable on PATH, or undefined. */
@@ -42,9 +50,26 @@ export function sandboxNodePath(): string {
   return realpathSync(process.execPath);
 }
 
-function systemBinds(nodePath: string): string[] {
+/** The system folders as they are on this host: a folder, or a link to recreate. */
+export function systemEntries(): ShellSystemEntry[] {
+  const entries: ShellSystemEntry[] = [];
+  for (const dir of SHELL_SYSTEM_DIRS) {
+    let stat;
+    try {
+      stat = lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink()) entries.push({ path: dir, link: readlinkSync(dir) });
+    else if (stat.isDirectory()) entries.push({ path: dir });
+  }
+  return entries;
+}
+
+function systemBinds(nodePath: string, bwrap?: string): string[] {
   const args: string[] = [];
   let nodeCovered = false;
+  let bwrapCovered = bwrap === undefined;
   for (const dir of SYSTEM_DIRS) {
     let stat;
     try {
@@ -56,9 +81,11 @@ function systemBinds(nodePath: string): string[] {
     else if (stat.isDirectory()) {
       args.push('--ro-bind', dir, dir);
       if (nodePath.startsWith(`${dir}/`)) nodeCovered = true;
+      if (bwrap?.startsWith(`${dir}/`)) bwrapCovered = true;
     }
   }
   if (!nodeCovered) args.push('--ro-bind', nodePath, nodePath);
+  if (!bwrapCovered) args.push('--ro-bind', bwrap!, bwrap!);
   return args;
 }
 
@@ -67,11 +94,16 @@ export function confinedArgv(layout: ConfinedLayout, command: string[]): string[
   const project = (name: string) => ['--ro-bind', path.join(layout.root, name), path.join(layout.root, name)];
   return [
     '--unshare-all',
+    '--unshare-user',
+    '--uid',
+    String(SANDBOX_UID),
+    '--gid',
+    String(SANDBOX_UID),
     '--die-with-parent',
     '--new-session',
     '--cap-drop',
     'ALL',
-    ...systemBinds(command[0]),
+    ...systemBinds(command[0], layout.bwrap),
     '--proc',
     '/proc',
     '--dev',
@@ -91,6 +123,22 @@ export function confinedArgv(layout: ConfinedLayout, command: string[]): string[
     '--',
     ...command,
   ];
+}
+
+/**
+ * Runs the shell's nested sandbox inside the agent's (`true` as its command): nesting needs
+ * user namespaces inside user namespaces, which some hosts refuse.
+ */
+export function probeNestedShell(bwrap: string, layout: ConfinedLayout): Promise<{ ok: true } | { ok: false; reason: string }> {
+  const shell = [bwrap, ...shellSandboxArgv(SANDBOX_WORKSPACE, systemEntries(), ['/bin/sh', '-c', 'exit 0'])];
+  return new Promise((resolve) => {
+    execFile(
+      bwrap,
+      confinedArgv({ ...layout, bwrap }, shell),
+      { env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE }, timeout: 10_000 },
+      (err, _stdout, stderr) => resolve(err ? { ok: false, reason: (stderr || err.message).trim().slice(0, 500) } : { ok: true }),
+    );
+  });
 }
 
 /** Runs `node -e 0` confined: bwrap on PATH is not enough where namespaces are refused (some containers). */

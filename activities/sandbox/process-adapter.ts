@@ -9,8 +9,8 @@ import type { Logger } from '../../lib/log.ts';
 import { projectRoot } from '../../lib/project-root.ts';
 import type { SandboxAdapter, SandboxSpec } from './adapter.ts';
 import { DEFAULT_CGROUP_ROOT, prepareCgroups } from './cgroup.ts';
-import { findBubblewrap, probeBubblewrap, SIDECAR_SOCKET_NAME } from './confinement.ts';
-import { agentHeapMb, SandboxPair, type PairSettings } from './sandbox-pair.ts';
+import { findBubblewrap, probeBubblewrap, probeNestedShell, SIDECAR_SOCKET_NAME } from './confinement.ts';
+import { agentHeapMb, SandboxPair, type AgentShell, type PairSettings } from './sandbox-pair.ts';
 import { WarmPool } from './warm-pool.ts';
 import { checkWorkspacePaths } from './workspace-writer.ts';
 
@@ -32,6 +32,11 @@ export interface ProcessAdapterOptions {
   /** memory limit pooled pairs are started for; a run with another limit gets a fresh pair */
   poolMemoryMb?: number;
   cgroupRoot?: string;
+  /**
+   * SANDBOX_UNCONFINED_SHELL_UNSAFE: an agent that is not confined gets its shell tool anyway,
+   * running commands as this host's user with its files and network
+   */
+  unconfinedShellUnsafe?: boolean;
 }
 
 export interface SandboxIsolation {
@@ -40,6 +45,10 @@ export interface SandboxIsolation {
   confinementNote?: string;
   cgroup: 'v2' | 'none';
   cgroupNote?: string;
+  /** the agent's shell tool: nested under bubblewrap, unconfined (the unsafe setting), or absent */
+  shell: 'bubblewrap' | 'unconfined' | 'none';
+  /** why the agent has no shell, when it has none */
+  shellNote?: string;
 }
 
 export interface SandboxProcesses {
@@ -68,7 +77,11 @@ async function ensureProgramBundle(root: string): Promise<void> {
   await starter.ensureBundle();
 }
 
-async function chooseConfinement(opts: ProcessAdapterOptions, root: string, workDir: string): Promise<{ bwrap?: string; note?: string }> {
+async function chooseConfinement(
+  opts: ProcessAdapterOptions,
+  root: string,
+  workDir: string,
+): Promise<{ bwrap?: string; note?: string; nestedShell?: { ok: true } | { ok: false; reason: string } }> {
   if (opts.confine === 'off') return { note: 'confinement turned off' };
   const bwrap = findBubblewrap();
   if (!bwrap) return { note: 'bwrap is not on PATH' };
@@ -76,9 +89,11 @@ async function chooseConfinement(opts: ProcessAdapterOptions, root: string, work
   if (Buffer.byteLength(sampleSocket) > MAX_SOCKET_PATH) return { note: `workDir is too long for a unix socket path (${sampleSocket})` };
   const probeDir = path.join(workDir, '.probe');
   await mkdir(path.join(probeDir, 'ipc'), { recursive: true });
-  const probe = await probeBubblewrap(bwrap, { root, workspaceDir: probeDir, ipcDir: path.join(probeDir, 'ipc') });
+  const layout = { root, workspaceDir: probeDir, ipcDir: path.join(probeDir, 'ipc') };
+  const probe = await probeBubblewrap(bwrap, layout);
+  const nestedShell = probe.ok ? await probeNestedShell(bwrap, layout) : undefined;
   await rm(probeDir, { recursive: true, force: true });
-  return probe.ok ? { bwrap } : { note: `bwrap cannot create its namespaces here: ${probe.reason}` };
+  return probe.ok ? { bwrap, nestedShell } : { note: `bwrap cannot create its namespaces here: ${probe.reason}` };
 }
 
 export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise<ProcessSandboxAdapter> {
@@ -90,11 +105,23 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
     ensureProgramBundle(root).then(() => chooseConfinement(opts, root, workDir)),
     prepareCgroups(opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT),
   ]);
+  let shell: AgentShell = null;
+  let shellNote: string | undefined;
+  if (confinement.bwrap) {
+    if (confinement.nestedShell?.ok) shell = { kind: 'bubblewrap', bwrap: confinement.bwrap };
+    else shellNote = `the shell's sandbox cannot nest in the agent's here: ${confinement.nestedShell?.ok === false ? confinement.nestedShell.reason : 'not probed'}`;
+  } else if (opts.unconfinedShellUnsafe) {
+    shell = { kind: 'unconfined' };
+  } else {
+    shellNote = 'the agent is not confined (SANDBOX_UNCONFINED_SHELL_UNSAFE=true would give it a shell anyway)';
+  }
   const isolation: SandboxIsolation = {
     confinement: confinement.bwrap ? 'bubblewrap' : 'none',
     ...(confinement.note ? { confinementNote: confinement.note } : {}),
     cgroup: cgroups.available ? 'v2' : 'none',
     ...(cgroups.available ? {} : { cgroupNote: cgroups.reason }),
+    shell: shell?.kind ?? 'none',
+    ...(shellNote ? { shellNote } : {}),
   };
   opts.log?.info('process sandbox adapter ready', { ...isolation, warmPool: opts.warmPool });
 
@@ -102,6 +129,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
     root,
     workDir,
     bwrap: confinement.bwrap,
+    shell,
     cgroupBase: cgroups.available ? cgroups.base : undefined,
     log: opts.log,
   };

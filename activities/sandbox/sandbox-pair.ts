@@ -27,11 +27,20 @@ const SANDBOX_NICENESS = 19;
 // what the sidecar may need from the host's environment: nothing secret, no platform setting
 const SIDECAR_ENV_KEYS = ['PATH', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TZ', 'LANG'];
 
+/**
+ * The agent's shell tool, as its assignment tells it: each command in a nested bubblewrap
+ * sandbox (bwrap as seen inside the agent's), run directly (an unconfined agent, only with
+ * SANDBOX_UNCONFINED_SHELL_UNSAFE), or none.
+ */
+export type AgentShell = { kind: 'bubblewrap'; bwrap: string } | { kind: 'unconfined' } | null;
+
 export interface PairSettings {
   root: string;
   workDir: string;
   /** bwrap executable when the agent runs confined */
   bwrap?: string;
+  /** the shell the agent is given; none when absent */
+  shell?: AgentShell;
   /** cgroup v2 parent group when ceilings can be set */
   cgroupBase?: string;
   log?: Logger;
@@ -88,7 +97,7 @@ export class SandboxPair {
       ['sidecar', node, sidecarArgv, { cwd: dir, env: sidecarEnv(dir), niceness: SANDBOX_NICENESS }],
       // the agent's environment names no secret and no setting: PATH and HOME only
       settings.bwrap
-        ? ['agent-runtime', settings.bwrap, confinedArgv({ root: settings.root, workspaceDir: workspace, ipcDir: path.join(dir, 'ipc') }, agentCommand), {
+        ? ['agent-runtime', settings.bwrap, confinedArgv({ root: settings.root, workspaceDir: workspace, ipcDir: path.join(dir, 'ipc'), bwrap: settings.bwrap }, agentCommand), {
             cwd: workspace,
             env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE },
             niceness: SANDBOX_NICENESS,
@@ -148,10 +157,12 @@ export class SandboxPair {
     this.sidecar.watchLines((line) => {
       if (line[END_HELD] === true) this.endHeld = true;
     });
+    // the agent learns here whether it is confined and which shell it may offer its model
+    const shell = this.settings.shell ?? null;
     this.agent.send(
       this.confined
-        ? { workspace: SANDBOX_WORKSPACE, sidecarUrl: 'http://sidecar', sidecarToken: token, sidecarSocket: `${SANDBOX_IPC_DIR}/${SIDECAR_SOCKET_NAME}` }
-        : { workspace, sidecarUrl: `http://127.0.0.1:${this.sidecarPort}`, sidecarToken: token },
+        ? { workspace: SANDBOX_WORKSPACE, sidecarUrl: 'http://sidecar', sidecarToken: token, sidecarSocket: `${SANDBOX_IPC_DIR}/${SIDECAR_SOCKET_NAME}`, confined: true, shell }
+        : { workspace, sidecarUrl: `http://127.0.0.1:${this.sidecarPort}`, sidecarToken: token, confined: false, shell },
     );
   }
 
