@@ -139,6 +139,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           memoryUrl: `${base}/memory`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
+          integrations: [],
         },
         limits: o.limits,
       });

@@ -1,4 +1,5 @@
 // The run assignment a warm sidecar receives as one JSON line on stdin.
+import type { IntegrationSource } from '../lib/afps/manifest-types.ts';
 import { parseHostPort, type PlatformEndpoint } from '../lib/egress.ts';
 
 export interface ModelAssignment {
@@ -6,6 +7,26 @@ export interface ModelAssignment {
   baseUrl: string;
   apiKey: string;
   model: string;
+}
+
+/** One integration the run's agent selected, with the connection resolved for the run at launch. */
+export interface IntegrationAssignment {
+  /** "@scope/name" of the integration package */
+  packageId: string;
+  /** "<scope>_<name>" (scope without "@"): the agent's tool names are `${toolPrefix}__${tool}` */
+  toolPrefix: string;
+  /** the tools the agent selected in integrations_configuration (never empty) */
+  tools: string[];
+  /** the integration manifest's source (IntegrationSource of lib/afps/manifest-types.ts) */
+  source: IntegrationSource;
+  authKey: string;
+  connectionId: string;
+  /** the auth's authorized_uris as declared (may hold {$credential.<field>} templates) */
+  authorizedUris: string[];
+  /** the auth's delivery.http, or null when it declares none */
+  delivery: { in: 'header'; name: string; prefix?: string; value: string } | null;
+  /** decrypted credential fields and login/OAuth outputs (e.g. access_token): only the sidecar sees them */
+  credentials: Record<string, string>;
 }
 
 export interface SidecarAssignment {
@@ -30,6 +51,7 @@ export interface SidecarAssignment {
   egressAllowInternalHosts: string[];
   /** the platform's own endpoints: the model provider may never be one of them */
   egressPlatformEndpoints: PlatformEndpoint[];
+  integrations: IntegrationAssignment[];
 }
 
 /** base64url of at least 32 random bytes: guessing it is out of reach */
@@ -95,6 +117,8 @@ export function parseAssignment(line: string): SidecarAssignment {
   const endpoints = raw.egressPlatformEndpoints ?? [];
   const isEndpoint = (e: unknown) => isObject(e) && typeof e.host === 'string' && Number.isInteger(e.port) && (e.port as number) > 0 && (e.port as number) < 65536;
   if (!Array.isArray(endpoints) || !endpoints.every(isEndpoint)) fail('egressPlatformEndpoints must be an array of {host, port}');
+  const integrations = raw.integrations ?? [];
+  if (!Array.isArray(integrations)) fail('integrations must be an array');
   return {
     runId,
     eventsUrl: httpUrl(eventsUrl, 'eventsUrl'),
@@ -110,5 +134,60 @@ export function parseAssignment(line: string): SidecarAssignment {
     socketPath: raw.socketPath as string | undefined,
     egressAllowInternalHosts: allowInternal as string[],
     egressPlatformEndpoints: (endpoints as PlatformEndpoint[]).map((e) => ({ host: e.host, port: e.port })),
+    integrations: integrations.map((entry, i) => parseIntegration(entry, `integrations[${i}]`)),
+  };
+}
+
+const TOOL_PREFIX = /^[a-z0-9][a-z0-9_-]*_[a-z0-9][a-z0-9_.-]*$/i;
+const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function stringList(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((s) => typeof s === 'string');
+}
+
+function parseSource(v: unknown, field: string): IntegrationSource {
+  if (!isObject(v)) fail(`${field} must be an object`);
+  if (v.kind === 'none') return { kind: 'none' };
+  if (v.kind === 'remote') {
+    if (v.transport !== 'streamable-http' && v.transport !== 'sse') fail(`${field}.transport must be streamable-http or sse`);
+    return { kind: 'remote', url: httpUrl(v.url, `${field}.url`), transport: v.transport };
+  }
+  // local sources need a container or microVM runner: the process backend refuses them at launch
+  fail(`${field}.kind must be none or remote`);
+}
+
+/** One entry of integrations; messages name fields, never values (credentials are secret). */
+function parseIntegration(v: unknown, field: string): IntegrationAssignment {
+  if (!isObject(v)) fail(`${field} must be an object`);
+  const { packageId, toolPrefix, tools, authKey, connectionId, authorizedUris, delivery, credentials } = v;
+  if (typeof packageId !== 'string' || !/^@[^/\s]+\/[^/\s]+$/.test(packageId)) fail(`${field}.packageId must be an @scope/name`);
+  if (typeof toolPrefix !== 'string' || !TOOL_PREFIX.test(toolPrefix)) fail(`${field}.toolPrefix must be <scope>_<name>`);
+  if (!stringList(tools) || !tools.every((t) => TOOL_NAME.test(t))) fail(`${field}.tools must be an array of tool names`);
+  if (tools.length === 0) fail(`${field}.tools is empty (no_tools_selected)`);
+  if (typeof authKey !== 'string' || authKey === '') fail(`${field}.authKey must be a non-empty string`);
+  if (typeof connectionId !== 'string' || connectionId === '') fail(`${field}.connectionId must be a non-empty string`);
+  if (!stringList(authorizedUris)) fail(`${field}.authorizedUris must be an array of strings`);
+  let parsedDelivery: IntegrationAssignment['delivery'] = null;
+  if (delivery !== null && delivery !== undefined) {
+    if (!isObject(delivery) || delivery.in !== 'header') fail(`${field}.delivery must be {in: "header", name, value} or null`);
+    if (typeof delivery.name !== 'string' || !HEADER_NAME.test(delivery.name)) fail(`${field}.delivery.name must be a header name`);
+    if (delivery.prefix !== undefined && typeof delivery.prefix !== 'string') fail(`${field}.delivery.prefix must be a string`);
+    if (typeof delivery.value !== 'string' || delivery.value === '') fail(`${field}.delivery.value must be a non-empty string`);
+    parsedDelivery = { in: 'header', name: delivery.name, value: delivery.value, ...(delivery.prefix !== undefined ? { prefix: delivery.prefix as string } : {}) };
+  }
+  if (!isObject(credentials) || !Object.values(credentials).every((c) => typeof c === 'string')) {
+    fail(`${field}.credentials must be an object of strings`);
+  }
+  return {
+    packageId,
+    toolPrefix,
+    tools: [...new Set(tools)],
+    source: parseSource(v.source, `${field}.source`),
+    authKey,
+    connectionId,
+    authorizedUris,
+    delivery: parsedDelivery,
+    credentials: { ...(credentials as Record<string, string>) },
   };
 }
