@@ -231,6 +231,8 @@ export const errorCatalog = {
   // Added by this platform.
   credential_change_revocation_failed: { status: 500, title: 'Credentials issued to the account could not be revoked' },
   view_as_unsupported: { status: 400, title: 'Role preview is not available with this credential' },
+  run_budget_exceeded: { status: 402, title: "The run used up its organization's per-run model token or cost budget" },
+  org_budget_exceeded: { status: 402, title: 'The organization used up its monthly model token or cost budget' },
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ErrorCode = keyof typeof errorCatalog;

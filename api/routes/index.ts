@@ -16,6 +16,8 @@ import { packageDraftRoutes } from './package-drafts.ts';
 import { packagePlacementRoutes } from './package-placement.ts';
 import { packageBundleRoutes } from './package-bundles.ts';
 import { packageDistTagRoutes } from './package-dist-tags.ts';
+import { llmProxyRoutes } from './llm-proxy.ts';
+import { orgBudgetRoutes } from './org-budgets.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
@@ -35,5 +37,7 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...packagePlacementRoutes,
     ...packageBundleRoutes,
     ...packageDistTagRoutes,
+    ...llmProxyRoutes,
+    ...orgBudgetRoutes,
   ];
 }
