@@ -52,6 +52,25 @@ export interface SidecarAssignment {
   /** the platform's own endpoints: the model provider may never be one of them */
   egressPlatformEndpoints: PlatformEndpoint[];
   integrations: IntegrationAssignment[];
+  /** model usage limits: the run's own, and what its organization had left of the month at boot */
+  budget: { run: SpendLimit | null; org: SpendLimit | null };
+}
+
+/** Tokens (prompt + completion) and USD still allowed; null: no limit. */
+export interface SpendLimit {
+  maxTokens: number | null;
+  maxCostUsd: number | null;
+}
+
+function parseSpendLimit(v: unknown, field: string): SpendLimit | null {
+  if (v === null || v === undefined) return null;
+  if (!isObject(v)) fail(`${field} must be an object or null`);
+  const limit = (x: unknown, name: string) => {
+    if (x === null || x === undefined) return null;
+    if (typeof x !== 'number' || !(x >= 0)) fail(`${field}.${name} must be a non-negative number or null`);
+    return x;
+  };
+  return { maxTokens: limit(v.maxTokens, 'maxTokens'), maxCostUsd: limit(v.maxCostUsd, 'maxCostUsd') };
 }
 
 /** base64url of at least 32 random bytes: guessing it is out of reach */
@@ -119,6 +138,7 @@ export function parseAssignment(line: string): SidecarAssignment {
   if (!Array.isArray(endpoints) || !endpoints.every(isEndpoint)) fail('egressPlatformEndpoints must be an array of {host, port}');
   const integrations = raw.integrations ?? [];
   if (!Array.isArray(integrations)) fail('integrations must be an array');
+  if (raw.budget !== undefined && raw.budget !== null && !isObject(raw.budget)) fail('budget must be an object or null');
   return {
     runId,
     eventsUrl: httpUrl(eventsUrl, 'eventsUrl'),
@@ -135,6 +155,9 @@ export function parseAssignment(line: string): SidecarAssignment {
     egressAllowInternalHosts: allowInternal as string[],
     egressPlatformEndpoints: (endpoints as PlatformEndpoint[]).map((e) => ({ host: e.host, port: e.port })),
     integrations: integrations.map((entry, i) => parseIntegration(entry, `integrations[${i}]`)),
+    budget: isObject(raw.budget)
+      ? { run: parseSpendLimit(raw.budget.run, 'budget.run'), org: parseSpendLimit(raw.budget.org, 'budget.org') }
+      : { run: null, org: null },
   };
 }
 

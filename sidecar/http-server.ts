@@ -11,6 +11,7 @@ import { EventPoster, type EventPosterOptions } from './event-poster.ts';
 import { firstPartyTools } from './first-party-tools.ts';
 import { integrationTools, type IntegrationTools } from './integration-tools.ts';
 import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
+import { ModelBudget } from './model-budget.ts';
 import { answerModels, proxyChatCompletion } from './model-proxy.ts';
 import { runtimeTools } from './runtime-tools.ts';
 import type { SidecarTool } from './tool.ts';
@@ -24,6 +25,7 @@ interface AssignedRun {
   /** settles once the remote integrations' tools are listed */
   mcp: Promise<McpToolServer>;
   integrations: Promise<IntegrationTools>;
+  budget: ModelBudget;
 }
 
 class BodyTooLarge extends Error {}
@@ -139,7 +141,7 @@ export class SidecarHttpServer {
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];
     const mcp = integrations.then((found) => mcpToolServer([...found.tools, ...tools]));
-    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations };
+    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget) };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
@@ -183,7 +185,7 @@ export class SidecarHttpServer {
     }
 
     if (path === '/v1/chat/completions' && method === 'POST') {
-      return proxyChatCompletion(res, body, run.assignment.model, run.events, this.egressOptions(run.assignment));
+      return proxyChatCompletion(res, body, run.assignment.model, run.events, this.egressOptions(run.assignment), run.budget);
     }
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
     if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);

@@ -45,6 +45,14 @@ export interface SidecarAssignment {
   /** the platform's own endpoints, never a model provider */
   egressPlatformEndpoints?: PlatformEndpoint[];
   integrations: IntegrationAssignment[];
+  /** model usage limits the sidecar enforces (db/budgets.ts runBudgetAtBoot); absent: none */
+  budget?: { run: SpendLimit | null; org: SpendLimit | null };
+}
+
+/** Tokens (prompt + completion) and USD a run may still spend; null: no limit. */
+export interface SpendLimit {
+  maxTokens: number | null;
+  maxCostUsd: number | null;
 }
 
 export interface SandboxSpec {
