@@ -6,6 +6,7 @@ import type { AgentManifest } from '../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../lib/crypto.ts';
 import type { PlatformEndpoint } from '../lib/egress.ts';
 import type { Logger } from '../lib/log.ts';
+import { runBudgetAtBoot } from '../db/budgets.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
@@ -136,6 +137,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       }
       const base = `${o.eventsBaseUrl}/internal/runs/${runId}`;
       const manifest = materials.manifest;
+      // what the sidecar lets the run spend: its own limit, and what is left of the organization's month
+      const budget = await runBudgetAtBoot(pool, row.org_id);
       const { sandboxId } = await o.adapter.start({
         runId,
         workspace: materials.workspace,
@@ -152,6 +155,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
           integrations: materials.integrations,
+          budget,
         },
         limits: o.limits,
       });

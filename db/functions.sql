@@ -133,3 +133,38 @@ CREATE OR REPLACE TRIGGER runs_wire_changed
     trigger_kind, actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, model_id, timeout_seconds,
     prompt_tokens, completion_tokens, cost_usd, created_at, started_at, finished_at
   ON runs FOR EACH ROW EXECUTE FUNCTION announce_run_wire_change();
+
+-- Every model call recorded in a run's cost ledger (run_usage: the sidecar's metrics and the LLM
+-- proxy's calls) also counts toward its organization's usage of the calendar month (UTC), which the
+-- organization's monthly budget is checked against (api/services/budgets.ts).
+CREATE OR REPLACE FUNCTION count_org_model_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO org_model_usage (org_id, period_start, tokens, cost_usd)
+    SELECT r.org_id, (date_trunc('month', now() AT TIME ZONE 'UTC'))::date,
+           NEW.prompt_tokens::bigint + NEW.completion_tokens::bigint, COALESCE(NEW.cost_usd, 0)
+      FROM runs r WHERE r.id = NEW.run_id
+  ON CONFLICT (org_id, period_start) DO UPDATE
+    SET tokens = org_model_usage.tokens + EXCLUDED.tokens, cost_usd = org_model_usage.cost_usd + EXCLUDED.cost_usd;
+  RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER run_usage_counts_for_org AFTER INSERT ON run_usage
+  FOR EACH ROW EXECUTE FUNCTION count_org_model_usage();
+
+-- One LLM-proxy call in the run's cost ledger. Proxy rows take negative sequences (the run's
+-- events own the positive ones); the run row is locked first, so concurrent calls number in turn.
+CREATE OR REPLACE FUNCTION record_proxy_usage(p_run text, p_model text, p_prompt int, p_completion int, p_cost float8)
+RETURNS TABLE (prompt_tokens bigint, completion_tokens bigint, cost_usd float8) LANGUAGE plpgsql AS $$
+DECLARE
+  next_seq int;
+BEGIN
+  PERFORM 1 FROM runs WHERE id = p_run FOR UPDATE;
+  SELECT COALESCE(MIN(u.sequence), 0) - 1 INTO next_seq FROM run_usage u WHERE u.run_id = p_run AND u.sequence < 0;
+  INSERT INTO run_usage (run_id, sequence, model, prompt_tokens, completion_tokens, cost_usd)
+    VALUES (p_run, next_seq, p_model, p_prompt, p_completion, p_cost);
+  RETURN QUERY UPDATE runs r SET prompt_tokens = r.prompt_tokens + p_prompt, completion_tokens = r.completion_tokens + p_completion,
+      cost_usd = r.cost_usd + p_cost
+    WHERE r.id = p_run RETURNING r.prompt_tokens, r.completion_tokens, r.cost_usd;
+END;
+$$;

@@ -1,6 +1,6 @@
 // The run assignment a warm sidecar receives as one JSON line on stdin.
-import { parseHostPort, type PlatformEndpoint } from '../lib/egress.ts';
 import type { IntegrationSource } from '../lib/afps/manifest-types.ts';
+import { parseHostPort, type PlatformEndpoint } from '../lib/egress.ts';
 
 export interface ModelAssignment {
   /** OpenAI-compatible base URL, without the trailing /chat/completions */
@@ -52,6 +52,25 @@ export interface SidecarAssignment {
   /** the platform's own endpoints: the model provider may never be one of them */
   egressPlatformEndpoints: PlatformEndpoint[];
   integrations: IntegrationAssignment[];
+  /** model usage limits: the run's own, and what its organization had left of the month at boot */
+  budget: { run: SpendLimit | null; org: SpendLimit | null };
+}
+
+/** Tokens (prompt + completion) and USD still allowed; null: no limit. */
+export interface SpendLimit {
+  maxTokens: number | null;
+  maxCostUsd: number | null;
+}
+
+function parseSpendLimit(v: unknown, field: string): SpendLimit | null {
+  if (v === null || v === undefined) return null;
+  if (!isObject(v)) fail(`${field} must be an object or null`);
+  const limit = (x: unknown, name: string) => {
+    if (x === null || x === undefined) return null;
+    if (typeof x !== 'number' || !(x >= 0)) fail(`${field}.${name} must be a non-negative number or null`);
+    return x;
+  };
+  return { maxTokens: limit(v.maxTokens, 'maxTokens'), maxCostUsd: limit(v.maxCostUsd, 'maxCostUsd') };
 }
 
 /** base64url of at least 32 random bytes: guessing it is out of reach */
@@ -79,54 +98,6 @@ function httpUrl(v: unknown, field: string): string {
 
 function optionalUrl(v: unknown, field: string): string | undefined {
   return v === undefined || v === null || v === '' ? undefined : httpUrl(v, field);
-}
-
-const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-
-function parseSource(v: unknown, field: string): IntegrationSource {
-  if (!isObject(v)) fail(`${field} must be an object`);
-  if (v.kind === 'none') return { kind: 'none' };
-  if (v.kind === 'remote') {
-    if (v.transport !== 'streamable-http' && v.transport !== 'sse') fail(`${field}.transport must be streamable-http or sse`);
-    return { kind: 'remote', url: httpUrl(v.url, `${field}.url`), transport: v.transport };
-  }
-  if (v.kind === 'local') return v as IntegrationSource;
-  fail(`${field}.kind must be none, remote or local`);
-}
-
-function parseIntegrations(v: unknown): IntegrationAssignment[] {
-  if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) fail('integrations must be an array');
-  return v.map((entry, i) => {
-    const field = `integrations[${i}]`;
-    if (!isObject(entry)) fail(`${field} must be an object`);
-    for (const name of ['packageId', 'toolPrefix', 'authKey', 'connectionId'] as const) {
-      if (typeof entry[name] !== 'string' || entry[name] === '') fail(`${field}.${name} must be a non-empty string`);
-    }
-    if (!isStringArray(entry.tools) || entry.tools.length === 0) fail(`${field}.tools must be a non-empty array of strings`);
-    if (!isStringArray(entry.authorizedUris)) fail(`${field}.authorizedUris must be an array of strings`);
-    let delivery: IntegrationAssignment['delivery'] = null;
-    if (entry.delivery !== null && entry.delivery !== undefined) {
-      const d = entry.delivery;
-      if (!isObject(d) || d.in !== 'header' || typeof d.name !== 'string' || typeof d.value !== 'string' || (d.prefix !== undefined && typeof d.prefix !== 'string')) {
-        fail(`${field}.delivery must be {in: header, name, prefix?, value} or null`);
-      }
-      delivery = { in: 'header', name: d.name, value: d.value, ...(d.prefix !== undefined ? { prefix: d.prefix as string } : {}) };
-    }
-    const credentials = entry.credentials;
-    if (!isObject(credentials) || !Object.values(credentials).every((x) => typeof x === 'string')) fail(`${field}.credentials must map names to strings`);
-    return {
-      packageId: entry.packageId as string,
-      toolPrefix: entry.toolPrefix as string,
-      tools: entry.tools,
-      source: parseSource(entry.source, `${field}.source`),
-      authKey: entry.authKey as string,
-      connectionId: entry.connectionId as string,
-      authorizedUris: entry.authorizedUris,
-      delivery,
-      credentials: credentials as Record<string, string>,
-    };
-  });
 }
 
 /** Parses and checks the line; messages name fields only, never their (secret) values. */
@@ -165,6 +136,9 @@ export function parseAssignment(line: string): SidecarAssignment {
   const endpoints = raw.egressPlatformEndpoints ?? [];
   const isEndpoint = (e: unknown) => isObject(e) && typeof e.host === 'string' && Number.isInteger(e.port) && (e.port as number) > 0 && (e.port as number) < 65536;
   if (!Array.isArray(endpoints) || !endpoints.every(isEndpoint)) fail('egressPlatformEndpoints must be an array of {host, port}');
+  const integrations = raw.integrations ?? [];
+  if (!Array.isArray(integrations)) fail('integrations must be an array');
+  if (raw.budget !== undefined && raw.budget !== null && !isObject(raw.budget)) fail('budget must be an object or null');
   return {
     runId,
     eventsUrl: httpUrl(eventsUrl, 'eventsUrl'),
@@ -180,6 +154,63 @@ export function parseAssignment(line: string): SidecarAssignment {
     socketPath: raw.socketPath as string | undefined,
     egressAllowInternalHosts: allowInternal as string[],
     egressPlatformEndpoints: (endpoints as PlatformEndpoint[]).map((e) => ({ host: e.host, port: e.port })),
-    integrations: parseIntegrations(raw.integrations),
+    integrations: integrations.map((entry, i) => parseIntegration(entry, `integrations[${i}]`)),
+    budget: isObject(raw.budget)
+      ? { run: parseSpendLimit(raw.budget.run, 'budget.run'), org: parseSpendLimit(raw.budget.org, 'budget.org') }
+      : { run: null, org: null },
+  };
+}
+
+const TOOL_PREFIX = /^[a-z0-9][a-z0-9_-]*_[a-z0-9][a-z0-9_.-]*$/i;
+const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function stringList(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((s) => typeof s === 'string');
+}
+
+function parseSource(v: unknown, field: string): IntegrationSource {
+  if (!isObject(v)) fail(`${field} must be an object`);
+  if (v.kind === 'none') return { kind: 'none' };
+  if (v.kind === 'remote') {
+    if (v.transport !== 'streamable-http' && v.transport !== 'sse') fail(`${field}.transport must be streamable-http or sse`);
+    return { kind: 'remote', url: httpUrl(v.url, `${field}.url`), transport: v.transport };
+  }
+  // local sources need a container or microVM runner: the process backend refuses them at launch
+  fail(`${field}.kind must be none or remote`);
+}
+
+/** One entry of integrations; messages name fields, never values (credentials are secret). */
+function parseIntegration(v: unknown, field: string): IntegrationAssignment {
+  if (!isObject(v)) fail(`${field} must be an object`);
+  const { packageId, toolPrefix, tools, authKey, connectionId, authorizedUris, delivery, credentials } = v;
+  if (typeof packageId !== 'string' || !/^@[^/\s]+\/[^/\s]+$/.test(packageId)) fail(`${field}.packageId must be an @scope/name`);
+  if (typeof toolPrefix !== 'string' || !TOOL_PREFIX.test(toolPrefix)) fail(`${field}.toolPrefix must be <scope>_<name>`);
+  if (!stringList(tools) || !tools.every((t) => TOOL_NAME.test(t))) fail(`${field}.tools must be an array of tool names`);
+  if (tools.length === 0) fail(`${field}.tools is empty (no_tools_selected)`);
+  if (typeof authKey !== 'string' || authKey === '') fail(`${field}.authKey must be a non-empty string`);
+  if (typeof connectionId !== 'string' || connectionId === '') fail(`${field}.connectionId must be a non-empty string`);
+  if (!stringList(authorizedUris)) fail(`${field}.authorizedUris must be an array of strings`);
+  let parsedDelivery: IntegrationAssignment['delivery'] = null;
+  if (delivery !== null && delivery !== undefined) {
+    if (!isObject(delivery) || delivery.in !== 'header') fail(`${field}.delivery must be {in: "header", name, value} or null`);
+    if (typeof delivery.name !== 'string' || !HEADER_NAME.test(delivery.name)) fail(`${field}.delivery.name must be a header name`);
+    if (delivery.prefix !== undefined && typeof delivery.prefix !== 'string') fail(`${field}.delivery.prefix must be a string`);
+    if (typeof delivery.value !== 'string' || delivery.value === '') fail(`${field}.delivery.value must be a non-empty string`);
+    parsedDelivery = { in: 'header', name: delivery.name, value: delivery.value, ...(delivery.prefix !== undefined ? { prefix: delivery.prefix as string } : {}) };
+  }
+  if (!isObject(credentials) || !Object.values(credentials).every((c) => typeof c === 'string')) {
+    fail(`${field}.credentials must be an object of strings`);
+  }
+  return {
+    packageId,
+    toolPrefix,
+    tools: [...new Set(tools)],
+    source: parseSource(v.source, `${field}.source`),
+    authKey,
+    connectionId,
+    authorizedUris,
+    delivery: parsedDelivery,
+    credentials: { ...(credentials as Record<string, string>) },
   };
 }

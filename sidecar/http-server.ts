@@ -9,7 +9,9 @@ import type { McpToolServer } from '../lib/mcp/tool-server.ts';
 import type { SidecarAssignment } from './assignment.ts';
 import { EventPoster, type EventPosterOptions } from './event-poster.ts';
 import { firstPartyTools } from './first-party-tools.ts';
+import { integrationTools, type IntegrationTools } from './integration-tools.ts';
 import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
+import { ModelBudget } from './model-budget.ts';
 import { answerModels, proxyChatCompletion } from './model-proxy.ts';
 import { runtimeTools } from './runtime-tools.ts';
 import type { SidecarTool } from './tool.ts';
@@ -20,7 +22,10 @@ interface AssignedRun {
   assignment: SidecarAssignment;
   tokenDigest: Buffer;
   events: EventPoster;
-  mcp: McpToolServer;
+  /** settles once the remote integrations' tools are listed */
+  mcp: Promise<McpToolServer>;
+  integrations: Promise<IntegrationTools>;
+  budget: ModelBudget;
 }
 
 class BodyTooLarge extends Error {}
@@ -124,6 +129,8 @@ export class SidecarHttpServer {
   assign(assignment: SidecarAssignment, hooks: Pick<EventPosterOptions, 'onEnd' | 'onEndUndelivered'> = {}): EventPoster {
     if (this.run) throw new Error('the sidecar is already assigned');
     const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, ...hooks });
+    const egress = this.egressOptions(assignment);
+    const integrations = integrationTools(assignment.integrations, { egress });
     const tools: SidecarTool[] = [
       ...runtimeTools({
         events,
@@ -133,10 +140,25 @@ export class SidecarHttpServer {
       }),
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];
-    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp: mcpToolServer(tools) };
+    const mcp = integrations.then((found) => mcpToolServer([...found.tools, ...tools]));
+    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget) };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
+  }
+
+  /** The egress guard's options for this run: the operator's allowlist; never the platform, never this sidecar. */
+  private egressOptions(assignment: SidecarAssignment): EgressOptions {
+    return {
+      allowInternalHosts: assignment.egressAllowInternalHosts,
+      platformEndpoints: [...assignment.egressPlatformEndpoints, ...(this.port ? [{ host: '127.0.0.1', port: this.port }] : [])],
+      resolve: this.opts.resolve,
+    };
+  }
+
+  /** Closes the remote integrations' sessions. */
+  async close(): Promise<void> {
+    await (await this.run?.integrations)?.close();
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -163,15 +185,10 @@ export class SidecarHttpServer {
     }
 
     if (path === '/v1/chat/completions' && method === 'POST') {
-      return proxyChatCompletion(res, body, run.assignment.model, run.events, {
-        allowInternalHosts: run.assignment.egressAllowInternalHosts,
-        // this sidecar's own port is never a model provider either
-        platformEndpoints: [...run.assignment.egressPlatformEndpoints, ...(this.port ? [{ host: '127.0.0.1', port: this.port }] : [])],
-        resolve: this.opts.resolve,
-      });
+      return proxyChatCompletion(res, body, run.assignment.model, run.events, this.egressOptions(run.assignment), run.budget);
     }
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
-    if (path === '/mcp') return handleMcp(run.mcp, req, res, body);
+    if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);
     if (path === '/runtime/events' && method === 'POST') return acceptRuntimeEvent(res, body, run.events);
     sendJson(res, 404, { error: `no route ${method} ${path}` });
   }

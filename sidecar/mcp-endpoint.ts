@@ -22,6 +22,7 @@ export function mcpToolServer(tools: SidecarTool[]): McpToolServer {
       if (!tool) return textResult(`unknown tool ${name}`, true);
       try {
         const answer = await tool.call(args);
+        if (answer.content) return { content: answer.content, isError: answer.isError === true };
         return textResult(answer.text, answer.isError === true);
       } catch (err) {
         return textResult(`tool ${tool.name} failed: ${(err as Error).message}`, true);

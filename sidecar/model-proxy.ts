@@ -9,6 +9,7 @@ import { readBody } from '../lib/outbound-http.ts';
 import type { RunMetricData } from '../lib/run-events.ts';
 import type { ModelAssignment } from './assignment.ts';
 import type { EventPoster } from './event-poster.ts';
+import type { ModelBudget } from './model-budget.ts';
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -80,14 +81,26 @@ async function relayStream(upstream: IncomingMessage, res: ServerResponse): Prom
   return usage;
 }
 
+/** Ends the run failed with the budget's code (once: a later end is not queued). */
+function endOverBudget(events: EventPoster, reached: { code: string; message: string }): void {
+  if (events.ended) return;
+  events.emit('failed', { code: reached.code, message: reached.message });
+}
+
 export async function proxyChatCompletion(
   res: ServerResponse,
   rawBody: Buffer,
   model: ModelAssignment | null,
   events: EventPoster,
   egress: EgressOptions = { allowInternalHosts: [] },
+  budget?: ModelBudget,
 ): Promise<void> {
   if (!model) return openAiError(res, 503, 'model_unavailable', 'No model is configured for this run.');
+  const over = budget?.reached();
+  if (over) {
+    endOverBudget(events, over);
+    return openAiError(res, 402, over.code, over.message);
+  }
   let body: any;
   try {
     body = JSON.parse(rawBody.toString('utf8'));
@@ -152,7 +165,13 @@ export async function proxyChatCompletion(
       }
     }
     const metric = metricFrom(usage, model.model);
-    if (metric) events.emit('metric', metric);
+    if (metric) {
+      events.emit('metric', metric);
+      budget?.count(metric);
+      // the call that reached the budget was answered; the run ends with it
+      const reached = budget?.reached();
+      if (reached) endOverBudget(events, reached);
+    }
   } catch {
     if (!res.headersSent) openAiError(res, 502, 'upstream_error', 'The model provider response broke off.');
     else res.destroy();

@@ -1,8 +1,11 @@
 // The shape of a tool the sidecar serves over MCP.
+import type { McpToolResult } from '../lib/mcp/tool-shapes.ts';
 
 export interface ToolAnswer {
   text: string;
   isError?: boolean;
+  /** the content parts to answer with, when not the text alone (a remote MCP server's result) */
+  content?: McpToolResult['content'];
 }
 
 export interface SidecarTool {

@@ -1,13 +1,7 @@
 // The execution backend behind RUN_ADAPTER. A sandbox is one run's agent runtime and sidecar,
 // never reused. Adapters hold no engine types: the run workflow calls them through activities.
-import type { PlatformEndpoint } from '../../lib/egress.ts';
 import type { IntegrationSource } from '../../lib/afps/manifest-types.ts';
-
-export interface WorkspaceFile {
-  /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */
-  path: string;
-  content: Buffer;
-}
+import type { PlatformEndpoint } from '../../lib/egress.ts';
 
 /** One integration the run's agent selected, with the connection resolved for the run at launch. */
 export interface IntegrationAssignment {
@@ -29,6 +23,12 @@ export interface IntegrationAssignment {
   credentials: Record<string, string>;
 }
 
+export interface WorkspaceFile {
+  /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */
+  path: string;
+  content: Buffer;
+}
+
 /** What the sidecar needs to serve one run (see sidecar/assignment.ts); the adapter adds its token. */
 export interface SidecarAssignment {
   runId: string;
@@ -44,8 +44,15 @@ export interface SidecarAssignment {
   egressAllowInternalHosts?: string[];
   /** the platform's own endpoints, never a model provider */
   egressPlatformEndpoints?: PlatformEndpoint[];
-  /** the run's integrations with their decrypted credentials (sidecar only) */
   integrations?: IntegrationAssignment[];
+  /** model usage limits the sidecar enforces (db/budgets.ts runBudgetAtBoot); absent: none */
+  budget?: { run: SpendLimit | null; org: SpendLimit | null };
+}
+
+/** Tokens (prompt + completion) and USD a run may still spend; null: no limit. */
+export interface SpendLimit {
+  maxTokens: number | null;
+  maxCostUsd: number | null;
 }
 
 export interface SandboxSpec {

@@ -17,6 +17,8 @@ import { packagePlacementRoutes } from './package-placement.ts';
 import { packageBundleRoutes } from './package-bundles.ts';
 import { packageDistTagRoutes } from './package-dist-tags.ts';
 import { integrationRoutes } from './integrations.ts';
+import { llmProxyRoutes } from './llm-proxy.ts';
+import { orgBudgetRoutes } from './org-budgets.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
@@ -37,5 +39,7 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...packageBundleRoutes,
     ...packageDistTagRoutes,
     ...integrationRoutes,
+    ...llmProxyRoutes,
+    ...orgBudgetRoutes,
   ];
 }

@@ -3,3 +3,4 @@ export * from './runs.ts';
 export * from './packages.ts';
 export * from './models.ts';
 export * from './integrations.ts';
+export * from './budgets.ts';

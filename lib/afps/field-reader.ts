@@ -5,7 +5,9 @@ import type { FieldError } from '../problem.ts';
 
 export type FieldCode =
   | 'required' | 'invalid_type' | 'invalid_format' | 'out_of_range' | 'unknown_field'
-  | 'invalid_value' | 'invalid_union' | 'invalid_key' | 'invalid_element' | 'invalid_manifest';
+  | 'invalid_value' | 'invalid_union' | 'invalid_key' | 'invalid_element' | 'invalid_manifest'
+  // operation-specific field codes of the spec
+  | 'no_tools_selected';
 
 export type JsonObject = Record<string, unknown>;
 

@@ -37,7 +37,9 @@ export function readAgentMembers(r: FieldReader, raw: JsonObject, timeoutCeiling
       const entry = r.object(path, item, ['tools']);
       if (!entry) continue;
       const tools = readToolNames(r, `${path}.tools`, entry.tools, true);
-      if (tools) config[id] = { tools };
+      // an integration the agent selects without any of its tools gives the agent nothing to call
+      if (tools && tools.length === 0) r.fail(`${path}.tools`, 'no_tools_selected', 'must select at least one tool of the integration');
+      else if (tools) config[id] = { tools };
     }
     out.integrations_configuration = config;
   }

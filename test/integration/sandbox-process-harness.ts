@@ -39,6 +39,7 @@ export function aSandboxSpec(opts: {
       outputSchema,
       runtimeTools: ['output', 'log'],
       heartbeatSeconds: 60,
+      integrations: [],
     },
     limits: { memoryMb: opts.memoryMb ?? 1536, cpus: 2 },
   };

@@ -86,8 +86,11 @@ describe('manifest: agent members', () => {
     assert.deepEqual(codesByField(anAgent({ dependencies, integrations_configuration: { '@acme/gmail': { tools: ['has space'] } } })), {
       'integrations_configuration["@acme/gmail"].tools[0]': 'invalid_format',
     });
-    assert.deepEqual(codesByField(anAgent({ dependencies, integrations_configuration: { '@acme/gmail': { tools: [], scopes: [] } } })), {
+    assert.deepEqual(codesByField(anAgent({ dependencies, integrations_configuration: { '@acme/gmail': { tools: ['api_call'], scopes: [] } } })), {
       'integrations_configuration["@acme/gmail"].scopes': 'unknown_field',
+    });
+    assert.deepEqual(codesByField(anAgent({ dependencies, integrations_configuration: { '@acme/gmail': { tools: [] } } })), {
+      'integrations_configuration["@acme/gmail"].tools': 'no_tools_selected',
     });
   });
 

@@ -1,0 +1,305 @@
+// The tools of the integrations the run's agent selected, named `${toolPrefix}__${tool}`.
+// source none: api_call, which puts the connection's credential on a request (delivery.http) only
+// when the target falls under a safely bound authorized_uris entry. source remote: the vendor's MCP
+// server, reached with the official SDK client, its selected tools served under the naming rule.
+// Every request goes through the egress guard; credentials never reach the agent: they are
+// scrubbed from results and errors, and a request carrying one the agent put there is refused.
+import type { IncomingMessage } from 'node:http';
+import {
+  authorizeCredentialTarget,
+  carriesSecret,
+  deliveryHeader,
+  literalAuthorizedHosts,
+  scrubSecrets,
+  secretValues,
+} from '../lib/afps/credential-delivery.ts';
+import { EgressRefusal, effectivePort, guardedFetch, guardedRequest, type EgressOptions } from '../lib/egress.ts';
+import type { McpToolResult } from '../lib/mcp/tool-shapes.ts';
+import type { IntegrationAssignment } from './assignment.ts';
+import { toolError, type SidecarTool, type ToolAnswer } from './tool.ts';
+
+/** what api_call hands back to the model at most */
+export const API_CALL_MAX_RESPONSE_BYTES = 1024 * 1024;
+const API_CALL_TIMEOUT_MS = 30_000;
+const REMOTE_CONNECT_TIMEOUT_MS = 15_000;
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/** headers the sidecar sets itself, or that would change how the request travels */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-authorization', 'proxy-connection']);
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export interface IntegrationToolsContext {
+  /** base egress options: the operator's allowlist and the platform's own endpoints */
+  egress: EgressOptions;
+}
+
+function refusal(code: string, message: string): ToolAnswer {
+  return toolError(`${code}: ${message}`);
+}
+
+/** The code and message an outbound failure reaches the model as. */
+function outboundFailure(err: unknown, host: string): ToolAnswer {
+  if (err instanceof EgressRefusal) {
+    if (err.kind === 'unresolvable') return refusal('upstream_unresolvable', `the host ${host} does not resolve`);
+    if (err.kind === 'invalid_url') return refusal('unauthorized_target', err.message);
+    return refusal('blocked_target', err.message);
+  }
+  const message = (err as Error)?.message ?? '';
+  if (/timed out/i.test(message)) return refusal('upstream_timeout', `${host} did not answer in time`);
+  if (err instanceof PayloadTooLarge) return refusal('payload_too_large', `the response is over ${API_CALL_MAX_RESPONSE_BYTES} bytes`);
+  return refusal('upstream_unreachable', `${host} could not be reached`);
+}
+
+class PayloadTooLarge extends Error {}
+
+async function readCapped(res: IncomingMessage, cap: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > cap) {
+      res.destroy();
+      throw new PayloadTooLarge();
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function egressFor(integration: IntegrationAssignment, base: EgressOptions): EgressOptions {
+  // an internal host needs both: named literally in authorized_uris and allowed by the operator
+  return { ...base, authorizedHosts: literalAuthorizedHosts(integration.authorizedUris) };
+}
+
+/** The texts that must never reach the agent: credential values and the header built from them. */
+function secretsOf(integration: IntegrationAssignment): string[] {
+  const secrets = secretValues(integration.credentials, integration.authorizedUris);
+  const header = deliveryHeader(integration.delivery, integration.credentials);
+  if (header && header[1].length >= 4) secrets.push(header[1]);
+  return [...new Set(secrets)].sort((a, b) => b.length - a.length);
+}
+
+function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsContext): SidecarTool {
+  const egress = egressFor(integration, ctx.egress);
+  const secrets = secretsOf(integration);
+  const deliveredName = integration.delivery?.name.toLowerCase();
+  /** one host per integration: the first host:port a call reaches is the only one later calls may */
+  let boundHost: string | undefined;
+
+  return {
+    name: `${integration.toolPrefix}__api_call`,
+    description:
+      `Calls the ${integration.packageId} API with the connected account's credential, which the platform adds itself. ` +
+      `Allowed URLs: ${integration.authorizedUris.join(', ') || 'none'}. Never put credentials in the request.`,
+    inputSchema: {
+      type: 'object',
+      properties: {
+        method: { type: 'string', enum: [...METHODS] },
+        url: { type: 'string', description: 'the full URL' },
+        headers: { type: 'object', additionalProperties: { type: 'string' } },
+        body: { description: 'a string sent as is, or JSON sent as application/json' },
+      },
+      required: ['method', 'url'],
+    },
+    async call(args) {
+      const method = typeof args.method === 'string' ? args.method.toUpperCase() : '';
+      if (!(METHODS as readonly string[]).includes(method)) return refusal('invalid_request', `method must be one of ${METHODS.join(', ')}`);
+      if (typeof args.url !== 'string' || args.url === '') return refusal('invalid_request', 'url must be a URL');
+      const rawHeaders = args.headers ?? {};
+      if (typeof rawHeaders !== 'object' || rawHeaders === null || Array.isArray(rawHeaders)) {
+        return refusal('invalid_request', 'headers must be an object of strings');
+      }
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(rawHeaders)) {
+        if (!HEADER_NAME.test(name) || typeof value !== 'string' || /[\r\n\0]/.test(value)) {
+          return refusal('invalid_request', 'headers must be an object of header names to single-line strings');
+        }
+        const lower = name.toLowerCase();
+        if (RESERVED_HEADERS.has(lower) || lower === deliveredName) continue;
+        headers[lower] = value;
+      }
+      let body: string | undefined;
+      if (args.body !== undefined && args.body !== null) {
+        if (method === 'GET' || method === 'HEAD') return refusal('invalid_request', `a ${method} request takes no body`);
+        if (typeof args.body === 'string') body = args.body;
+        else {
+          body = JSON.stringify(args.body);
+          headers['content-type'] ??= 'application/json';
+        }
+      }
+
+      let target: URL;
+      try {
+        target = new URL(args.url);
+      } catch {
+        return refusal('unauthorized_target', 'the url cannot be parsed');
+      }
+      const decision = authorizeCredentialTarget(integration.authorizedUris, integration.credentials, target.href);
+      if (decision === 'unauthorized_target') {
+        return refusal('unauthorized_target', `${target.origin} is not under the integration's authorized_uris`);
+      }
+      if (decision === 'credential_exfiltration_refused') {
+        return refusal('credential_exfiltration_refused', 'no authorized_uris entry binds this host safely, or the URL carries a credential');
+      }
+      const headerText = Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\n');
+      if (carriesSecret(headerText, secrets) || (body !== undefined && carriesSecret(body, secrets))) {
+        return refusal('credential_exfiltration_refused', 'the request carries a credential value; the platform adds the credential itself');
+      }
+      const hostKey = `${target.hostname.toLowerCase()}:${effectivePort(target)}`;
+      if (boundHost !== undefined && boundHost !== hostKey) {
+        return refusal('unauthorized_target', `this integration already calls ${boundHost}: one host per integration`);
+      }
+
+      const delivered = deliveryHeader(integration.delivery, integration.credentials);
+      if (integration.delivery && !delivered) {
+        return refusal('credential_unusable', 'the connection lacks a field the credential delivery names; reconnect it');
+      }
+      if (delivered) headers[delivered[0].toLowerCase()] = delivered[1];
+      if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+
+      let res: IncomingMessage;
+      try {
+        // redirects are not followed: the credential goes to the checked target only
+        res = await guardedRequest(target, { method, headers, body, timeoutMs: API_CALL_TIMEOUT_MS }, egress);
+      } catch (err) {
+        return outboundFailure(err, target.host);
+      }
+      boundHost ??= hostKey;
+      let content: Buffer;
+      try {
+        content = await readCapped(res, API_CALL_MAX_RESPONSE_BYTES);
+      } catch (err) {
+        return outboundFailure(err, target.host);
+      }
+      const shownHeaders: Record<string, string> = {};
+      for (const [name, value] of Object.entries(res.headers)) {
+        if (name === 'set-cookie' || value === undefined) continue;
+        shownHeaders[name] = Array.isArray(value) ? value.join(', ') : value;
+      }
+      const status = res.statusCode ?? 502;
+      const text = JSON.stringify({ status, headers: shownHeaders, body: content.toString('utf8') });
+      return { text: scrubSecrets(text, secrets), isError: status >= 400 };
+    },
+  };
+}
+
+/** The SDK client of a remote integration's MCP server, connected lazily and again after a failure. */
+interface RemoteConnection {
+  client(): Promise<RemoteClient>;
+  close(): Promise<void>;
+}
+
+interface RemoteClient {
+  listTools(params?: undefined, options?: { timeout: number }): Promise<{ tools: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> }>;
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+function headerRecord(init: RequestInit | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  new Headers(init?.headers).forEach((value, name) => {
+    out[name] = value;
+  });
+  return out;
+}
+
+function remoteConnection(integration: IntegrationAssignment, ctx: IntegrationToolsContext): RemoteConnection {
+  if (integration.source.kind !== 'remote') throw new Error('not a remote integration');
+  const source = integration.source;
+  const sourceUrl = new URL(source.url);
+  const egress = egressFor(integration, ctx.egress);
+  const delivered = deliveryHeader(integration.delivery, integration.credentials);
+  // every request of the SDK goes through the egress guard; the credential only to the server's origin
+  const fetchThroughGuard = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const headers = headerRecord(init);
+    if (delivered && url.origin === sourceUrl.origin) headers[delivered[0].toLowerCase()] = delivered[1];
+    const body = typeof init?.body === 'string' ? init.body : undefined;
+    return guardedFetch(url, { method: init?.method ?? 'GET', headers, body, signal: init?.signal ?? undefined, timeoutMs: 600_000 }, egress);
+  };
+  let pending: Promise<RemoteClient> | undefined;
+  const connect = async (): Promise<RemoteClient> => {
+    // loaded on first use: runs without a remote integration do not pay for the SDK
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const client = new Client({ name: 'agent-platform-sidecar', version: '1.0.0' });
+    const transport = source.transport === 'sse'
+      ? new (await import('@modelcontextprotocol/sdk/client/sse.js')).SSEClientTransport(sourceUrl, { fetch: fetchThroughGuard })
+      : new (await import('@modelcontextprotocol/sdk/client/streamableHttp.js')).StreamableHTTPClientTransport(sourceUrl, { fetch: fetchThroughGuard });
+    await client.connect(transport, { timeout: REMOTE_CONNECT_TIMEOUT_MS });
+    return client as unknown as RemoteClient;
+  };
+  return {
+    client() {
+      pending ??= connect().catch((err) => {
+        pending = undefined;
+        throw err;
+      });
+      return pending;
+    },
+    async close() {
+      const current = pending;
+      pending = undefined;
+      if (current) await current.then((c) => c.close()).catch(() => undefined);
+    },
+  };
+}
+
+function remoteFailure(err: unknown, integration: IntegrationAssignment, secrets: string[]): ToolAnswer {
+  const host = integration.source.kind === 'remote' ? new URL(integration.source.url).host : integration.packageId;
+  if (err instanceof EgressRefusal || /timed out/i.test((err as Error)?.message ?? '')) return outboundFailure(err, host);
+  const message = scrubSecrets(String((err as Error)?.message ?? err), secrets).slice(0, 500);
+  return refusal('upstream_unreachable', `the MCP server of ${integration.packageId} failed: ${message}`);
+}
+
+/** The selected tools of a remote integration, as served by its MCP server (listed once at the start). */
+async function remoteTools(integration: IntegrationAssignment, ctx: IntegrationToolsContext, connections: RemoteConnection[]): Promise<SidecarTool[]> {
+  const connection = remoteConnection(integration, ctx);
+  connections.push(connection);
+  const secrets = secretsOf(integration);
+  let listed = new Map<string, { description?: string; inputSchema: Record<string, unknown> }>();
+  try {
+    const { tools } = await (await connection.client()).listTools(undefined, { timeout: REMOTE_CONNECT_TIMEOUT_MS });
+    listed = new Map(tools.map((t) => [t.name, t]));
+  } catch {
+    // an unreachable server still gets its tools listed: calling one says why it fails
+  }
+  return integration.tools.map((tool): SidecarTool => {
+    const found = listed.get(tool);
+    return {
+      name: `${integration.toolPrefix}__${tool}`,
+      description: found?.description ?? `${tool} of ${integration.packageId}`,
+      inputSchema: found?.inputSchema ?? { type: 'object' },
+      async call(args) {
+        let result: McpToolResult;
+        try {
+          result = (await (await connection.client()).callTool({ name: tool, arguments: args })) as McpToolResult;
+        } catch (err) {
+          return remoteFailure(err, integration, secrets);
+        }
+        const content = JSON.parse(scrubSecrets(JSON.stringify(result.content ?? []), secrets)) as McpToolResult['content'];
+        const text = content.map((c) => (c.type === 'text' && typeof c.text === 'string' ? c.text : JSON.stringify(c))).join('\n');
+        return { text, isError: result.isError === true, content };
+      },
+    };
+  });
+}
+
+export interface IntegrationTools {
+  tools: SidecarTool[];
+  close(): Promise<void>;
+}
+
+/** Every integration's tools; remote servers are connected (and their tools listed) before this resolves. */
+export async function integrationTools(integrations: IntegrationAssignment[], ctx: IntegrationToolsContext): Promise<IntegrationTools> {
+  const connections: RemoteConnection[] = [];
+  const groups = await Promise.all(
+    integrations.map(async (integration): Promise<SidecarTool[]> => {
+      if (integration.source.kind === 'remote') return remoteTools(integration, ctx, connections);
+      if (integration.source.kind === 'none') {
+        // api_call is the only tool a source none integration has
+        return integration.tools.includes('api_call') ? [apiCallTool(integration, ctx)] : [];
+      }
+      return [];
+    }),
+  );
+  return { tools: groups.flat(), close: async () => void (await Promise.all(connections.map((c) => c.close()))) };
+}
