@@ -4,6 +4,8 @@ import path from 'node:path';
 import type { AppDeps } from '../api/deps.ts';
 import { resolveRunModel } from '../api/modules/core-providers/resolve-model.ts';
 import { resolveDeclaredSkills, resolveRunnableAgent } from '../api/services/packages/dependencies.ts';
+import { loadDraftSnapshot, type DraftSnapshot } from '../api/services/packages/draft-runs.ts';
+import type { RunMaterials } from '../activities/run-activities.ts';
 import { createRunActivities } from '../activities/run-activities.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
 import type { SandboxAdapter } from '../activities/sandbox/adapter.ts';
@@ -25,6 +27,16 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
   });
 }
 
+/** Where a run's agent, skills and model come from: a draft run from its launch snapshot. */
+export function runMaterialsFor(deps: Pick<AppDeps, 'secrets'>): RunMaterials {
+  return {
+    agent: (scope, agentId, version, draftSnapshot) =>
+      draftSnapshot ? loadDraftSnapshot(scope, draftSnapshot as DraftSnapshot) : resolveRunnableAgent(scope, agentId, version),
+    model: (scope, modelId) => resolveRunModel(scope, deps.secrets, modelId),
+    skills: (scope, owner, skills) => resolveDeclaredSkills(scope, owner, skills),
+  };
+}
+
 export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunActivities {
   const { config } = deps;
   const limits = config.PLATFORM_RUN_LIMITS;
@@ -34,11 +46,7 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
     secrets: deps.secrets,
     log: deps.log,
     adapter,
-    materials: {
-      agent: (scope, agentId, version) => resolveRunnableAgent(scope, agentId, version),
-      model: (scope, modelId) => resolveRunModel(scope, deps.secrets, modelId),
-      skills: (scope, owner, skills) => resolveDeclaredSkills(scope, owner, skills),
-    },
+    materials: runMaterialsFor(deps),
     eventsBaseUrl: config.INTERNAL_API_URL ?? `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`,
     bootSeconds: config.RUN_BOOT_SECONDS,
     heartbeatSeconds: config.RUN_HEARTBEAT_SECONDS,
