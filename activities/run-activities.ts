@@ -14,7 +14,8 @@ import { activityFailure, type RecordedEnding, type RunActivities, type RunEndin
 import type { IntegrationAssignment, SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
 
 export interface RunMaterials {
-  agent(scope: SpaceScope, agentId: string, version: string): Promise<{ manifest: AgentManifest; files: Map<string, Buffer>; skills: Array<{ id: string; files: Map<string, Buffer> }> }>;
+  /** a published version; or, for a draft run, the draft snapshot stored with the run at launch */
+  agent(scope: SpaceScope, agentId: string, version: string, draftSnapshot?: unknown): Promise<{ manifest: AgentManifest; files: Map<string, Buffer>; skills: Array<{ id: string; files: Map<string, Buffer> }> }>;
   model(scope: OrgScope, modelId: string | null): Promise<{ model: string; baseUrl: string; apiKey: string }>;
   /** the skills an inline manifest declares, resolved in the run's space */
   skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
@@ -57,6 +58,7 @@ interface BootRow {
   end_user_id: string | null;
   inline_manifest: AgentManifest | null;
   inline_prompt: string | null;
+  draft_snapshot: unknown;
 }
 
 const REMOTE = 'remote';
@@ -96,7 +98,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       workspace.push({ path: 'prompt.md', content: Buffer.from(row.inline_prompt ?? '') });
       placeSkills(workspace, await o.materials.skills(scope, `inline ${manifest.name}`, manifest.dependencies?.skills ?? {}));
     } else {
-      const agent = await o.materials.agent(scope, row.agent_id, row.agent_version);
+      const agent = await o.materials.agent(scope, row.agent_id, row.agent_version, row.draft_snapshot ?? undefined);
       manifest = agent.manifest;
       for (const [path, content] of agent.files) if (path !== 'manifest.json') workspace.push({ path, content });
       placeSkills(workspace, agent.skills);
@@ -110,7 +112,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
     async boot(runId): Promise<SandboxRef> {
       const { rows } = await pool.query<BootRow>(
         `SELECT id, org_id, space_id, agent_id, agent_version, status, kind, input, model_id, timeout_seconds, event_secret,
-                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt
+                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot
            FROM runs WHERE id = $1`,
         [runId],
       );

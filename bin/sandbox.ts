@@ -4,6 +4,8 @@ import path from 'node:path';
 import type { AppDeps } from '../api/deps.ts';
 import { resolveRunModel } from '../api/modules/core-providers/resolve-model.ts';
 import { resolveDeclaredSkills, resolveRunnableAgent } from '../api/services/packages/dependencies.ts';
+import { loadDraftSnapshot, type DraftSnapshot } from '../api/services/packages/draft-runs.ts';
+import type { RunMaterials } from '../activities/run-activities.ts';
 import { createRunActivities } from '../activities/run-activities.ts';
 import { runIntegrations } from '../api/services/integrations/run-credentials.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
@@ -27,6 +29,19 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
   });
 }
 
+/** Where a run's agent, skills and model come from: a draft run from its launch snapshot. */
+export function runMaterialsFor(deps: Pick<AppDeps, 'secrets' | 'config' | 'platformEndpoints'>): RunMaterials {
+  return {
+    agent: (scope, agentId, version, draftSnapshot) =>
+      draftSnapshot ? loadDraftSnapshot(scope, draftSnapshot as DraftSnapshot) : resolveRunnableAgent(scope, agentId, version),
+    model: (scope, modelId) => resolveRunModel(scope, deps.secrets, modelId),
+    skills: (scope, owner, skills) => resolveDeclaredSkills(scope, owner, skills),
+    integrations: (scope, runId, agent) => runIntegrations(scope, deps.secrets, {
+      allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints,
+    }, runId, agent),
+  };
+}
+
 export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunActivities {
   const { config } = deps;
   const limits = config.PLATFORM_RUN_LIMITS;
@@ -36,14 +51,7 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
     secrets: deps.secrets,
     log: deps.log,
     adapter,
-    materials: {
-      agent: (scope, agentId, version) => resolveRunnableAgent(scope, agentId, version),
-      model: (scope, modelId) => resolveRunModel(scope, deps.secrets, modelId),
-      skills: (scope, owner, skills) => resolveDeclaredSkills(scope, owner, skills),
-      integrations: (scope, runId, agent) => runIntegrations(scope, deps.secrets, {
-        allowInternalHosts: config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints,
-      }, runId, agent),
-    },
+    materials: runMaterialsFor(deps),
     eventsBaseUrl: config.INTERNAL_API_URL ?? `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`,
     bootSeconds: config.RUN_BOOT_SECONDS,
     heartbeatSeconds: config.RUN_HEARTBEAT_SECONDS,

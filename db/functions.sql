@@ -38,7 +38,9 @@ $$;
 CREATE OR REPLACE FUNCTION run_wire(r runs) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT json_build_object(
     'id', r.id, 'object', 'run', 'status', r.status, 'kind', r.kind, 'packageId', r.agent_id,
-    'agent_version', r.agent_version, 'spaceId', r.space_id, 'input', r.input,
+    'agent_version', r.agent_version,
+    'source', CASE WHEN r.kind = 'inline' THEN NULL WHEN r.draft_integrity IS NOT NULL THEN 'draft' ELSE 'published' END,
+    'draft_integrity', r.draft_integrity, 'spaceId', r.space_id, 'input', r.input,
     'result', CASE WHEN r.status = 'success' THEN json_build_object('output', r.output) END,
     'error', r.error,
     'triggered_by', json_build_object('kind', r.trigger_kind, 'userId', r.actor_user_id, 'api_key_id', r.api_key_id,
@@ -108,6 +110,7 @@ BEGIN
   ELSIF p_type IN ('completed', 'failed') THEN
     RETURN QUERY SELECT 'terminal'::text, r.pending_output,
         CASE WHEN r.kind = 'inline' THEN r.inline_manifest->'output'->'schema'
+             WHEN r.draft_snapshot IS NOT NULL THEN r.draft_snapshot->'manifest'->'output'->'schema'
              ELSE (SELECT v.manifest->'output'->'schema' FROM package_versions v
                     WHERE v.org_id = r.org_id AND v.package_id = r.agent_id AND v.version = r.agent_version) END
       FROM runs r WHERE r.id = p_run;

@@ -11,6 +11,7 @@ import { launchAgentRun, type LaunchContext } from '../services/runs/launch.ts';
 import { integrationDepsOf } from '../services/integrations/context.ts';
 import { listRunWire } from '../services/runs/records.ts';
 import { requirePackageInSpace } from '../services/packages/placement.ts';
+import { packageScopeOf } from '../services/packages/access.ts';
 import { isProblem, problem } from '../../lib/problem.ts';
 import type { SpaceScope } from '../../db/tenant.ts';
 import { RunSchema, RunListSchema, RunLogListSchema, AgentParams, agentIdOf } from './run-schemas.ts';
@@ -24,7 +25,10 @@ export function runChanged<T>(deps: AppDeps, ctx: RequestContext, result: T): T 
 }
 
 export function launchContext(ctx: RequestContext, deps: AppDeps): LaunchContext {
-  return { config: deps.config, secrets: deps.secrets, permissions: ctx.permissions, submitter: deps.submitter ?? null, integrations: integrationDepsOf(deps) };
+  return {
+    config: deps.config, secrets: deps.secrets, permissions: ctx.permissions, submitter: deps.submitter ?? null,
+    packageScope: () => packageScopeOf(ctx, deps), integrations: integrationDepsOf(deps),
+  };
 }
 
 /** An agent that lives or is placed in the space (switched off still lists its past runs). */
@@ -54,6 +58,10 @@ export const runRoutes = [
       input: z.record(z.string(), z.unknown()).optional(),
       rerun_from: z.string().optional().describe('a run of the same agent whose input is reused when input is omitted'),
       version: z.string().optional().describe('exact version, dist-tag or semver range; default: the latest'),
+      source: z.string().optional().describe(
+        'draft: run the agent\'s draft as it is at launch (needs agents:write in its home space; not with version); '
+        + 'published (default): a published version. Anything else is 400 invalid_source',
+      ),
       model_id: z.string().optional(),
     }).strict(),
     responses: { 201: { description: 'The run, pending', schema: RunSchema } },

@@ -38,6 +38,10 @@ export const runs = pgTable('runs', {
   /** an inline run carries its own manifest and prompt (emptied after the retention period) */
   inlineManifest: jsonb('inline_manifest'),
   inlinePrompt: text('inline_prompt'),
+  /** a run of an agent's draft: the draft's tree integrity at launch (null for published versions) */
+  draftIntegrity: text('draft_integrity'),
+  /** what that draft run executes: its manifest, file tree (content-addressed) and pinned skills */
+  draftSnapshot: jsonb('draft_snapshot'),
   /** set once the durable workflow has accepted the run */
   submittedAt: ts('submitted_at'),
   createdAt: ts('created_at').notNull().defaultNow(),

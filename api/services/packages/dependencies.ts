@@ -4,7 +4,7 @@
 import type { AgentManifest, IntegrationManifest, Manifest, PackageType } from '../../../lib/afps/index.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
-import { findPackage, listVersions, resolveStored, versionManifest } from './rows.ts';
+import { findPackage, listVersions, resolveStored, versionManifest, type PackageRow, type VersionRow } from './rows.ts';
 import { readTree, type Queryable } from './store.ts';
 
 export interface RunnablePackage {
@@ -101,13 +101,11 @@ async function resolveDependency(scope: SpaceScope, owner: string, kind: Depende
 }
 
 /**
- * The agent `packageId` as it runs in the scope's space: agent_not_found (404) when no agent
+ * The agent package `packageId` as the scope's space sees it: agent_not_found (404) when no agent
  * with that id lives or is placed there, not_an_agent (400) for another package type,
- * agent_not_active_in_space (404) when placed but switched off, no_published_version (404)
- * before its first version; then the version the spec (exact, dist-tag or range; default
- * latest) names, and its dependencies (missing_skill 400, dependency_unresolved 422).
+ * agent_not_active_in_space (404) when placed but switched off. With its published versions.
  */
-export async function resolveRunnableAgent(scope: SpaceScope, packageId: string, versionSpec?: string): Promise<RunnableAgent> {
+export async function findRunnableAgentPackage(scope: SpaceScope, packageId: string): Promise<{ pkg: PackageRow; versions: VersionRow[] }> {
   // the package and its versions in parallel: one round trip's wait instead of two
   const [pkg, versions] = await Promise.all([
     findPackage(scope.pool, scope.orgId, scope.spaceId, packageId),
@@ -119,12 +117,14 @@ export async function resolveRunnableAgent(scope: SpaceScope, packageId: string,
   if (pkg.homeSpaceId !== scope.spaceId && pkg.placedActive === false) {
     throw problem('agent_not_active_in_space', { detail: `${packageId} is switched off in this space.` });
   }
-  if (versions.length === 0) throw problem('no_published_version', { detail: `${packageId} has no published version.` });
-  const chosen = resolveStored(packageId, versions, pkg.distTags, versionSpec ?? 'latest');
-  const agent = await loadVersion(scope, packageId, chosen.version, chosen.integrity);
-  const manifest = agent.manifest as AgentManifest;
+  return { pkg, versions };
+}
 
-  const owner = `${packageId}@${chosen.version}`;
+/**
+ * The skills, integrations (and the MCP-server packages local integrations start) an agent
+ * manifest declares, resolved in the space (missing_skill 400, dependency_unresolved 422).
+ */
+export async function resolveAgentDependencies(scope: SpaceScope, owner: string, manifest: AgentManifest): Promise<Pick<RunnableAgent, 'skills' | 'integrations' | 'mcpServers'>> {
   const skills = await Promise.all(Object.entries(manifest.dependencies?.skills ?? {}).map(([id, range]) => resolveDependency(scope, owner, 'skills', id, range)));
   const integrations = await Promise.all(Object.entries(manifest.dependencies?.integrations ?? {}).map(([id, range]) => resolveDependency(scope, owner, 'integrations', id, range)));
   const mcpServers: RunnablePackage[] = [];
@@ -134,7 +134,33 @@ export async function resolveRunnableAgent(scope: SpaceScope, packageId: string,
       mcpServers.push(await resolveDependency(scope, `${integration.id}@${integration.version}`, 'server', source.server.name, source.server.version));
     }
   }
-  return { packageId, version: chosen.version, integrity: chosen.integrity, manifest, files: agent.files, skills, integrations, mcpServers };
+  return { skills, integrations, mcpServers };
+}
+
+/**
+ * The agent `packageId` as it runs in the scope's space (see findRunnableAgentPackage);
+ * no_published_version (404) before its first version (its draft runs with source: draft); then
+ * the version the spec (exact, dist-tag or range; default latest) names, and its dependencies.
+ */
+export async function resolveRunnableAgent(scope: SpaceScope, packageId: string, versionSpec?: string): Promise<RunnableAgent> {
+  const { pkg, versions } = await findRunnableAgentPackage(scope, packageId);
+  if (versions.length === 0) {
+    throw problem('no_published_version', { detail: `${packageId} has no published version; publish it, or launch its draft with source: draft.` });
+  }
+  const chosen = resolveStored(packageId, versions, pkg.distTags, versionSpec ?? 'latest');
+  const agent = await loadVersion(scope, packageId, chosen.version, chosen.integrity);
+  const manifest = agent.manifest as AgentManifest;
+  const dependencies = await resolveAgentDependencies(scope, `${packageId}@${chosen.version}`, manifest);
+  return { packageId, version: chosen.version, integrity: chosen.integrity, manifest, files: agent.files, ...dependencies };
+}
+
+/** Published versions pinned earlier (exact version and integrity), loaded as they were stored. */
+export async function loadPinnedVersions(scope: SpaceScope, pins: Array<{ id: string; version: string; integrity: string }>): Promise<RunnablePackage[]> {
+  return Promise.all(pins.map(async (pin) => {
+    const { rows } = await scope.pool.query('SELECT integrity FROM package_versions WHERE org_id = $1 AND package_id = $2 AND version = $3', [scope.orgId, pin.id, pin.version]);
+    if (rows[0]?.integrity !== pin.integrity) throw problem('dependency_unresolved', { detail: `${pin.id}@${pin.version} is no longer the version pinned at launch.` });
+    return loadVersion(scope, pin.id, pin.version, pin.integrity);
+  }));
 }
 
 /** The skills a manifest that is not a stored package declares (inline runs), resolved in the space. */

@@ -139,3 +139,20 @@ export async function* blobChunks(q: Queryable, orgId: string, digest: string): 
     next = rows[rows.length - 1].seq + 1;
   }
 }
+
+/** The files of a tree listing, read by digest (each blob once), checked whole against the listing. */
+export async function readEntries(q: Queryable, orgId: string, entries: TreeEntry[]): Promise<Map<string, Buffer>> {
+  const digests = [...new Set(entries.map((e) => e.digest))];
+  const { rows } = await q.query(
+    'SELECT digest AS path, data FROM package_blobs WHERE org_id = $1 AND digest = ANY($2::text[]) ORDER BY digest, seq',
+    [orgId, digests],
+  );
+  const blobs = assemble(rows);
+  const files = new Map<string, Buffer>();
+  for (const e of entries) {
+    const bytes = blobs.get(e.digest);
+    if (!bytes || bytes.length !== Number(e.size)) throw problem('version_artifact_unavailable', { detail: `The stored content of ${e.path} is unreadable.` });
+    files.set(e.path, bytes);
+  }
+  return files;
+}

@@ -9,7 +9,10 @@ import { problem } from '../../../lib/problem.ts';
 import { newRunEventSecret } from '../../../lib/run-events.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
+import { isExactVersion } from '../../../lib/afps/index.ts';
+import type { PackageScope } from '../packages/access.ts';
 import { resolveRunnableAgent } from '../packages/dependencies.ts';
+import { resolveDraftAgent, type DraftSnapshot } from '../packages/draft-runs.ts';
 import { admitRun, type NewRunRow } from './admission.ts';
 import { getRunRow, toRunWire, type RunRow, type RunWire } from './records.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
@@ -27,6 +30,8 @@ export interface LaunchContext {
   permissions: ReadonlySet<Permission>;
   submitter: RunSubmitter | null;
   scheduleId?: string;
+  /** the caller as package services judge it: needed to run a draft (write authority on it) */
+  packageScope?: () => PackageScope;
   /** egress and public address for the integration checks; derived from config when absent */
   integrations?: IntegrationDeps;
 }
@@ -39,6 +44,8 @@ export interface AgentLaunchBody {
   input?: Record<string, unknown>;
   rerun_from?: string;
   version?: string;
+  /** draft or published (default); any other value is invalid_source */
+  source?: string;
   model_id?: string;
 }
 
@@ -96,6 +103,7 @@ export function checkInput(manifest: AgentManifest, given: Record<string, unknow
 export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
   agentId: string; agentVersion: string; input: unknown; kind: RunRow['kind']; modelId: string | null; timeoutSeconds: number;
   rerunOf?: string | null; eventSecret: string; inlineManifest?: unknown; inlinePrompt?: string | null;
+  draft?: DraftSnapshot | null;
 }): NewRunRow {
   const now = new Date();
   return {
@@ -123,6 +131,8 @@ export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
     cost_usd: 0,
     inline_manifest: fields.inlineManifest ?? null,
     inline_prompt: fields.inlinePrompt ?? null,
+    draft_integrity: fields.draft?.integrity ?? null,
+    draft_snapshot: fields.draft ?? null,
     created_at: now.toISOString(),
   };
 }
@@ -149,12 +159,43 @@ function settle<T>(p: Promise<T>): Promise<() => T> {
   return p.then((v) => () => v, (err) => () => { throw err; });
 }
 
+/**
+ * Which definition a launch runs: the draft (source: draft) or a published version. invalid_source
+ * for any other source; a draft cannot be combined with a version: draft_with_version for an
+ * exact version, draft_with_spec for a dist-tag or range.
+ */
+export function launchSource(body: Pick<AgentLaunchBody, 'source' | 'version'>): 'draft' | 'published' {
+  const source = body.source ?? 'published';
+  if (source !== 'draft' && source !== 'published') {
+    throw problem('invalid_source', {
+      detail: `source must be draft or published, not ${JSON.stringify(source)}.`,
+      errors: [{ field: 'source', code: 'invalid_value', message: 'must be draft or published' }],
+    });
+  }
+  if (source === 'draft' && body.version !== undefined) {
+    const exact = isExactVersion(body.version);
+    throw problem(exact ? 'draft_with_version' : 'draft_with_spec', {
+      detail: `source: draft runs the draft as it is now; it cannot be combined with the ${exact ? 'version' : 'version spec'} ${JSON.stringify(body.version)}. Omit one of them.`,
+      errors: [{ field: 'version', code: 'invalid_value', message: 'cannot be combined with source: draft' }],
+    });
+  }
+  return source;
+}
+
+/** The agent a launch runs: its draft (snapshot included) or the published version asked for. */
+async function launchedAgent(scope: SpaceScope, ctx: LaunchContext, packageId: string, body: AgentLaunchBody) {
+  if (launchSource(body) === 'published') return { ...(await resolveRunnableAgent(scope, packageId, body.version)), snapshot: null };
+  if (!ctx.packageScope) throw new Error('a draft launch needs the package scope of the caller');
+  return resolveDraftAgent(ctx.packageScope(), packageId);
+}
+
 export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, packageId: string, body: AgentLaunchBody): Promise<RunWire> {
+  launchSource(body);
   // The model the body names (else the organization's default) is looked up with the agent and its
   // configuration, in one round trip's wait; only an agent configured with another model costs a
   // second lookup. Errors still come in the order of the checks below.
   const [agent, config, namedModel] = await Promise.all([
-    resolveRunnableAgent(scope, packageId, body.version),
+    launchedAgent(scope, ctx, packageId, body),
     agentConfig(scope, packageId),
     settle(resolveRunModel(scope, ctx.secrets, body.model_id ?? null)),
   ]);
@@ -185,6 +226,7 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     timeoutSeconds: clampTimeout(ctx.config, agent.manifest.timeout),
     rerunOf,
     eventSecret: newRunEventSecret(),
+    draft: agent.snapshot,
   });
   return admitAndSubmit(scope, ctx, row, connections);
 }

@@ -36,11 +36,13 @@ export interface RunRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  /** set on a run of an agent's draft: the draft's tree integrity at launch */
+  draft_integrity: string | null;
 }
 
 export const RUN_COLUMNS = `id, org_id, space_id, agent_id, agent_version, status, input, output, error, trigger_kind,
   actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, kind, model_id, timeout_seconds, prompt_tokens,
-  completion_tokens, cost_usd, sink_expires_at, created_at, started_at, finished_at`;
+  completion_tokens, cost_usd, sink_expires_at, created_at, started_at, finished_at, draft_integrity`;
 
 export interface RunWire {
   id: string;
@@ -49,6 +51,10 @@ export interface RunWire {
   kind: RunRow['kind'];
   packageId: string;
   agent_version: string;
+  /** what an agent run executed: its draft or a published version (null for inline runs) */
+  source: 'draft' | 'published' | null;
+  /** the content hash of the draft a draft run executed */
+  draft_integrity: string | null;
   spaceId: string;
   input: unknown;
   result: { output: unknown } | null;
@@ -76,6 +82,8 @@ export function toRunWire(r: RunRow): RunWire {
     kind: r.kind,
     packageId: r.agent_id,
     agent_version: r.agent_version,
+    source: r.kind === 'inline' ? null : r.draft_integrity ? 'draft' : 'published',
+    draft_integrity: r.draft_integrity ?? null,
     spaceId: r.space_id,
     input: r.input ?? null,
     result: r.status === 'success' ? { output: r.output ?? null } : null,
