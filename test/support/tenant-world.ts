@@ -38,6 +38,8 @@ export interface Tenant {
   skillName: string;
   credentialId: string;
   modelId: string;
+  /** a schedule of the agent in s1 */
+  scheduleId: string;
 }
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
@@ -102,6 +104,13 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   const modelId = `mdl_${tag}`;
   await pool.query(`INSERT INTO models (id, org_id, credential_id, model, name) VALUES ($1, $2, $3, 'fake', 'Fake')`, [modelId, org.orgId, credentialId]);
 
+  const scheduleId = `sched_${tag}`;
+  await pool.query(
+    `INSERT INTO schedules (id, org_id, space_id, agent_id, name, cron_expression, timezone, created_by, next_run_at)
+     VALUES ($1, $2, $3, $4, 'Nightly', '0 3 * * *', 'UTC', $5, now() + interval '1 day')`,
+    [scheduleId, org.orgId, org.spaceId, `@${packageScope}/${agentName}`, org.ownerId],
+  );
+
   return {
     orgId: org.orgId, s1: org.spaceId, s2, ownerId: org.ownerId,
     ownerCookie: (await aSession(pool, org.ownerId)).cookie,
@@ -110,7 +119,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     bothMemberKey, bothMemberCookie: (await aSession(pool, bothMember)).cookie,
     memberId, invitationId, roleId, endUserId,
     runId, runSecret, s2RunId, s2RunSecret,
-    packageScope, agentName, skillName, credentialId, modelId,
+    packageScope, agentName, skillName, credentialId, modelId, scheduleId,
   };
 }
 
