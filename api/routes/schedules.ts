@@ -10,6 +10,7 @@ import { listRunWire } from '../services/runs/records.ts';
 import { scheduleEtag, getScheduleRow, versionOfEtag, type ScheduleWire } from '../services/schedules/records.ts';
 import { createSchedule, deleteSchedule, getSchedule, listSchedules, updateSchedule } from '../services/schedules/service.ts';
 import { AgentParams, RunListSchema, agentIdOf } from './run-schemas.ts';
+import { requireAgentInSpace } from './runs.ts';
 
 const TAG = 'Schedules';
 const IdParams = z.object({ id: z.string() });
@@ -100,7 +101,10 @@ export const scheduleRoutes = [
     responses: { 200: { description: 'A page of schedules', schema: ScheduleListSchema } },
     handler: async ({ ctx, params, query, req, deps }) => {
       const page = offsetPage(query);
-      const { items, total } = await listSchedules(spaceScopeOf(ctx, deps.database), page, agentIdOf(params));
+      const scope = spaceScopeOf(ctx, deps.database);
+      const agentId = agentIdOf(params);
+      await requireAgentInSpace(scope, agentId);
+      const { items, total } = await listSchedules(scope, page, agentId);
       const { body, headers } = offsetList(req, page, items, total);
       return ok(body, headers);
     },
