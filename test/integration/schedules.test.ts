@@ -81,6 +81,14 @@ test('a creator who cannot launch the agent is 400 schedule_actor_invalid', asyn
   assert.equal(res.body.code, 'schedule_actor_invalid');
 });
 
+test('a key acting for an end-user (Service-User) cannot own a schedule: 400 schedule_actor_invalid', async () => {
+  const eu = await api.post('/api/end-users', { externalId: 'scheduler', name: 'Scheduler' });
+  assert.equal(eu.status, 201, eu.text);
+  const res = await api.post(`${AGENT}/schedules`, body(), { headers: { 'service-user': eu.body.id } });
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.body.code, 'schedule_actor_invalid');
+});
+
 test('updates are optimistic: a stale version or If-Match is 409 schedule_modified_concurrently; a new cron moves next_run_at', async () => {
   const s = (await api.post(`${AGENT}/schedules`, body())).body;
   const renamed = await api.patch(`/api/schedules/${s.id}`, { name: 'Renamed', version: s.version });
