@@ -130,8 +130,9 @@ test('a fire refused by admission is recorded and retried within its tick, launc
   const refused = await row(s.id);
   assert.equal(refused.last_fire.outcome, 'refused');
   assert.equal(refused.last_fire.error.code, 'org_run_concurrency_exceeded');
-  const recorded = await pool().query('SELECT outcome, attempts FROM schedule_fires WHERE schedule_id = $1', [s.id]);
-  assert.deepEqual(recorded.rows, [{ outcome: 'refused', attempts: 1 }]);
+  // (a retry may already have been refused again on a slow machine: one record per tick either way)
+  const recorded = await pool().query('SELECT outcome FROM schedule_fires WHERE schedule_id = $1', [s.id]);
+  assert.deepEqual(recorded.rows, [{ outcome: 'refused' }]);
 
   await pool().query(`UPDATE runs SET status = 'cancelled', finished_at = now() WHERE org_id = $1 AND status IN ('pending', 'running')`, [world.org.orgId]);
   const [run] = await until('the retried fire', async () => {

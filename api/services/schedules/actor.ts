@@ -8,21 +8,34 @@ import { spaceLevelPermissions } from '../space-access.ts';
 // Disabling happens inside other families' transactions, which carry no logger of their own.
 const log = createLogger('info', 'schedules');
 
+interface MembershipRow {
+  org_role: OrgRole | null;
+  kind: string | null;
+  owner_user_id: string | null;
+  role_key: string | null;
+  custom: string[] | null;
+}
+
+const MEMBERSHIP_JOINS = `
+  LEFT JOIN org_members om ON om.org_id = s.org_id AND om.user_id = s.created_by
+  LEFT JOIN spaces sp ON sp.org_id = s.org_id AND sp.id = s.space_id
+  LEFT JOIN space_members sm ON sm.space_id = s.space_id AND sm.user_id = s.created_by
+  LEFT JOIN space_roles sr ON sr.org_id = s.org_id AND sr.key = sm.role_key`;
+const MEMBERSHIP_COLUMNS = 'om.role AS org_role, sp.kind, sp.owner_user_id, sm.role_key, sr.permissions AS custom';
+
+function heldPermissions(r: MembershipRow | undefined, userId: string): Set<Permission> {
+  if (!r || !r.org_role || !r.kind) return new Set();
+  const perms = spaceLevelPermissions(r.org_role, { kind: r.kind, owner_user_id: r.owner_user_id }, userId, r.role_key, r.custom);
+  return new Set((perms ?? []).filter(isPermission));
+}
+
 /** The permissions the person holds in the space today (empty when they left it or the organization). */
 export async function creatorPermissions(pool: pg.Pool | pg.PoolClient, orgId: string, spaceId: string, userId: string): Promise<Set<Permission>> {
-  const { rows } = await pool.query<{ org_role: OrgRole; kind: string; owner_user_id: string | null; role_key: string | null; custom: string[] | null }>(
-    `SELECT om.role AS org_role, s.kind, s.owner_user_id, sm.role_key, sr.permissions AS custom
-       FROM org_members om
-       JOIN spaces s ON s.org_id = om.org_id AND s.id = $2
-       LEFT JOIN space_members sm ON sm.space_id = s.id AND sm.user_id = om.user_id
-       LEFT JOIN space_roles sr ON sr.org_id = om.org_id AND sr.key = sm.role_key
-      WHERE om.org_id = $1 AND om.user_id = $3`,
+  const { rows } = await pool.query<MembershipRow>(
+    `SELECT ${MEMBERSHIP_COLUMNS} FROM (SELECT $1::uuid AS org_id, $2::text AS space_id, $3::text AS created_by) s ${MEMBERSHIP_JOINS}`,
     [orgId, spaceId, userId],
   );
-  const r = rows[0];
-  if (!r) return new Set();
-  const perms = spaceLevelPermissions(r.org_role, r, userId, r.role_key, r.custom);
-  return new Set((perms ?? []).filter(isPermission));
+  return heldPermissions(rows[0], userId);
 }
 
 export const AGENT_DELETED_REASON = 'The agent was deleted.';
@@ -34,17 +47,12 @@ export const ACTOR_LOST_REASON = "The schedule's creator no longer has access to
  * can no longer launch in its space. Called after each membership or role change commits its rows.
  */
 export async function disableSchedulesOfLostCreators(client: pg.PoolClient, orgId: string): Promise<string[]> {
-  const { rows } = await client.query<{ id: string; space_id: string; created_by: string }>(
-    'SELECT id, space_id, created_by FROM schedules WHERE org_id = $1 AND enabled',
+  // one read: every enabled schedule of the organization with its creator's standing in its space
+  const { rows } = await client.query<MembershipRow & { id: string; created_by: string }>(
+    `SELECT s.id, s.created_by, ${MEMBERSHIP_COLUMNS} FROM schedules s ${MEMBERSHIP_JOINS} WHERE s.org_id = $1 AND s.enabled`,
     [orgId],
   );
-  const lost: string[] = [];
-  const checked = new Map<string, boolean>();
-  for (const s of rows) {
-    const key = `${s.space_id}\0${s.created_by}`;
-    if (!checked.has(key)) checked.set(key, (await creatorPermissions(client, orgId, s.space_id, s.created_by)).has('agents:run'));
-    if (!checked.get(key)) lost.push(s.id);
-  }
+  const lost = rows.filter((r) => !heldPermissions(r, r.created_by).has('agents:run')).map((r) => r.id);
   if (lost.length) await disableSchedules(client, orgId, lost, ACTOR_LOST_REASON);
   return lost;
 }
