@@ -11,6 +11,7 @@ import type { RunStatusFeed } from './services/runs/status-feed.ts';
 import type { RunSubmitter } from './services/runs/submitter.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { AuthCache } from './services/auth-cache.ts';
+import type { ScheduleArmer } from './services/schedules/service.ts';
 
 export interface AppDeps {
   config: Config;
@@ -26,6 +27,8 @@ export interface AppDeps {
   runs?: RunWorkflowClient;
   /** hands admitted runs to the engine; absent when no engine is reachable */
   submitter?: RunSubmitter;
+  /** re-arms a schedule's virtual object after a change; absent when no engine is reachable */
+  schedules?: ScheduleArmer;
   /** committed run status changes, for long polls and streams */
   runFeed?: RunStatusFeed;
   /** run reads served until a change is heard (built on runFeed) */

@@ -11,6 +11,7 @@ import { startSandboxReaper } from '../activities/sandbox/reaper.ts';
 import { restateLogTransport, startWorkflowEndpoint } from '../workflows/endpoint.ts';
 import { createRunWorkflowClient, type RunWorkflowClient } from '../workflows/run-client.ts';
 import { buildWorkflowServices } from '../workflows/services.ts';
+import { scheduleActivitiesFor } from '../api/services/schedules/activities.ts';
 import { createSandboxAdapter, runActivitiesFor } from './sandbox.ts';
 import type { PortPlan } from './data-dir.ts';
 
@@ -163,7 +164,7 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       // One indexed read per pass, and only while sandboxes run: cheap enough to follow the sweep closely.
       const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
       stops.push(() => reaper.stop());
-      const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey });
+      const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey, schedules: scheduleActivitiesFor(deps) });
       const endpoint = await startWorkflowEndpoint({ port, services: services.definitions, logger: restateLogTransport(log) });
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;

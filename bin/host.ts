@@ -15,6 +15,8 @@ import { createRunReadCache } from '../api/services/runs/read-cache.ts';
 import { createRunStatusFeed } from '../api/services/runs/status-feed.ts';
 import { startRunReconciler } from '../api/services/runs/reconciler.ts';
 import { createRunSubmitter } from '../api/services/runs/submitter.ts';
+import { createScheduleArmer } from '../api/services/schedules/armer.ts';
+import { createScheduleClient } from '../workflows/schedule-client.ts';
 import { sweepRunData } from '../api/services/runs/retention.ts';
 import { connectDatabase, type Database } from '../db/client.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../db/embedded-postgres.ts';
@@ -168,6 +170,13 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
         (err) => log.warn('connect link sweep failed', { error: String(err) }),
       );
       stops.push(() => linkPurge.stop());
+      const armer = createScheduleArmer(database.pool, createScheduleClient(engine.ingressUrl), log);
+      deps.schedules = armer;
+      const rearm = runEvery(5_000, () => armer.sweep(), (err) => log.warn('schedule arm sweep failed', { error: String(err) }));
+      stops.push(async () => {
+        await rearm.stop();
+        await armer.stop();
+      });
       const reconcile = startRunReconciler(database.pool, engine.adminUrl, config.RUN_BOOT_SECONDS, config.RUN_RECONCILE_SECONDS, log);
       stops.push(() => reconcile.stop());
     }

@@ -1,11 +1,15 @@
 // The Restate services this process serves.
 import type { RunActivities } from './run-types.ts';
 import { createRunWorkflow } from './run.ts';
+import { createScheduleObject } from './schedule.ts';
+import type { ScheduleActivities } from './schedule-types.ts';
 
 export interface WorkflowServices {
   definitions: unknown[];
 }
 
-export function buildWorkflowServices(activities: RunActivities, opts: { signalKey: Buffer }): WorkflowServices {
-  return { definitions: [createRunWorkflow(activities, { signalKey: opts.signalKey })] };
+export function buildWorkflowServices(activities: RunActivities, opts: { signalKey: Buffer; schedules?: ScheduleActivities }): WorkflowServices {
+  const definitions: unknown[] = [createRunWorkflow(activities, { signalKey: opts.signalKey })];
+  if (opts.schedules) definitions.push(createScheduleObject(opts.schedules));
+  return { definitions };
 }

@@ -19,6 +19,7 @@ import { packageDistTagRoutes } from './package-dist-tags.ts';
 import { integrationRoutes } from './integrations.ts';
 import { llmProxyRoutes } from './llm-proxy.ts';
 import { orgBudgetRoutes } from './org-budgets.ts';
+import { scheduleRoutes } from './schedules.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
@@ -41,5 +42,6 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...integrationRoutes,
     ...llmProxyRoutes,
     ...orgBudgetRoutes,
+    ...scheduleRoutes,
   ];
 }

@@ -5,6 +5,7 @@ import type pg from 'pg';
 import type { OrgScope } from '../../db/tenant.ts';
 import { NOTIFY_AUTH_CHANGED } from './auth-cache.ts';
 import { inTransaction } from '../../db/transaction.ts';
+import { disableSchedulesOfLostCreators } from './schedules/actor.ts';
 
 /** What an identity change needs besides its data: the pool and the local credential cache. */
 export interface IdentityStore {
@@ -28,6 +29,8 @@ export async function changeIdentity<T>(store: IdentityStore, work: (client: pg.
   try {
     return await inTransaction(store.pool, async (client) => {
       const result = await work(client);
+      // A schedule runs as its creator: one who can no longer launch in its space disables it.
+      if ('orgId' in store && typeof store.orgId === 'string') await disableSchedulesOfLostCreators(client, store.orgId);
       await client.query(NOTIFY_AUTH_CHANGED);
       return result;
     });

@@ -4,3 +4,4 @@ export * from './packages.ts';
 export * from './models.ts';
 export * from './integrations.ts';
 export * from './budgets.ts';
+export * from './schedules.ts';

@@ -1,6 +1,6 @@
 // Runs, their logs, the model-usage ledger, and the ids of events already ingested.
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
@@ -21,6 +21,8 @@ export const runs = pgTable('runs', {
   apiKeyId: text('api_key_id'),
   endUserId: text('end_user_id'),
   scheduleId: text('schedule_id'),
+  /** the schedule tick that launched the run: one run per (schedule, tick) */
+  scheduleFireAt: ts('schedule_fire_at'),
   rerunOf: text('rerun_of'),
   kind: text('kind').notNull().default('agent'),
   modelId: text('model_id'),
@@ -60,6 +62,8 @@ export const runs = pgTable('runs', {
   index('runs_unsubmitted_idx').on(t.createdAt).where(sql`submitted_at IS NULL AND status = 'pending'`),
   index('runs_open_idx').on(t.createdAt).where(sql`status IN ('pending', 'running')`),
   index('runs_inline_unpurged_idx').on(t.createdAt).where(sql`kind = 'inline' AND purged_at IS NULL`),
+  index('runs_schedule_idx').on(t.orgId, t.spaceId, t.scheduleId, t.createdAt, t.id).where(sql`schedule_id IS NOT NULL`),
+  uniqueIndex('runs_schedule_fire_idx').on(t.scheduleId, t.scheduleFireAt).where(sql`schedule_id IS NOT NULL`),
 ]);
 
 export const runLogs = pgTable('run_logs', {

@@ -117,6 +117,27 @@ test('packages: list, read, versions, files, draft, download', async () => {
   conforms();
 });
 
+test('schedules: create, refusals, read, list, update, disable, enable, runs, delete', async () => {
+  const ECHO = '/api/agents/@fixtures/agent-echo';
+  const made = await checked('POST', `${ECHO}/schedules`, { key, body: { name: 'Nightly', cron_expression: '0 3 * * *', timezone: 'Europe/Paris', input: { message: 'hi' } } });
+  assert.equal(made.status, 201, made.text);
+  const id = made.body.id;
+  await checked('POST', `${ECHO}/schedules`, { key, body: { name: 'Bad', cron_expression: '* *', timezone: 'UTC' } });
+  await checked('POST', `${ECHO}/schedules`, { key, body: { name: 'Bad', cron_expression: '* * * * *', timezone: 'Nowhere/Land' } });
+  await checked('POST', `${ECHO}/schedules`, { key, body: { name: 'Bad', cron_expression: '* * * * *', timezone: 'UTC', input: { nope: 1 } } });
+  await checked('GET', `/api/schedules/${id}`, { key });
+  await checked('GET', '/api/schedules?limit=1', { key });
+  await checked('GET', `${ECHO}/schedules`, { key });
+  await checked('PATCH', `/api/schedules/${id}`, { key, body: { name: 'Nightly run', version: made.body.version } });
+  await checked('PATCH', `/api/schedules/${id}`, { key, body: { name: 'Stale' }, headers: { 'if-match': made.headers.get('etag')! } });
+  await checked('POST', `/api/schedules/${id}/disable`, { key, body: {} });
+  await checked('POST', `/api/schedules/${id}/enable`, { key, body: {} });
+  await checked('GET', `/api/schedules/${id}/runs`, { key });
+  await checked('DELETE', `/api/schedules/${id}`, { key });
+  await checked('GET', `/api/schedules/${id}`, { key });
+  conforms();
+});
+
 test('end-users: create, list by pages, read, update, delete, and refusals', async () => {
   const made = [];
   for (const n of [1, 2, 3]) made.push((await checked('POST', '/api/end-users', { key, body: { name: `User ${n}`, externalId: `ext-${n}` } })).body);

@@ -65,6 +65,15 @@ const CASES: Record<string, Case> = {
   'POST /api/runs/{id}/cancel': { body: () => ({}) },
   'DELETE /api/runs/{id}': {},
   'PATCH /api/runs/{id}/sink/extend': { body: () => ({ seconds: 3600 }) },
+  'POST /api/agents/{scope}/{name}/schedules': { body: () => ({ name: 'Probe', cron_expression: '0 3 * * *', timezone: 'UTC', input: {} }) },
+  'GET /api/agents/{scope}/{name}/schedules': { lists: (a) => a.scheduleId },
+  'GET /api/schedules': { lists: (a) => a.scheduleId },
+  'GET /api/schedules/{id}': {},
+  'PATCH /api/schedules/{id}': { body: () => ({ name: 'Hijacked' }) },
+  'POST /api/schedules/{id}/enable': { body: () => ({}) },
+  'POST /api/schedules/{id}/disable': { body: () => ({}) },
+  'DELETE /api/schedules/{id}': {},
+  'GET /api/schedules/{id}/runs': {},
   'POST /internal/runs/{id}/events': { runner: true },
   'GET /internal/runs/{id}/history': { runner: true },
   'GET /internal/runs/{id}/memory': { runner: true },
@@ -189,6 +198,7 @@ function fillPath(path: string, a: Tenant): string {
     'integrations/{scope}': `@${a.packageScope}`, 'auths/{auth_key}': 'key', 'connections/{id}': a.connectionId,
     '{name}/{version}': '1.0.0', 'versions/{version}': '1.0.0', 'dist-tags/{tag}': 'beta',
     'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId, 'o/{org}': a.orgId,
+    'schedules/{id}': a.scheduleId,
   };
   return segs.map((s, i) => {
     if (!/^\{\w+\}$/.test(s)) return s;

@@ -23,6 +23,7 @@ interface Tenant {
   key: string;
   endUserId: string;
   runId: string;
+  scheduleId: string;
   packageScope: string;
 }
 
@@ -36,6 +37,7 @@ const RESOURCE_OF: Record<string, (t: Tenant) => string> = {
   'api-keys/{id}': (t) => t.keyId,
   'end-users/{id}': (t) => t.endUserId,
   'runs/{id}': (t) => t.runId,
+  'schedules/{id}': (t) => t.scheduleId,
   // Package ids (@scope/name) are unique per organization: each tenant's scope is its own.
   'agents/{scope}': (t) => `@${t.packageScope}`,
   'packages/{scope}': (t) => `@${t.packageScope}`,
@@ -63,6 +65,10 @@ const SAMPLE_BODY: Record<string, (b: Tenant) => unknown> = {
   'PUT /api/packages/{scope}/{name}/draft/files': () => ({ path: 'prompt.md', content: 'hijacked' }),
   'POST /api/packages/{scope}/{name}/draft/move': () => ({ from: 'prompt.md', to: 'moved.md' }),
   'PUT /api/packages/{scope}/{name}/dist-tags/{tag}': () => ({ version: '1.0.0' }),
+  'POST /api/agents/{scope}/{name}/schedules': () => ({ name: 'Hijack', cron_expression: '* * * * *', timezone: 'UTC' }),
+  'PATCH /api/schedules/{id}': () => ({ name: 'Hijacked' }),
+  'POST /api/schedules/{id}/enable': () => ({}),
+  'POST /api/schedules/{id}/disable': () => ({}),
 };
 
 /** Query strings that pass validation, for routes that require one. */
@@ -102,7 +108,13 @@ async function aTenant(): Promise<Tenant> {
     `INSERT INTO packages (org_id, id, type, home_space_id, draft_integrity) VALUES ($1, $2, 'agent', $3, 'sha256-none')`,
     [org.orgId, `@${packageScope}/bot`, org.spaceId],
   );
-  return { packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key, endUserId, runId };
+  const scheduleId = `sched_${org.orgId.slice(0, 8)}`;
+  await pool.query(
+    `INSERT INTO schedules (id, org_id, space_id, agent_id, name, cron_expression, timezone, created_by, next_run_at)
+     VALUES ($1, $2, $3, $4, 'Nightly', '0 3 * * *', 'UTC', $5, now() + interval '1 day')`,
+    [scheduleId, org.orgId, org.spaceId, `@${packageScope}/bot`, org.ownerId],
+  );
+  return { packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key, endUserId, runId, scheduleId };
 }
 
 /** A fingerprint of every row of every table that carries the organization's id. */

@@ -41,6 +41,8 @@ export interface Tenant {
   /** an integration package in s1 and the owner's connection to it there */
   integrationName: string;
   connectionId: string;
+  /** a schedule of the agent in s1 */
+  scheduleId: string;
 }
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
@@ -118,6 +120,13 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   const modelId = `mdl_${tag}`;
   await pool.query(`INSERT INTO models (id, org_id, credential_id, model, name) VALUES ($1, $2, $3, 'fake', 'Fake')`, [modelId, org.orgId, credentialId]);
 
+  const scheduleId = `sched_${tag}`;
+  await pool.query(
+    `INSERT INTO schedules (id, org_id, space_id, agent_id, name, cron_expression, timezone, created_by, next_run_at)
+     VALUES ($1, $2, $3, $4, 'Nightly', '0 3 * * *', 'UTC', $5, now() + interval '1 day')`,
+    [scheduleId, org.orgId, org.spaceId, `@${packageScope}/${agentName}`, org.ownerId],
+  );
+
   return {
     orgId: org.orgId, s1: org.spaceId, s2, ownerId: org.ownerId,
     ownerCookie: (await aSession(pool, org.ownerId)).cookie,
@@ -126,8 +135,8 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     bothMemberKey, bothMemberCookie: (await aSession(pool, bothMember)).cookie,
     memberId, invitationId, roleId, endUserId,
     runId, runSecret, s2RunId, s2RunSecret,
-    packageScope, agentName, skillName, credentialId, modelId,
     integrationName, connectionId: connection[0].id,
+    packageScope, agentName, skillName, credentialId, modelId, scheduleId,
   };
 }
 

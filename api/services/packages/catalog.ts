@@ -10,6 +10,7 @@ import { headVersion, listVersions, readablePackage } from './rows.ts';
 
 import { inTransaction } from '../../../db/transaction.ts';
 import { toVersionRecord, type VersionRecord } from './versions.ts';
+import { AGENT_DELETED_REASON, disableSchedulesOfAgent } from '../schedules/actor.ts';
 
 export interface PackageSummary {
   packageId: string;
@@ -145,5 +146,6 @@ export async function deletePackage(scope: PackageScope, id: string): Promise<vo
     }
     await tx.query('UPDATE packages SET deleted_at = now(), updated_at = now() WHERE org_id = $1 AND id = $2', [scope.orgId, pkg.id]);
     await tx.query('DELETE FROM package_placements WHERE org_id = $1 AND package_id = $2', [scope.orgId, pkg.id]);
+    if (pkg.type === 'agent') await disableSchedulesOfAgent(tx, scope.orgId, pkg.id, null, AGENT_DELETED_REASON);
   });
 }

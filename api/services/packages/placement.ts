@@ -10,6 +10,7 @@ import { holds, packagePermission, requireHomeAuthority, type PackageScope } fro
 import { findPackage, listVersions, readablePackage, type PackageRow } from './rows.ts';
 import { type Queryable } from './store.ts';
 import { inTransaction } from '../../../db/transaction.ts';
+import { AGENT_UNPLACED_REASON, disableSchedulesOfAgent } from '../schedules/actor.ts';
 
 export interface PlacementRecord {
   packageId: string;
@@ -79,6 +80,7 @@ export async function setPlacementActive(scope: PackageScope, id: string, active
 export async function removePlacement(scope: PackageScope, id: string): Promise<void> {
   const pkg = await placedPackage(scope, id, true);
   await scope.pool.query('DELETE FROM package_placements WHERE org_id = $1 AND package_id = $2 AND space_id = $3', [scope.orgId, pkg.id, scope.spaceId]);
+  if (pkg.type === 'agent') await disableSchedulesOfAgent(scope.pool, scope.orgId, pkg.id, scope.spaceId, AGENT_UNPLACED_REASON);
 }
 
 /**

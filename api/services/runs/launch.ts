@@ -30,6 +30,8 @@ export interface LaunchContext {
   permissions: ReadonlySet<Permission>;
   submitter: RunSubmitter | null;
   scheduleId?: string;
+  /** the schedule tick launching the run (ISO); with scheduleId, at most one run per tick */
+  scheduleFireAt?: string;
   /** the caller as package services judge it: needed to run a draft (write authority on it) */
   packageScope?: () => PackageScope;
   /** egress and public address for the integration checks; derived from config when absent */
@@ -65,7 +67,7 @@ interface AgentConfigRow {
   model_id: string | null;
 }
 
-async function agentConfig(scope: SpaceScope, agentId: string): Promise<AgentConfigRow> {
+export async function agentConfig(scope: SpaceScope, agentId: string): Promise<AgentConfigRow> {
   const { rows } = await scope.pool.query<AgentConfigRow>(
     'SELECT locked_input, model_id FROM agent_configs WHERE org_id = $1 AND space_id = $2 AND agent_id = $3',
     [scope.orgId, scope.spaceId, agentId],
@@ -119,6 +121,7 @@ export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
     api_key_id: scope.actor.apiKeyId ?? null,
     end_user_id: scope.actor.endUserId ?? null,
     schedule_id: ctx.scheduleId ?? null,
+    schedule_fire_at: ctx.scheduleFireAt ?? null,
     rerun_of: fields.rerunOf ?? null,
     kind: fields.kind,
     model_id: fields.modelId,
