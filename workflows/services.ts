@@ -6,6 +6,6 @@ export interface WorkflowServices {
   definitions: unknown[];
 }
 
-export function buildWorkflowServices(activities: RunActivities, opts: { signalKey: Buffer }): WorkflowServices {
-  return { definitions: [createRunWorkflow(activities, { signalKey: opts.signalKey })] };
+export function buildWorkflowServices(activities: RunActivities, opts: { signalKey: Buffer; extra?: unknown[] }): WorkflowServices {
+  return { definitions: [createRunWorkflow(activities, { signalKey: opts.signalKey }), ...(opts.extra ?? [])] };
 }

@@ -3,12 +3,14 @@ import type { ApiModule } from '../app.ts';
 import type { AppDeps } from '../deps.ts';
 import type { ModuleName } from '../../lib/config.ts';
 import { loadCoreProviders } from './core-providers/index.ts';
+import { loadWebhooks } from './webhooks/index.ts';
 
 type ModuleLoader = (deps: AppDeps) => Promise<ApiModule>;
 
 /** Modules this build ships; a configured name without a loader here loads nothing. */
 const LOADERS: Partial<Record<ModuleName, ModuleLoader>> = {
   'core-providers': loadCoreProviders,
+  webhooks: loadWebhooks,
 };
 
 export async function loadModules(names: readonly ModuleName[], deps: AppDeps): Promise<ApiModule[]> {
