@@ -32,6 +32,10 @@ export interface ApiModule {
   /** for what cannot be declared as routes (streams, protocol endpoints); runs after the gates */
   handler?: (deps: AppDeps) => ModuleHandler;
   oidcVerifier?: OidcVerifier;
+  /** Restate services the module adds to the worker's workflow endpoint */
+  services?: unknown[];
+  /** background work started once the engine is reachable (API roles); stopped on shutdown */
+  start?: (engine: { ingressUrl: string }) => { stop(): Promise<void> };
 }
 
 export interface AppParts {

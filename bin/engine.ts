@@ -35,6 +35,8 @@ interface EngineOptions {
   log: Logger;
   /** aborted when the platform begins to stop: nothing is started again after that */
   stopping?: AbortSignal;
+  /** the Restate services of the loaded modules (ApiModule.services) */
+  moduleServices?: unknown[];
 }
 
 async function healthy(url: string): Promise<boolean> {
@@ -164,7 +166,7 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       // One indexed read per pass, and only while sandboxes run: cheap enough to follow the sweep closely.
       const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
       stops.push(() => reaper.stop());
-      const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey, schedules: scheduleActivitiesFor(deps) });
+      const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey, schedules: scheduleActivitiesFor(deps), extra: opts.moduleServices });
       const endpoint = await startWorkflowEndpoint({ port, services: services.definitions, logger: restateLogTransport(log) });
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;

@@ -124,11 +124,13 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       platformEndpoints: platformEndpoints(config, ports, databaseUrl),
     };
 
+    // Modules add routes (API roles) and durable services (worker roles).
+    const modules = await loadModules(config.MODULES, deps);
+    const moduleServices = modules.flatMap((m) => m.services ?? []);
     // The API listens (answering 503 starting) while the engine comes up.
-    const enginePromise = startEngine({ config, dataDir, ports, deps, log, signalKey: deriveSignalKey(instanceKey), stopping: stopping.signal });
+    const enginePromise = startEngine({ config, dataDir, ports, deps, log, signalKey: deriveSignalKey(instanceKey), stopping: stopping.signal, moduleServices });
     let url = '';
     if (config.ROLE !== 'worker') {
-      const modules = await loadModules(config.MODULES, deps);
       const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: PLATFORM_VERSION });
       lap('app');
       const server = createHttpServer(app, { typeBase: config.ERROR_TYPE_BASE });
@@ -179,6 +181,10 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       });
       const reconcile = startRunReconciler(database.pool, engine.adminUrl, config.RUN_BOOT_SECONDS, config.RUN_RECONCILE_SECONDS, log);
       stops.push(() => reconcile.stop());
+      for (const m of modules) {
+        const work = m.start?.({ ingressUrl: engine.ingressUrl });
+        if (work) stops.push(() => work.stop());
+      }
     }
     lap('engine');
 

@@ -148,6 +148,70 @@ BEGIN
       FROM runs r WHERE r.id = NEW.run_id
   ON CONFLICT (org_id, period_start) DO UPDATE
     SET tokens = org_model_usage.tokens + EXCLUDED.tokens, cost_usd = org_model_usage.cost_usd + EXCLUDED.cost_usd;
+-- An id as lib/ids.ts newId() makes it: the prefix, 8 base62 characters of the creation time in
+-- ms, 14 random ones; ids sort in creation order (cursor pagination relies on it).
+CREATE OR REPLACE FUNCTION sorted_id(p_prefix text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  alphabet constant text := '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  ms bigint := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  out text := '';
+BEGIN
+  FOR i IN 1..8 LOOP
+    out := substr(alphabet, (ms % 62)::int + 1, 1) || out;
+    ms := ms / 62;
+  END LOOP;
+  FOR i IN 1..14 LOOP
+    out := out || substr(alphabet, floor(random() * 62)::int + 1, 1);
+  END LOOP;
+  RETURN p_prefix || '_' || out;
+END;
+$$;
+
+-- The run's committed status change, in its own transaction: one delivery row per matching
+-- enabled webhook (unique per webhook, run and event, so a change is delivered once whoever hears
+-- it), and for a run's ending a notification to the person who launched or scheduled it.
+-- Deliveries are announced on webhook_deliveries; the webhooks module's dispatcher starts one
+-- durable invocation per row.
+CREATE OR REPLACE FUNCTION runs_status_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  ev text;
+  added int;
+  verb text;
+BEGIN
+  IF NEW.status NOT IN ('running', 'success', 'failed', 'timeout', 'cancelled') THEN
+    RETURN NULL;
+  END IF;
+  ev := CASE NEW.status WHEN 'running' THEN 'run.started' ELSE 'run.' || NEW.status END;
+  IF EXISTS (SELECT 1 FROM webhooks w WHERE w.org_id = NEW.org_id AND w.enabled) THEN
+    INSERT INTO webhook_deliveries (id, org_id, webhook_id, run_id, event, payload)
+      SELECT sorted_id('whd'), NEW.org_id, w.id, NEW.id, ev,
+             jsonb_build_object('type', ev, 'timestamp', wire_time(now()), 'data',
+               CASE WHEN w.payload_mode = 'full' THEN run_wire(NEW)::jsonb
+                    ELSE jsonb_build_object('id', NEW.id, 'object', 'run', 'status', NEW.status, 'packageId', NEW.agent_id,
+                           'spaceId', NEW.space_id, 'createdAt', wire_time(NEW.created_at), 'started_at', wire_time(NEW.started_at),
+                           'finished_at', wire_time(NEW.finished_at),
+                           'duration_ms', ((extract(epoch FROM date_trunc('milliseconds', NEW.finished_at))
+                             - extract(epoch FROM date_trunc('milliseconds', NEW.started_at))) * 1000)::bigint) END)
+        FROM webhooks w
+       WHERE w.org_id = NEW.org_id AND w.enabled
+         AND (w.space_id IS NULL OR w.space_id = NEW.space_id)
+         AND ev = ANY (w.events)
+         AND (w.package_id IS NULL OR w.package_id = NEW.agent_id)
+      ON CONFLICT (webhook_id, run_id, event) DO NOTHING;
+    GET DIAGNOSTICS added = ROW_COUNT;
+    IF added > 0 THEN
+      PERFORM pg_notify('webhook_deliveries', '');
+    END IF;
+  END IF;
+  IF NEW.status <> 'running' AND NEW.actor_user_id IS NOT NULL AND NEW.end_user_id IS NULL THEN
+    verb := CASE NEW.status WHEN 'success' THEN 'succeeded' WHEN 'failed' THEN 'failed' WHEN 'timeout' THEN 'timed out' ELSE 'was cancelled' END;
+    INSERT INTO notifications (id, org_id, space_id, user_id, kind, title, body, subject)
+      VALUES (sorted_id('ntf'), NEW.org_id, NEW.space_id, NEW.actor_user_id, 'run_ended',
+              'Run of ' || NEW.agent_id || ' ' || verb,
+              'Run ' || NEW.id || ' of ' || NEW.agent_id || ' ended ' || NEW.status
+                || CASE WHEN NEW.error ? 'code' THEN ' (' || (NEW.error->>'code') || ')' ELSE '' END || '.',
+              jsonb_strip_nulls(jsonb_build_object('run_id', NEW.id, 'package_id', NEW.agent_id, 'schedule_id', NEW.schedule_id)));
+  END IF;
   RETURN NULL;
 END;
 $$;
@@ -171,3 +235,8 @@ BEGIN
     WHERE r.id = p_run RETURNING r.prompt_tokens, r.completion_tokens, r.cost_usd;
 END;
 $$;
+CREATE OR REPLACE TRIGGER runs_status_outbox_update AFTER UPDATE OF status ON runs
+  FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION runs_status_outbox();
+
+CREATE OR REPLACE TRIGGER runs_status_outbox_insert AFTER INSERT ON runs
+  FOR EACH ROW WHEN (NEW.status <> 'pending') EXECUTE FUNCTION runs_status_outbox();

@@ -149,6 +149,22 @@ export const ConfigSchema = z.object({
   RUN_RECONCILE_SECONDS: z.coerce.number().int().positive().default(60),
   /** days a run's logs are kept (facts pinned to memory excepted); 0 keeps them */
   RUN_LOG_RETENTION_DAYS: z.coerce.number().int().nonnegative().default(90),
+  /**
+   * webhook retries: the pause before each retry, in seconds (decimals allowed), each drawn within
+   * +-20 % (jitter); the default spans about 40 hours (at least 31 with the jitter), then the delivery fails
+   */
+  WEBHOOK_RETRY_SCHEDULE_SECONDS: z
+    .string()
+    .default('5,30,120,600,1800,3600,7200,14400,28800,43200,43200')
+    .transform((s, ctx) => {
+      const delays = s.split(',').map((x) => x.trim()).filter(Boolean).map(Number);
+      if (delays.length === 0 || delays.some((d) => !Number.isFinite(d) || d <= 0)) {
+        ctx.addIssue({ code: 'custom', message: 'must be a comma list of positive numbers of seconds' });
+      }
+      return delays;
+    }),
+  /** seconds a webhook receiver has to answer one delivery attempt */
+  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
   /** where sandboxes reach this platform's runner routes; default http://HOST:PORT */
   INTERNAL_API_URL: z.string().url().optional(),
   SHUTDOWN_DRAIN_SECONDS: intFromEnv(25),

@@ -8,8 +8,12 @@ export interface WorkflowServices {
   definitions: unknown[];
 }
 
-export function buildWorkflowServices(activities: RunActivities, opts: { signalKey: Buffer; schedules?: ScheduleActivities }): WorkflowServices {
+export function buildWorkflowServices(
+  activities: RunActivities,
+  opts: { signalKey: Buffer; schedules?: ScheduleActivities; extra?: unknown[] },
+): WorkflowServices {
   const definitions: unknown[] = [createRunWorkflow(activities, { signalKey: opts.signalKey })];
   if (opts.schedules) definitions.push(createScheduleObject(opts.schedules));
+  definitions.push(...(opts.extra ?? []));
   return { definitions };
 }

@@ -20,6 +20,7 @@ import { integrationRoutes } from './integrations.ts';
 import { llmProxyRoutes } from './llm-proxy.ts';
 import { orgBudgetRoutes } from './org-budgets.ts';
 import { scheduleRoutes } from './schedules.ts';
+import { notificationRoutes } from './notifications.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
@@ -43,5 +44,6 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...llmProxyRoutes,
     ...orgBudgetRoutes,
     ...scheduleRoutes,
+    ...notificationRoutes,
   ];
 }

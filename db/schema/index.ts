@@ -5,3 +5,4 @@ export * from './models.ts';
 export * from './integrations.ts';
 export * from './budgets.ts';
 export * from './schedules.ts';
+export * from './webhooks.ts';

@@ -181,6 +181,18 @@ const CASES: Record<string, Case> = {
   'PUT /api/credential-proxy/proxy': PROXY,
   'PATCH /api/credential-proxy/proxy': PROXY,
   'DELETE /api/credential-proxy/proxy': PROXY,
+  // webhooks: authority follows the webhook's space, not X-Space-Id (A's owner reaches s1's webhook from anywhere)
+  'POST /api/webhooks': { s2Member: true, byBody: true, body: (a) => ({ level: 'space', spaceId: a.s1, url: 'https://hooks.example.test/x', events: ['run.success'] }) },
+  'GET /api/webhooks': { lists: (a) => a.webhookId, query: '?all=true' },
+  'GET /api/webhooks/{id}': { s2Member: true },
+  'PATCH /api/webhooks/{id}': { s2Member: true, body: () => ({ url: 'https://hijack.example.test/' }) },
+  'DELETE /api/webhooks/{id}': { s2Member: true },
+  'POST /api/webhooks/{id}/rotate': { s2Member: true },
+  'GET /api/webhooks/{id}/deliveries': { s2Member: true },
+
+  'GET /api/notifications': { lists: (a) => a.notificationId },
+  'POST /api/notifications/{id}/read': {},
+  'POST /api/notifications/read-all': { exempt: "marks only the caller's own notifications in its own space (notifications.test.ts)" },
 };
 
 const keyOf = (r: RouteDef) => `${r.method.toUpperCase()} ${r.path}`;
@@ -199,6 +211,7 @@ function fillPath(path: string, a: Tenant): string {
     '{name}/{version}': '1.0.0', 'versions/{version}': '1.0.0', 'dist-tags/{tag}': 'beta',
     'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId, 'o/{org}': a.orgId,
     'schedules/{id}': a.scheduleId,
+    'webhooks/{id}': a.webhookId, 'notifications/{id}': a.notificationId,
   };
   return segs.map((s, i) => {
     if (!/^\{\w+\}$/.test(s)) return s;

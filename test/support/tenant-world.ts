@@ -5,6 +5,7 @@ import { writeZip } from '../../lib/zip/write-zip.ts';
 import type { TestApp } from './app.ts';
 import { aKey, aMember, anOrg, aSession, aSpace } from './builders.ts';
 import { importPackage } from './runs.ts';
+import { notify } from '../../api/services/notifications.ts';
 
 export interface Tenant {
   orgId: string;
@@ -43,6 +44,9 @@ export interface Tenant {
   connectionId: string;
   /** a schedule of the agent in s1 */
   scheduleId: string;
+  /** a space-level webhook in s1, and a notification of the owner in s1 */
+  webhookId: string;
+  notificationId: string;
 }
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
@@ -126,8 +130,18 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
      VALUES ($1, $2, $3, $4, 'Nightly', '0 3 * * *', 'UTC', $5, now() + interval '1 day')`,
     [scheduleId, org.orgId, org.spaceId, `@${packageScope}/${agentName}`, org.ownerId],
   );
+  const webhookId = `wh_${tag}`;
+  await pool.query(
+    `INSERT INTO webhooks (id, org_id, space_id, level, url, events, payload_mode, secret_sealed, created_by)
+     VALUES ($1, $2, $3, 'space', 'https://hooks.example.test/in', '{run.success}', 'summary', $4, $5)`,
+    [webhookId, org.orgId, org.spaceId, app.deps.secrets.seal('whsec_dGVzdA=='), org.ownerId],
+  );
+  const notificationId = (await notify(pool, {
+    orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId, kind: 'run_ended', title: 'Run ended', body: 'A run ended.', subject: { run_id: runId },
+  })).id;
 
   return {
+    webhookId, notificationId,
     orgId: org.orgId, s1: org.spaceId, s2, ownerId: org.ownerId,
     ownerCookie: (await aSession(pool, org.ownerId)).cookie,
     ownerKey1: k1.key, ownerKey2: k2.key, keyId: k1.keyId,

@@ -1,0 +1,158 @@
+// One webhook delivery: a durable workflow keyed by the delivery row's id (one row per webhook,
+// run and event), so a status change is delivered by one invocation whoever starts it. Each
+// attempt is a journaled step that signs, posts through the egress guard and records itself; the
+// pause before the next is a durable timer. 2xx succeeds; 410 disables the webhook; other 4xx
+// except 408 and 429 fail at once; everything else is retried on the backoff schedule.
+import * as restate from '@restatedev/restate-sdk';
+import type { WorkflowContext } from '@restatedev/restate-sdk';
+import type pg from 'pg';
+import type { SecretBox } from '../../../lib/crypto.ts';
+import { EgressRefusal, guardedRequest, type EgressOptions } from '../../../lib/egress.ts';
+import { webhookHeaders } from './signing.ts';
+
+export const DELIVERY_WORKFLOW = 'webhookDelivery';
+
+/** What is read of a receiver's answer; the rest is dropped with the connection. */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** Each retry's pause is drawn within this share of the scheduled one, either way. */
+const JITTER = 0.2;
+
+export type AttemptOutcome = { done: true; status: 'succeeded' | 'failed' | 'cancelled' | 'gone' } | { done: false; delayMs: number };
+
+export interface DeliveryDeps {
+  pool: pg.Pool;
+  secrets: SecretBox;
+  egress: EgressOptions;
+  /** seconds before each retry (WEBHOOK_RETRY_SCHEDULE_SECONDS) */
+  retrySchedule: number[];
+  timeoutMs: number;
+}
+
+interface Target {
+  status: string;
+  body: string;
+  webhook_id: string;
+  url: string;
+  enabled: boolean;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_valid: boolean | null;
+}
+
+interface Answer {
+  statusCode: number | null;
+  error: string | null;
+}
+
+/** 2xx, 410, a permanent 4xx, or something worth another try. */
+function classify(answer: Answer): 'succeeded' | 'gone' | 'permanent' | 'retry' {
+  const s = answer.statusCode;
+  if (s === null) return answer.error?.startsWith('blocked_url') ? 'permanent' : 'retry';
+  if (s >= 200 && s < 300) return 'succeeded';
+  if (s === 410) return 'gone';
+  if (s >= 400 && s < 500 && s !== 408 && s !== 429) return 'permanent';
+  return 'retry';
+}
+
+async function post(dd: DeliveryDeps, url: string, headers: Record<string, string>, body: string): Promise<Answer> {
+  try {
+    const res = await guardedRequest(url, {
+      method: 'POST', body, timeoutMs: dd.timeoutMs, signal: AbortSignal.timeout(dd.timeoutMs),
+      headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-webhooks/1', ...headers },
+    }, dd.egress);
+    let read = 0;
+    try {
+      for await (const chunk of res) {
+        read += (chunk as Buffer).length;
+        if (read > MAX_RESPONSE_BYTES) {
+          res.destroy();
+          break;
+        }
+      }
+    } catch {
+      // an answer cut short still has its status
+    }
+    return { statusCode: res.statusCode ?? null, error: null };
+  } catch (err) {
+    if (err instanceof EgressRefusal) return { statusCode: null, error: `blocked_url: ${err.message}` };
+    const e = err as Error;
+    if (e.name === 'TimeoutError' || e.name === 'AbortError' || /timed out/.test(e.message)) return { statusCode: null, error: `timeout: no answer within ${dd.timeoutMs} ms` };
+    return { statusCode: null, error: `network: ${e.message}` };
+  }
+}
+
+/** One attempt of one delivery: sign, post, record. Safe to run again (a retried step). */
+export async function attemptDelivery(dd: DeliveryDeps, deliveryId: string, attempt: number): Promise<AttemptOutcome> {
+  const { rows } = await dd.pool.query<Target>(
+    `SELECT d.status, d.payload::text AS body, d.webhook_id, w.url, w.enabled, w.secret_sealed, w.previous_secret_sealed,
+            w.previous_secret_expires_at > now() AS previous_valid
+       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
+    [deliveryId],
+  );
+  const t = rows[0];
+  if (!t) return { done: true, status: 'gone' };
+  if (t.status !== 'pending') return { done: true, status: t.status === 'succeeded' ? 'succeeded' : 'failed' };
+  if (!t.enabled) {
+    await dd.pool.query(`UPDATE webhook_deliveries SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status = 'pending'`, [deliveryId]);
+    return { done: true, status: 'cancelled' };
+  }
+  const secrets = [dd.secrets.open(t.secret_sealed)];
+  if (t.previous_secret_sealed && t.previous_valid) secrets.push(dd.secrets.open(t.previous_secret_sealed));
+
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const answer = await post(dd, t.url, webhookHeaders(secrets, deliveryId, Math.floor(Date.now() / 1000), t.body), t.body);
+  const durationMs = Math.round(performance.now() - t0);
+  const verdict = classify(answer);
+  const error = answer.error ?? (verdict === 'succeeded' ? null : `the receiver answered ${answer.statusCode}`);
+
+  let outcome: AttemptOutcome;
+  let nextAt: Date | null = null;
+  if (verdict === 'succeeded') outcome = { done: true, status: 'succeeded' };
+  else if (verdict === 'retry' && attempt <= dd.retrySchedule.length) {
+    const delayMs = Math.round(dd.retrySchedule[attempt - 1] * 1000 * (1 - JITTER + 2 * JITTER * Math.random()));
+    nextAt = new Date(Date.now() + delayMs);
+    outcome = { done: false, delayMs };
+  } else outcome = { done: true, status: 'failed' };
+
+  const status = outcome.done ? outcome.status : 'pending';
+  await dd.pool.query(
+    `WITH attempt AS (
+       INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, status_code, duration_ms, error, next_attempt_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (delivery_id, attempt) DO UPDATE SET started_at = EXCLUDED.started_at, status_code = EXCLUDED.status_code,
+         duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, next_attempt_at = EXCLUDED.next_attempt_at)
+     UPDATE webhook_deliveries SET attempt_count = GREATEST(attempt_count, $2), status = $8, next_attempt_at = $7,
+            finished_at = CASE WHEN $8 = 'pending' THEN NULL ELSE now() END
+      WHERE id = $1`,
+    [deliveryId, attempt, startedAt, answer.statusCode, durationMs, error, nextAt, status],
+  );
+  if (verdict === 'gone') {
+    await dd.pool.query(
+      `UPDATE webhooks SET enabled = false, disabled_reason = 'the receiver answered 410 Gone', updated_at = now() WHERE id = $1`,
+      [t.webhook_id],
+    );
+  }
+  return outcome;
+}
+
+/** A database hiccup retries the step; the attempt itself is never lost. */
+const STEP_RETRY = { initialRetryInterval: 1000, maxRetryInterval: 60_000, retryIntervalFactor: 2 };
+
+export function createDeliveryWorkflow(dd: DeliveryDeps) {
+  return restate.workflow({
+    name: DELIVERY_WORKFLOW,
+    handlers: {
+      run: async (ctx: WorkflowContext): Promise<string> => {
+        for (let attempt = 1; ; attempt++) {
+          const outcome = await ctx.run(`attempt ${attempt}`, () => attemptDelivery(dd, ctx.key, attempt), STEP_RETRY);
+          if (outcome.done) return outcome.status;
+          await ctx.sleep(outcome.delayMs);
+        }
+      },
+    },
+  });
+}
+
+export type DeliveryWorkflow = ReturnType<typeof createDeliveryWorkflow>;
