@@ -17,6 +17,8 @@ export interface RunMaterials {
   model(scope: OrgScope, modelId: string | null): Promise<{ model: string; baseUrl: string; apiKey: string }>;
   /** the skills an inline manifest declares, resolved in the run's space */
   skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
+  /** the files the input names, as input/<name>, and the input as the agent sees it (file fields point there) */
+  inputFiles?(runId: string, inputSchema: unknown, input: Record<string, unknown>): Promise<{ files: WorkspaceFile[]; input: Record<string, unknown> }>;
 }
 
 export interface RunActivityOptions {
@@ -89,7 +91,13 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
         for (const [path, content] of skill.files) workspace.push({ path: `skills/${skillFolder(skill.id)}/${path}`, content });
       }
     }
-    workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(row.input ?? {}, null, 2)) });
+    let input = (row.input ?? {}) as Record<string, unknown>;
+    if (o.materials.inputFiles) {
+      const placed = await o.materials.inputFiles(row.id, manifest.input?.schema, input);
+      workspace.push(...placed.files);
+      input = placed.input;
+    }
+    workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(input, null, 2)) });
     return { manifest, workspace };
   }
 
@@ -137,6 +145,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           heartbeatSeconds: o.heartbeatSeconds,
           historyUrl: `${base}/history`,
           memoryUrl: `${base}/memory`,
+          publishUrl: `${base}/files`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
         },

@@ -31,6 +31,7 @@ import { startEngine, type Engine } from './engine.ts';
 import { lockDataDir, StartRefused } from './instance-lock.ts';
 import { platformEndpoints } from './platform-endpoints.ts';
 import { runEvery } from '../lib/periodic.ts';
+import { sweepExpiredFiles } from '../api/services/files/files.ts';
 
 export const PLATFORM_VERSION = '1.0.0-beta.1';
 
@@ -161,6 +162,12 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
         (err) => log.warn('run data sweep failed', { error: String(err) }),
       );
       stops.push(() => purge.stop());
+      const expireFiles = runEvery(
+        10 * 60_000,
+        () => sweepExpiredFiles(database.pool, config),
+        (err) => log.warn('file retention sweep failed', { error: String(err) }),
+      );
+      stops.push(() => expireFiles.stop());
       const reconcile = startRunReconciler(database.pool, engine.adminUrl, config.RUN_BOOT_SECONDS, config.RUN_RECONCILE_SECONDS, log);
       stops.push(() => reconcile.stop());
     }

@@ -5,6 +5,7 @@ import type { AppDeps } from '../api/deps.ts';
 import { resolveRunModel } from '../api/modules/core-providers/resolve-model.ts';
 import { resolveDeclaredSkills, resolveRunnableAgent } from '../api/services/packages/dependencies.ts';
 import { createRunActivities } from '../activities/run-activities.ts';
+import { inputFilesForWorkspace } from '../api/services/files/run-files.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
 import type { SandboxAdapter } from '../activities/sandbox/adapter.ts';
 import type { RunActivities } from '../workflows/run-types.ts';
@@ -38,6 +39,7 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
       agent: (scope, agentId, version) => resolveRunnableAgent(scope, agentId, version),
       model: (scope, modelId) => resolveRunModel(scope, deps.secrets, modelId),
       skills: (scope, owner, skills) => resolveDeclaredSkills(scope, owner, skills),
+      inputFiles: (runId, schema, input) => inputFilesForWorkspace(deps.database.pool, config, runId, schema, input),
     },
     eventsBaseUrl: config.INTERNAL_API_URL ?? `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`,
     bootSeconds: config.RUN_BOOT_SECONDS,

@@ -14,6 +14,7 @@ import { admitRun, type NewRunRow } from './admission.ts';
 import { getRunRow, toRunWire, type RunRow, type RunWire } from './records.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 import type { RunSubmitter } from './submitter.ts';
+import { hasInlineFiles, linkInputFiles, resolveInputFiles } from '../files/run-files.ts';
 
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
 /** How long a run's event sink accepts events after launch unless extended. */
@@ -120,8 +121,10 @@ export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
 }
 
 /** Inserts the admitted row and hands it to the engine; answers the run as the caller sees it. */
-export async function admitAndSubmit(scope: SpaceScope, ctx: LaunchContext, row: NewRunRow): Promise<RunWire> {
+export async function admitAndSubmit(scope: SpaceScope, ctx: LaunchContext, row: NewRunRow, afterAdmit?: () => Promise<void>): Promise<RunWire> {
   await admitRun(scope, ctx.config, row);
+  // what the run needs recorded before its workflow may read it (its input files)
+  await afterAdmit?.();
   ctx.submitter?.submit(row.id);
   return toRunWire({
     ...(row as unknown as RunRow),
@@ -158,10 +161,17 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     if (previous.agent_id !== packageId) {
       throw problem('rerun_agent_mismatch', { detail: `Run ${previous.id} is a run of ${previous.agent_id}, not ${packageId}.` });
     }
-    given ??= (previous.input ?? {}) as Record<string, unknown>;
+    if (given === undefined) {
+      given = (previous.input ?? {}) as Record<string, unknown>;
+      // inline data: files were never stored: the input cannot be replayed without them
+      if (hasInlineFiles(agent.manifest.input?.schema, given)) {
+        throw problem('rerun_inline_input_unavailable', { detail: `Run ${previous.id} took an input file inline as a data: URI; send the input again.` });
+      }
+    }
     rerunOf = previous.id;
   }
   const input = checkInput(agent.manifest, given ?? {}, config.locked_input);
+  const inputFiles = await resolveInputFiles(scope, ctx.config, agent.manifest.input?.schema, input);
   const model = body.model_id != null || config.model_id == null ? namedModel() : await resolveRunModel(scope, ctx.secrets, config.model_id);
   const row = newRunRow(scope, ctx, {
     agentId: packageId,
@@ -173,5 +183,5 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     rerunOf,
     eventSecret: newRunEventSecret(),
   });
-  return admitAndSubmit(scope, ctx, row);
+  return admitAndSubmit(scope, ctx, row, () => linkInputFiles(scope.pool, scope, row.id, inputFiles));
 }
