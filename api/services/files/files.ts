@@ -233,7 +233,10 @@ export async function writeUploadContent(
   } catch (err) {
     await release();
     if (err instanceof ContentTooLarge) throw problem('payload_too_large', { detail: `The upload was staged for ${size} bytes.` });
-    throw problem('invalid_request', { detail: 'The upload content was not received in full.' });
+    // a client that went away mid-body sent a bad request; a storage that failed is our fault
+    const cut = content.readableAborted || ['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE', 'ABORT_ERR'].includes((err as { code?: string }).code ?? '');
+    if (cut) throw problem('invalid_request', { detail: 'The upload content was not received in full.' });
+    throw err;
   }
   const refuse = async (code: 'checksum_mismatch' | 'invalid_request', detail: string) => {
     await storage.delete(key).catch(() => {});
