@@ -15,6 +15,7 @@ import { openSink } from '../services/runs/events.ts';
 import { problem } from '../../lib/problem.ts';
 import { parseBody } from '../validation.ts';
 import type { AppDeps } from '../deps.ts';
+import { allowLongBody } from '../server.ts';
 
 const TAG = 'Files';
 const SHA256 = /^[0-9a-fA-F]{64}$/;
@@ -149,6 +150,7 @@ export const fileRoutes = [
     location: (b) => `/api/files/${b.id}`,
     handler: async ({ query, req, res, deps }) => {
       lifecycleGates(deps.lifecycle)(req, res);
+      allowLongBody(req, res);
       const length = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
       try {
         return created(await files.writeUploadContent({ pool: deps.database.pool, config: deps.config, secrets: deps.secrets }, query.token, length, req));
