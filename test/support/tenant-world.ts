@@ -38,6 +38,8 @@ export interface Tenant {
   skillName: string;
   credentialId: string;
   modelId: string;
+  /** a durable file in s1, uploaded through the API */
+  fileId: string;
 }
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
@@ -102,6 +104,12 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   const modelId = `mdl_${tag}`;
   await pool.query(`INSERT INTO models (id, org_id, credential_id, model, name) VALUES ($1, $2, $3, 'fake', 'Fake')`, [modelId, org.orgId, credentialId]);
 
+  const staged = await fetch(`${app.url}/api/uploads`, {
+    method: 'POST', headers: { authorization: `Bearer ${k1.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'notes.txt', size: 5, mimeType: 'text/plain' }),
+  }).then((r) => r.json()) as { uploadUrl: string };
+  const fileId = ((await fetch(staged.uploadUrl, { method: 'PUT', body: 'notes' }).then((r) => r.json())) as { id: string }).id;
+
   return {
     orgId: org.orgId, s1: org.spaceId, s2, ownerId: org.ownerId,
     ownerCookie: (await aSession(pool, org.ownerId)).cookie,
@@ -110,7 +118,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     bothMemberKey, bothMemberCookie: (await aSession(pool, bothMember)).cookie,
     memberId, invitationId, roleId, endUserId,
     runId, runSecret, s2RunId, s2RunSecret,
-    packageScope, agentName, skillName, credentialId, modelId,
+    packageScope, agentName, skillName, credentialId, modelId, fileId,
   };
 }
 
