@@ -24,6 +24,7 @@ interface Tenant {
   endUserId: string;
   runId: string;
   packageScope: string;
+  fileId: string;
 }
 
 /** `<segment before the parameter>/{<parameter>}` to the id of that resource in a tenant. */
@@ -35,6 +36,7 @@ const RESOURCE_OF: Record<string, (t: Tenant) => string> = {
   'spaces/{spaceId}': (t) => t.teamSpaceId,
   'api-keys/{id}': (t) => t.keyId,
   'end-users/{id}': (t) => t.endUserId,
+  'files/{id}': (t) => t.fileId,
   'runs/{id}': (t) => t.runId,
   // Package ids (@scope/name) are unique per organization: each tenant's scope is its own.
   'agents/{scope}': (t) => `@${t.packageScope}`,
@@ -102,7 +104,12 @@ async function aTenant(): Promise<Tenant> {
     `INSERT INTO packages (org_id, id, type, home_space_id, draft_integrity) VALUES ($1, $2, 'agent', $3, 'sha256-none')`,
     [org.orgId, `@${packageScope}/bot`, org.spaceId],
   );
-  return { packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key, endUserId, runId };
+  const fileId = `file_${org.orgId.slice(0, 8)}`;
+  await pool.query(
+    `INSERT INTO files (id, org_id, space_id, name, size, mime_type, sha256, storage_key, source) VALUES ($1, $2, $3, 'a.txt', 1, 'text/plain', $4, $5, 'upload')`,
+    [fileId, org.orgId, org.spaceId, '0'.repeat(64), `${org.orgId}/${fileId}`],
+  );
+  return { packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key, endUserId, runId, fileId };
 }
 
 /** A fingerprint of every row of every table that carries the organization's id. */
