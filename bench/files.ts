@@ -64,6 +64,7 @@ async function main(): Promise<void> {
   const sha256 = hash.digest('hex');
 
   const db = await freshBenchDatabase();
+  fs.mkdirSync(path.join(work, 'data'));
   const platform = await startPlatformChild({
     env: { DATABASE_URL: db.url, FILE_MAX_BYTES: String(4 * SIZE), SANDBOX_WARM_POOL: '0', LOG_LEVEL: 'warn' },
     dataDir: path.join(work, 'data'),
