@@ -21,6 +21,8 @@ export interface RunMaterials {
   skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
   /** the connections the run recorded at launch, decrypted for its sidecar (absent: the run uses none) */
   integrations?(scope: SpaceScope, runId: string, agent: AgentManifest): Promise<IntegrationAssignment[]>;
+  /** the files the input names, as input/<name>, and the input as the agent sees it (file fields point there) */
+  inputFiles?(runId: string, inputSchema: unknown, input: Record<string, unknown>): Promise<{ files: WorkspaceFile[]; input: Record<string, unknown> }>;
 }
 
 export interface RunActivityOptions {
@@ -103,7 +105,13 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       for (const [path, content] of agent.files) if (path !== 'manifest.json') workspace.push({ path, content });
       placeSkills(workspace, agent.skills);
     }
-    workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(row.input ?? {}, null, 2)) });
+    let input = (row.input ?? {}) as Record<string, unknown>;
+    if (o.materials.inputFiles) {
+      const placed = await o.materials.inputFiles(row.id, manifest.input?.schema, input);
+      workspace.push(...placed.files);
+      input = placed.input;
+    }
+    workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(input, null, 2)) });
     const integrations = o.materials.integrations ? await o.materials.integrations(scope, row.id, manifest) : [];
     return { manifest, workspace, integrations };
   }
@@ -154,6 +162,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           heartbeatSeconds: o.heartbeatSeconds,
           historyUrl: `${base}/history`,
           memoryUrl: `${base}/memory`,
+          publishUrl: `${base}/files`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
           integrations: materials.integrations,

@@ -76,7 +76,6 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
 
   async function route(req: Request, res: Response): Promise<void> {
     if (corsStage(req, res)) return;
-    checkDeclaredLength(req, bodyLimit);
     refuseBadQuery(req.query);
     let found: ReturnType<typeof table.match>;
     try {
@@ -84,6 +83,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
     } catch {
       throw problem('invalid_request', { detail: 'The request path is not valid percent-encoding.' });
     }
+    checkDeclaredLength(req, found?.value.bodyLimit ?? bodyLimit);
     if (found) refuseBadParams(found.params);
     if (found && found.value.stage === 'public') {
       req.params = found.params;

@@ -72,6 +72,8 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   params?: z.ZodType<P>;
   /** the handler reads the body itself (multipart uploads, signed event bodies) */
   rawBody?: boolean;
+  /** the route's request body limit instead of API_BODY_LIMIT_BYTES (a handler that streams its body) */
+  bodyLimit?: (config: Config) => number;
   /** the bodies a rawBody handler accepts, by content type, for the document */
   bodyContent?: Record<string, z.ZodType>;
   /** where a 201 reply's resource is read (sent as Location) */

@@ -38,6 +38,8 @@ export interface MountOptions {
 
 export interface MountedRoute {
   stage: RouteStage;
+  /** the declared body limit of this route, when it has its own */
+  bodyLimit?: number;
   handle(req: Request, res: Response): Promise<void>;
 }
 
@@ -97,6 +99,6 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
       }
       sendReply(res, reply);
     };
-    return { stage, handle };
+    return { stage, handle, bodyLimit: def.bodyLimit?.(deps.config) };
   };
 }

@@ -48,7 +48,30 @@ export function parserProblem(err: NodeJS.ErrnoException & { rawPacket?: Buffer 
   }
 }
 
+const LONG_BODY = Symbol('long body');
+type LongBodySocket = Socket & { [LONG_BODY]?: boolean };
+
+/**
+ * Exempts a request whose handler streams a long body (an upload of up to FILE_MAX_BYTES) from
+ * the whole-request timeout: a slow link may take longer than REQUEST_TIMEOUT_MS to send a large
+ * file. The body must keep moving instead: a connection idle for `idleMs` is cut.
+ */
+export function allowLongBody(req: http.IncomingMessage, res: http.ServerResponse, idleMs = REQUEST_TIMEOUT_MS): void {
+  const socket = req.socket as LongBodySocket;
+  socket[LONG_BODY] = true;
+  const onIdle = () => socket.destroy();
+  socket.setTimeout(idleMs);
+  socket.on('timeout', onIdle);
+  res.once('close', () => {
+    socket[LONG_BODY] = false;
+    socket.setTimeout(0);
+    socket.off('timeout', onIdle);
+  });
+}
+
 function answerClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket, typeBase: string): void {
+  // a streamed upload is judged by its idle time instead (allowLongBody)
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && (socket as LongBodySocket)[LONG_BODY]) return;
   const inFlight = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
   // nothing can be said on a closed socket or after a response has started
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {

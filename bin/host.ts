@@ -34,6 +34,7 @@ import { lockDataDir, StartRefused } from './instance-lock.ts';
 import { platformEndpoints } from './platform-endpoints.ts';
 import { runEvery } from '../lib/periodic.ts';
 import { purgeConnectSessions } from '../api/services/integrations/connect.ts';
+import { sweepExpiredFiles } from '../api/services/files/files.ts';
 
 export const PLATFORM_VERSION = '1.0.0-beta.1';
 
@@ -179,6 +180,12 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
         await rearm.stop();
         await armer.stop();
       });
+      const expireFiles = runEvery(
+        10 * 60_000,
+        () => sweepExpiredFiles(database.pool, config),
+        (err) => log.warn('file retention sweep failed', { error: String(err) }),
+      );
+      stops.push(() => expireFiles.stop());
       const reconcile = startRunReconciler(database.pool, engine.adminUrl, config.RUN_BOOT_SECONDS, config.RUN_RECONCILE_SECONDS, log);
       stops.push(() => reconcile.stop());
       for (const m of modules) {

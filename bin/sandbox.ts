@@ -8,6 +8,7 @@ import { loadDraftSnapshot, type DraftSnapshot } from '../api/services/packages/
 import type { RunMaterials } from '../activities/run-activities.ts';
 import { createRunActivities } from '../activities/run-activities.ts';
 import { runIntegrations } from '../api/services/integrations/run-credentials.ts';
+import { inputFilesForWorkspace } from '../api/services/files/run-files.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
 import type { SandboxAdapter } from '../activities/sandbox/adapter.ts';
 import type { RunActivities } from '../workflows/run-types.ts';
@@ -30,7 +31,7 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
 }
 
 /** Where a run's agent, skills and model come from: a draft run from its launch snapshot. */
-export function runMaterialsFor(deps: Pick<AppDeps, 'secrets' | 'config' | 'platformEndpoints'>): RunMaterials {
+export function runMaterialsFor(deps: Pick<AppDeps, 'secrets' | 'config' | 'platformEndpoints' | 'database'>): RunMaterials {
   return {
     agent: (scope, agentId, version, draftSnapshot) =>
       draftSnapshot ? loadDraftSnapshot(scope, draftSnapshot as DraftSnapshot) : resolveRunnableAgent(scope, agentId, version),
@@ -39,6 +40,7 @@ export function runMaterialsFor(deps: Pick<AppDeps, 'secrets' | 'config' | 'plat
     integrations: (scope, runId, agent) => runIntegrations(scope, deps.secrets, {
       allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints,
     }, runId, agent),
+    inputFiles: (runId, schema, input) => inputFilesForWorkspace(deps.database.pool, deps.config, runId, schema, input),
   };
 }
 

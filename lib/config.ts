@@ -114,6 +114,20 @@ export const ConfigSchema = z.object({
   ORG_STORAGE_QUOTA_BYTES: optionalIntFromEnv,
   RUN_MAX_FILES: intFromEnv(100),
   UPLOAD_MAX_ACTIVE_PER_ACTOR: intFromEnv(20),
+  /** seconds a staged upload waits for its content before it expires (410 upload_expired) */
+  UPLOAD_TTL_SECONDS: z.coerce.number().int().positive().default(3600),
+  /** days a durable file is kept unless kept with POST /api/files/{id}/keep; 0 keeps every file */
+  FILE_RETENTION_DAYS: z.coerce.number().int().nonnegative().default(30),
+  /** seconds a preview link (GET /preview/files/{id}) stays valid */
+  FILE_PREVIEW_TTL_SECONDS: z.coerce.number().int().positive().default(300),
+  /** where file content lives: local (DATA_DIR/files) or an S3-compatible bucket */
+  FILE_STORAGE: z.enum(['local', 's3']).default('local'),
+  S3_ENDPOINT: z.string().url().optional(),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   TRUSTED_ORIGINS: csv,
   /** false, true, a hop count, or a comma list of trusted proxy addresses/subnets (Express semantics) */
   TRUST_PROXY: z.string().default('false'),
@@ -173,11 +187,16 @@ export const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema>;
 
+/** Settings that only make sense together. */
+const CheckedConfigSchema = ConfigSchema.superRefine((c, ctx) => {
+  if (c.FILE_STORAGE === 's3' && !c.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when FILE_STORAGE is s3' });
+});
+
 export class ConfigError extends Error {}
 
 /** Parses the environment; throws ConfigError with one line per bad setting. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const result = ConfigSchema.safeParse(env);
+  const result = CheckedConfigSchema.safeParse(env);
   if (result.success) return result.data;
   const lines = result.error.issues.map((issue) => {
     const [setting, ...rest] = issue.path.map(String);

@@ -43,6 +43,8 @@ export interface SidecarAssignment {
   heartbeatSeconds: number;
   historyUrl?: string;
   memoryUrl?: string;
+  /** where publish_file posts each file, signed like the events, to make it a durable file of the run */
+  publishUrl?: string;
   /** folder publish_file writes into; absent means the tool answers that publishing is unavailable */
   filesDir?: string;
   /** absolute path of a unix socket to serve on as well: the way in for an agent in its own network namespace */
@@ -150,6 +152,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     heartbeatSeconds,
     historyUrl: optionalUrl(raw.historyUrl, 'historyUrl'),
     memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
+    publishUrl: optionalUrl(raw.publishUrl, 'publishUrl'),
     filesDir: (raw.filesDir as string | undefined) || undefined,
     socketPath: raw.socketPath as string | undefined,
     egressAllowInternalHosts: allowInternal as string[],

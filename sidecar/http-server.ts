@@ -137,6 +137,8 @@ export class SidecarHttpServer {
         outputSchema: assignment.outputSchema,
         runtimeTools: assignment.runtimeTools,
         filesDir: assignment.filesDir,
+        publishUrl: assignment.publishUrl,
+        secret: assignment.eventSecret,
       }),
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];

@@ -2,7 +2,8 @@
 // Each turns into run events; none reaches anything outside the sidecar but the per-run files folder.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { RUN_LOG_LEVELS, type RunLogLevel } from '../lib/run-events.ts';
+import { requestText } from '../lib/outbound-http.ts';
+import { RUN_LOG_LEVELS, signedRunEventHeaders, type RunLogLevel } from '../lib/run-events.ts';
 import type { EventPoster } from './event-poster.ts';
 import { outputChecker, type OutputCheck } from './output-validator.ts';
 import { toolError, type SidecarTool } from './tool.ts';
@@ -19,6 +20,37 @@ export interface RuntimeToolsContext {
   outputSchema: Record<string, unknown> | null;
   runtimeTools: string[];
   filesDir?: string;
+  /** where a published file is posted to become a durable file of the run, signed with `secret` */
+  publishUrl?: string;
+  secret?: string;
+}
+
+const MEDIA_TYPES: Record<string, string> = {
+  txt: 'text/plain', md: 'text/markdown', csv: 'text/csv', json: 'application/json', html: 'text/html', xml: 'application/xml',
+  pdf: 'application/pdf', png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', svg: 'image/svg+xml',
+};
+
+function mediaTypeOf(name: string): string {
+  const ext = name.includes('.') ? name.slice(name.lastIndexOf('.') + 1).toLowerCase() : '';
+  return MEDIA_TYPES[ext] ?? 'application/octet-stream';
+}
+
+/** Posts the file to the platform; answers the durable file's id, or the platform's refusal. */
+async function postPublished(url: string, secret: string, name: string, bytes: Buffer): Promise<{ id: string } | { refused: string }> {
+  const raw = JSON.stringify({ name, mimeType: mediaTypeOf(name), content: bytes.toString('base64') });
+  try {
+    const res = await requestText(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signedRunEventHeaders(secret, raw) },
+      body: raw,
+      timeoutMs: 60_000,
+    });
+    const body = (() => { try { return JSON.parse(res.text) as { id?: string; code?: string; detail?: string }; } catch { return {}; } })();
+    if (res.status === 201 && typeof body.id === 'string') return { id: body.id };
+    return { refused: `${body.code ?? `status ${res.status}`}${body.detail ? `: ${body.detail}` : ''}` };
+  } catch (err) {
+    return { refused: `the platform could not be reached (${(err as Error).message})` };
+  }
 }
 
 function isObjectSchema(schema: Record<string, unknown>): boolean {
@@ -125,11 +157,17 @@ function publishFileTool(ctx: RuntimeToolsContext): SidecarTool {
       const bytes = args.encoding === 'base64' ? Buffer.from(content, 'base64') : Buffer.from(content, 'utf8');
       if (bytes.length > MAX_FILE_BYTES) return toolError(`a file may hold at most ${MAX_FILE_BYTES} bytes`);
       if (!published.has(name) && published.size >= MAX_FILES) return toolError(`at most ${MAX_FILES} files per run`);
+      let fileId: string | undefined;
+      if (ctx.publishUrl && ctx.secret) {
+        const answer = await postPublished(ctx.publishUrl, ctx.secret, name, bytes);
+        if ('refused' in answer) return toolError(`${name} was not published: ${answer.refused}`);
+        fileId = answer.id;
+      }
       await mkdir(ctx.filesDir, { recursive: true });
       await writeFile(join(ctx.filesDir, name), bytes);
       published.add(name);
-      ctx.events.emit('log', { level: 'info', message: `published ${name}`, data: { kind: 'file', name, size: bytes.length } });
-      return { text: `published ${name} (${bytes.length} bytes)` };
+      ctx.events.emit('log', { level: 'info', message: `published ${name}`, data: { kind: 'file', name, size: bytes.length, ...(fileId ? { file_id: fileId } : {}) } });
+      return { text: `published ${name} (${bytes.length} bytes)${fileId ? ` as ${fileId}` : ''}` };
     },
   };
 }

@@ -40,6 +40,8 @@ export interface SidecarAssignment {
   heartbeatSeconds: number;
   historyUrl?: string;
   memoryUrl?: string;
+  /** where publish_file posts a file (signed like the events): it becomes a durable file of the run */
+  publishUrl?: string;
   /** host:port entries the model provider may be at although they resolve to internal addresses */
   egressAllowInternalHosts?: string[];
   /** the platform's own endpoints, never a model provider */

@@ -21,6 +21,7 @@ import { llmProxyRoutes } from './llm-proxy.ts';
 import { orgBudgetRoutes } from './org-budgets.ts';
 import { scheduleRoutes } from './schedules.ts';
 import { notificationRoutes } from './notifications.ts';
+import { fileRoutes } from './files.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
@@ -45,5 +46,6 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...orgBudgetRoutes,
     ...scheduleRoutes,
     ...notificationRoutes,
+    ...fileRoutes,
   ];
 }

@@ -6,3 +6,4 @@ export * from './integrations.ts';
 export * from './budgets.ts';
 export * from './schedules.ts';
 export * from './webhooks.ts';
+export * from './files.ts';

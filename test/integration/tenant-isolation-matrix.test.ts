@@ -193,6 +193,16 @@ const CASES: Record<string, Case> = {
   'GET /api/notifications': { lists: (a) => a.notificationId },
   'POST /api/notifications/{id}/read': {},
   'POST /api/notifications/read-all': { exempt: "marks only the caller's own notifications in its own space (notifications.test.ts)" },
+  'POST /api/uploads': OWN_SPACE,
+  'PUT /api/uploads/_content': { exempt: 'the sealed upload token is the credential; it writes only its own upload (files-suite.ts: forged and foreign tokens)' },
+  'GET /api/files': { lists: (a) => a.fileId },
+  'GET /api/files/{id}': {},
+  'GET /api/files/{id}/content': {},
+  'DELETE /api/files/{id}': {},
+  'POST /api/files/{id}/keep': {},
+  'GET /preview/files/{id}': { exempt: 'the sealed preview token is the credential and names its file; it opens no other file (files-suite.ts)' },
+  'GET /api/runs/{id}/files': {},
+  'POST /internal/runs/{id}/files': { runner: true },
 };
 
 const keyOf = (r: RouteDef) => `${r.method.toUpperCase()} ${r.path}`;
@@ -212,6 +222,7 @@ function fillPath(path: string, a: Tenant): string {
     'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId, 'o/{org}': a.orgId,
     'schedules/{id}': a.scheduleId,
     'webhooks/{id}': a.webhookId, 'notifications/{id}': a.notificationId,
+    'files/{id}': a.fileId,
   };
   return segs.map((s, i) => {
     if (!/^\{\w+\}$/.test(s)) return s;
@@ -327,12 +338,14 @@ test("neither organization B nor A's other space reads, changes or lists A's res
 
 test("a runner holding one run's secret is refused every other run's events, history and memory", async () => {
   const runnerRoutes = routes.filter((r) => (CASES[keyOf(r)] as { runner?: true } | undefined)?.runner);
-  assert.equal(runnerRoutes.length, 3);
+  assert.equal(runnerRoutes.length, 4);
   const wrong: string[] = [];
   const others = [{ who: 'a run of organization B', id: b.runId }, { who: "a run of A's other space", id: a.s2RunId }];
   for (const r of runnerRoutes) {
     const method = r.method.toUpperCase();
-    const raw = method === 'POST' ? JSON.stringify({ sequence: 1, at: new Date().toISOString(), type: 'heartbeat' }) : '';
+    const raw = method !== 'POST' ? ''
+      : r.path.endsWith('/files') ? JSON.stringify({ name: 'probe.txt', mimeType: 'text/plain', content: '' })
+        : JSON.stringify({ sequence: 1, at: new Date().toISOString(), type: 'heartbeat' });
     const send = (runId: string, secret: string) => call(app.url, method, r.path.replace('{id}', runId), {
       headers: { ...signedRunEventHeaders(secret, raw), ...(raw ? { 'content-type': 'application/json' } : {}) },
       rawBody: raw || undefined,

@@ -25,6 +25,7 @@ interface Tenant {
   runId: string;
   scheduleId: string;
   packageScope: string;
+  fileId: string;
 }
 
 /** `<segment before the parameter>/{<parameter>}` to the id of that resource in a tenant. */
@@ -36,6 +37,7 @@ const RESOURCE_OF: Record<string, (t: Tenant) => string> = {
   'spaces/{spaceId}': (t) => t.teamSpaceId,
   'api-keys/{id}': (t) => t.keyId,
   'end-users/{id}': (t) => t.endUserId,
+  'files/{id}': (t) => t.fileId,
   'runs/{id}': (t) => t.runId,
   'schedules/{id}': (t) => t.scheduleId,
   // Package ids (@scope/name) are unique per organization: each tenant's scope is its own.
@@ -114,7 +116,12 @@ async function aTenant(): Promise<Tenant> {
      VALUES ($1, $2, $3, $4, 'Nightly', '0 3 * * *', 'UTC', $5, now() + interval '1 day')`,
     [scheduleId, org.orgId, org.spaceId, `@${packageScope}/bot`, org.ownerId],
   );
-  return { packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key, endUserId, runId, scheduleId };
+  const fileId = `file_${org.orgId.slice(0, 8)}`;
+  await pool.query(
+    `INSERT INTO files (id, org_id, space_id, name, size, mime_type, sha256, storage_key, source) VALUES ($1, $2, $3, 'a.txt', 1, 'text/plain', $4, $5, 'upload')`,
+    [fileId, org.orgId, org.spaceId, '0'.repeat(64), `${org.orgId}/${fileId}`],
+  );
+  return { packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key, endUserId, runId, scheduleId, fileId };
 }
 
 /** A fingerprint of every row of every table that carries the organization's id. */

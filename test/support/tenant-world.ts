@@ -47,6 +47,8 @@ export interface Tenant {
   /** a space-level webhook in s1, and a notification of the owner in s1 */
   webhookId: string;
   notificationId: string;
+  /** a durable file in s1, uploaded through the API */
+  fileId: string;
 }
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
@@ -139,6 +141,11 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   const notificationId = (await notify(pool, {
     orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId, kind: 'run_ended', title: 'Run ended', body: 'A run ended.', subject: { run_id: runId },
   })).id;
+  const staged = await fetch(`${app.url}/api/uploads`, {
+    method: 'POST', headers: { authorization: `Bearer ${k1.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'notes.txt', size: 5, mimeType: 'text/plain' }),
+  }).then((r) => r.json()) as { uploadUrl: string };
+  const fileId = ((await fetch(staged.uploadUrl, { method: 'PUT', body: 'notes' }).then((r) => r.json())) as { id: string }).id;
 
   return {
     webhookId, notificationId,
@@ -150,7 +157,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     memberId, invitationId, roleId, endUserId,
     runId, runSecret, s2RunId, s2RunSecret,
     integrationName, connectionId: connection[0].id,
-    packageScope, agentName, skillName, credentialId, modelId, scheduleId,
+    packageScope, agentName, skillName, credentialId, modelId, scheduleId, fileId,
   };
 }
 

@@ -9,6 +9,10 @@ import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
 import { resolveDeclaredSkills } from '../packages/dependencies.ts';
 import { admitAndSubmit, checkInput, clampTimeout, newRunRow, type LaunchContext } from './launch.ts';
 import type { RunWire } from './records.ts';
+import { linkInputFiles, resolveInputFiles } from '../files/run-files.ts';
+
+/** upload:<id> or file:<id>: a file belongs in a file field of the input, never in the prompt. */
+const FILE_URI = /\b(?:upload:upl_|file:file_)[0-9A-Za-z]+/;
 
 export interface InlineRunBody {
   manifest: Record<string, unknown>;
@@ -35,6 +39,13 @@ export async function validateInlineRun(scope: SpaceScope, ctx: LaunchContext, b
     });
   }
   if (body.prompt.trim() === '') throw problem('empty_prompt', { detail: 'The inline prompt is empty.' });
+  const named = FILE_URI.exec(body.prompt);
+  if (named) {
+    throw problem('validation_failed', {
+      detail: `The prompt names the file ${named[0]}; pass files in a file field of the input instead.`,
+      errors: [{ field: 'prompt', code: 'file_uri_in_prompt', message: 'A file URI in the prompt is not resolved; name the file in the input.' }],
+    });
+  }
   let manifest: AgentManifest;
   try {
     const parsed = parseManifest(body.manifest, { timeoutCeilingSeconds: ctx.config.PLATFORM_RUN_LIMITS.timeout_ceiling_seconds });
@@ -68,6 +79,7 @@ export async function validateInlineRun(scope: SpaceScope, ctx: LaunchContext, b
 
 export async function launchInlineRun(scope: SpaceScope, ctx: LaunchContext, body: InlineRunBody): Promise<RunWire> {
   const { manifest, input } = await validateInlineRun(scope, ctx, body);
+  const inputFiles = await resolveInputFiles(scope, ctx.config, manifest.input?.schema, input);
   const model = await resolveRunModel(scope, ctx.secrets, body.model_id ?? null);
   const row = newRunRow(scope, ctx, {
     agentId: manifest.name,
@@ -80,5 +92,5 @@ export async function launchInlineRun(scope: SpaceScope, ctx: LaunchContext, bod
     inlineManifest: manifest,
     inlinePrompt: body.prompt,
   });
-  return admitAndSubmit(scope, ctx, row);
+  return admitAndSubmit(scope, ctx, row, [], () => linkInputFiles(scope.pool, scope, row.id, inputFiles));
 }

@@ -19,6 +19,7 @@ import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 import type { RunSubmitter } from './submitter.ts';
 import { publicBaseOf, type IntegrationDeps } from '../integrations/context.ts';
 import { connectionsForLaunch, recordRunConnections, type ResolvedConnection } from '../integrations/readiness.ts';
+import { hasInlineFiles, linkInputFiles, resolveInputFiles } from '../files/run-files.ts';
 
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
 /** How long a run's event sink accepts events after launch unless extended. */
@@ -141,10 +142,17 @@ export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
 }
 
 /** Inserts the admitted row and hands it to the engine; answers the run as the caller sees it. */
-export async function admitAndSubmit(scope: SpaceScope, ctx: LaunchContext, row: NewRunRow, connections: ResolvedConnection[] = []): Promise<RunWire> {
+export async function admitAndSubmit(
+  scope: SpaceScope,
+  ctx: LaunchContext,
+  row: NewRunRow,
+  connections: ResolvedConnection[] = [],
+  afterAdmit?: () => Promise<void>,
+): Promise<RunWire> {
   await admitRun(scope, ctx.config, row);
-  // recorded before the engine hears of the run: its boot reads them
+  // recorded before the engine hears of the run: its boot reads them (connections, input files)
   if (connections.length) await recordRunConnections(scope.pool, scope.orgId, row.id, connections);
+  await afterAdmit?.();
   ctx.submitter?.submit(row.id);
   return toRunWire({
     ...(row as unknown as RunRow),
@@ -212,10 +220,17 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     if (previous.agent_id !== packageId) {
       throw problem('rerun_agent_mismatch', { detail: `Run ${previous.id} is a run of ${previous.agent_id}, not ${packageId}.` });
     }
-    given ??= (previous.input ?? {}) as Record<string, unknown>;
+    if (given === undefined) {
+      given = (previous.input ?? {}) as Record<string, unknown>;
+      // inline data: files were never stored: the input cannot be replayed without them
+      if (hasInlineFiles(agent.manifest.input?.schema, given)) {
+        throw problem('rerun_inline_input_unavailable', { detail: `Run ${previous.id} took an input file inline as a data: URI; send the input again.` });
+      }
+    }
     rerunOf = previous.id;
   }
   const input = checkInput(agent.manifest, given ?? {}, config.locked_input);
+  const inputFiles = await resolveInputFiles(scope, ctx.config, agent.manifest.input?.schema, input);
   const model = body.model_id != null || config.model_id == null ? namedModel() : await resolveRunModel(scope, ctx.secrets, config.model_id);
   const connections = await connectionsForLaunch(scope, integrationDeps(ctx), ctx.config, {
     packageId, manifest: agent.manifest, integrations: agent.integrations.map((i) => ({ id: i.id, version: i.version, manifest: i.manifest as IntegrationManifest })),
@@ -231,5 +246,5 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     eventSecret: newRunEventSecret(),
     draft: agent.snapshot,
   });
-  return admitAndSubmit(scope, ctx, row, connections);
+  return admitAndSubmit(scope, ctx, row, connections, () => linkInputFiles(scope.pool, scope, row.id, inputFiles));
 }
