@@ -22,6 +22,7 @@ import type { RouteDef } from './route.ts';
 import { sessionCookieName } from './services/session-cookie.ts';
 import { createAssetServer } from './static-assets.ts';
 import type { Logger } from '../lib/log.ts';
+import { mailerFor } from '../lib/mail.ts';
 
 /** Answers a request it serves (true) or leaves it to the 404 (false). */
 export type ModuleHandler = (req: Request, res: Response) => Promise<boolean>;
@@ -63,6 +64,8 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
   const gate = lifecycleGates(deps.lifecycle);
   const onError = errorHandler(config.ERROR_TYPE_BASE, parts.log);
   const serveAsset = createAssetServer();
+  // made here, at boot, so that a disabled mail setup is logged once before the first request
+  mailerFor(config, deps.log);
 
   const docs: PublicDocs = {};
   const pub = publicRoutes(docs);

@@ -75,6 +75,15 @@ export const ConfigSchema = z.object({
   PORT: intFromEnv(3000),
   HOST: z.string().default('127.0.0.1'),
   PUBLIC_URL: z.string().url().optional(),
+  /** outgoing mail (invitations, password resets): smtp://user:pass@host:port or smtps://...; unset: mail is disabled */
+  SMTP_URL: z
+    .string()
+    .optional()
+    .refine((u) => u === undefined || u === '' || /^smtps?:\/\/[^/]/.test(u), 'must be an smtp:// or smtps:// URL'),
+  /** the From address of the platform's mail; required with SMTP_URL */
+  MAIL_FROM: z.string().min(3).optional(),
+  /** how long sending one message may take (connect, greeting and each exchange) before it counts as failed */
+  SMTP_TIMEOUT_MS: z.coerce.number().int().positive().default(10000),
   DATA_DIR: z.string().default('.data'),
   DATABASE_URL: z.string().optional(),
   REDIS_URL: z.string().optional(),
@@ -197,7 +206,11 @@ export class ConfigError extends Error {}
 /** Parses the environment; throws ConfigError with one line per bad setting. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const result = CheckedConfigSchema.safeParse(env);
-  if (result.success) return result.data;
+  if (result.success) {
+    if (result.data.SMTP_URL && !result.data.MAIL_FROM) throw new ConfigError('Invalid configuration:
+  MAIL_FROM: required when SMTP_URL is set');
+    return result.data;
+  }
   const lines = result.error.issues.map((issue) => {
     const [setting, ...rest] = issue.path.map(String);
     const key = rest.length ? ` key "${rest.join('.')}"` : '';

@@ -2,11 +2,13 @@
 // that need the signed-in user read the session cookie themselves. They neither honour nor refuse
 // Idempotency-Key. In production each is rate limited per client IP by its own limiter.
 //
-// No mail transport exists: request-password-reset always answers 202, and only when NODE_ENV is
-// test or development does the body carry the token (reset_token) so the flow can be exercised.
+// request-password-reset always answers 202; with mail enabled (SMTP_URL) the link is e-mailed to the
+// account's address (delivery: email), otherwise nothing is sent (delivery: disabled). Only when
+// NODE_ENV is test or development does the body carry the token (reset_token).
 import { z } from 'zod';
 import type { AppDeps } from '../deps.ts';
 import { createRateLimiter } from '../middleware/rate-limit.ts';
+import { mailerFor } from '../../lib/mail.ts';
 import { ProblemSchema } from '../openapi.ts';
 import { created, noContent, ok, route, type HandlerInput, type Reply, type ResponseSpec, type RouteDef } from '../route.ts';
 import * as accounts from '../services/accounts.ts';
@@ -123,11 +125,18 @@ export const authRoutes = [
   authRoute({
     method: 'post', path: '/api/auth/request-password-reset', summary: 'Ask for a password reset link', productionLimit: 5,
     body: z.object({ email: z.string().min(1).max(320) }).strict(),
-    responses: { 202: { description: 'Accepted whether or not an account has the address; reset_token is present only in test and development', schema: z.object({ status: z.literal('accepted'), reset_token: z.string().optional() }) } },
+    responses: {
+      202: {
+        description: 'Accepted whether or not an account has the address. delivery: email (mail is enabled: an account with this address gets the link by e-mail) or disabled (no SMTP_URL: nothing is sent). reset_token is present only in test and development',
+        schema: z.object({ status: z.literal('accepted'), delivery: z.enum(['email', 'disabled']), reset_token: z.string().optional() }),
+      },
+    },
     handler: async ({ deps, body }) => {
-      const token = await accounts.requestPasswordReset(deps.database.pool, body.email);
+      const mailer = mailerFor(deps.config, deps.log);
+      const token = await accounts.requestPasswordResetByEmail(deps.database.pool, body.email, mailer, deps.log);
       const exposeToken = deps.config.NODE_ENV === 'test' || deps.config.NODE_ENV === 'development';
-      return { status: 202, body: { status: 'accepted', ...(exposeToken && token ? { reset_token: token } : {}) } };
+      const delivery = mailer.enabled ? 'email' : 'disabled';
+      return { status: 202, body: { status: 'accepted', delivery, ...(exposeToken && token ? { reset_token: token } : {}) } };
     },
   }),
   authRoute({

@@ -1,7 +1,9 @@
-// Invitations: issued by members holding members:write; the token is returned once at creation
-// (no mail is sent) and accepted by the invited person while signed in.
+// Invitations: issued by members holding members:write; the token is returned once at creation,
+// e-mailed when mail is enabled (delivery says what happened), and accepted by the invited person
+// while signed in.
 import { z } from 'zod';
 import { refuseUnsupportedIdempotencyKey } from '../middleware/idempotency.ts';
+import { mailerFor } from '../../lib/mail.ts';
 import { ProblemSchema } from '../openapi.ts';
 import { created, noContent, ok, route } from '../route.ts';
 import * as invitations from '../services/invitations.ts';
@@ -14,6 +16,9 @@ const Invitation = z.object({
   email: z.string(),
   role: z.string(),
   status: z.enum(['pending', 'accepted', 'cancelled', 'expired']),
+  delivery: z.enum(['sending', 'sent', 'failed', 'disabled']).meta({
+    description: 'The invitation e-mail: sent; failed (the invitation stays pending); sending; or disabled when the platform has no SMTP_URL (pass the link on yourself)',
+  }),
   invitedBy: z.string().nullable(),
   expiresAt: z.string(),
   createdAt: z.string(),
@@ -23,14 +28,22 @@ const TAG = 'Organizations';
 
 export const invitationRoutes = [
   route({
-    method: 'post', path: '/api/orgs/{orgId}/invitations', summary: 'Invite someone by email; the token is returned once', tag: TAG,
+    method: 'post', path: '/api/orgs/{orgId}/invitations', summary: 'Invite someone by email; the link is e-mailed when mail is enabled, and the token is returned once', tag: TAG,
     location: (b, p) => `/api/orgs/${p.orgId}/invitations/${b.id}`,
     tenant: 'none', permission: null, params: OrgParams,
     body: z.object({ email: z.email().max(320), role: OrgRoleSchema }).strict(),
-    responses: { 201: { description: 'Invitation created; pass the token on as the accept link', schema: Invitation.extend({ token: z.string() }) } },
+    responses: {
+      201: {
+        description: 'Invitation created and, with mail enabled, e-mailed (delivery: sent); with delivery disabled, pass acceptUrl on yourself',
+        schema: Invitation.extend({ token: z.string(), acceptUrl: z.string() }),
+      },
+      500: { description: 'invitation_failed: the e-mail could not be sent; the invitation is kept with delivery failed', schema: ProblemSchema, contentType: 'application/problem+json' },
+    },
     handler: async ({ ctx, req, deps, params, body }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:write', write: true });
-      return created(await invitations.createInvitation(access.scope, access.role, body));
+      const mailer = mailerFor(deps.config, deps.log);
+      const invitation = await invitations.inviteByEmail(access.scope, access.role, body, mailer, deps.log);
+      return created({ ...invitation, acceptUrl: `${mailer.baseUrl}${invitations.acceptPath(invitation.token)}` });
     },
   }),
   route({

@@ -6,6 +6,8 @@ import type pg from 'pg';
 import type { Config } from '../../lib/config.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import type { Logger } from '../../lib/log.ts';
+import { templated, type Mailer } from '../../lib/mail.ts';
 import { problem } from '../../lib/problem.ts';
 import { runCredentialRevokers, type CredentialChange } from './credential-change.ts';
 import { changeIdentity, isUniqueViolation, type IdentityStore } from './identity-change.ts';
@@ -131,14 +133,44 @@ export async function setPassword(store: IdentityStore, session: SignedInSession
 
 /** A new reset link for the address (replacing older ones); null when no account has it. */
 export async function requestPasswordReset(pool: pg.Pool, email: string): Promise<string | null> {
-  const { rows } = await pool.query('SELECT id FROM users WHERE lower(email) = lower($1)', [email.trim()]);
+  return (await issuePasswordReset(pool, email))?.token ?? null;
+}
+
+/** As requestPasswordReset, with the account's stored address (where the link is mailed). */
+async function issuePasswordReset(pool: pg.Pool, email: string): Promise<{ token: string; email: string } | null> {
+  const { rows } = await pool.query('SELECT id, email FROM users WHERE lower(email) = lower($1)', [email.trim()]);
   if (!rows[0]) return null;
   const token = randomBytes(32).toString('base64url');
   await pool.query('DELETE FROM password_resets WHERE user_id = $1', [rows[0].id]);
   await pool.query('INSERT INTO password_resets (token_hash, user_id, expires_at) VALUES ($1, $2, $3)', [
     sha256Hex(token), rows[0].id, new Date(Date.now() + RESET_TTL_MS),
   ]);
-  return token;
+  return { token, email: rows[0].email };
+}
+
+/**
+ * Issues a reset link and, with mail enabled, e-mails it. The answer must not tell whether an
+ * account has the address, so the message is sent after the request is answered: a failure is
+ * logged (code and server reply, never the SMTP settings), not returned.
+ */
+export async function requestPasswordResetByEmail(pool: pg.Pool, email: string, mailer: Mailer, log: Logger): Promise<string | null> {
+  const issued = await issuePasswordReset(pool, email);
+  if (!issued || !mailer.enabled) return issued?.token ?? null;
+  const link = `${mailer.baseUrl}/api/auth/reset-password?token=${encodeURIComponent(issued.token)}`;
+  const message = templated(
+    issued.email,
+    'Reset your password',
+    [
+      `Someone asked to reset the password of the account ${issued.email} on ${mailer.baseUrl}.`,
+      'To choose a new password, send the token of the link below with your new password to POST /api/auth/reset-password (or open it in your platform client). The link works once, within an hour; using it signs out every session of the account.',
+    ],
+    { url: link, label: 'Reset the password' },
+    'If you did not ask for this, ignore this message: your password stays as it is.',
+  );
+  void mailer.send(message).catch((err: { code?: string; message?: string }) => {
+    log.warn('password-reset e-mail not sent', { code: err.code, reason: err.message });
+  });
+  return issued.token;
 }
 
 /** Sets a new password from a reset token and ends every session of the account. */

@@ -1,10 +1,14 @@
-// Invitations to an organization. No mail is sent by the platform: creating an invitation returns
-// its token once, and the inviter passes the accept link on. Accepting needs a signed-in account
-// with the invited address; the new member gets their personal space.
+// Invitations to an organization. Creating one returns its token once; with mail enabled
+// (SMTP_URL) the accept link is also e-mailed to the invited address, and `delivery` records the
+// outcome (sent, failed, or disabled when no mail is configured and the inviter passes the link on).
+// Accepting needs a signed-in account with the invited address; the new member gets their personal
+// space.
 import { randomBytes } from 'node:crypto';
 import type { OrgScope } from '../../db/tenant.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import type { Logger } from '../../lib/log.ts';
+import { templated, type Mailer } from '../../lib/mail.ts';
 import type { OrgRole } from '../../lib/permissions.ts';
 import { problem } from '../../lib/problem.ts';
 import { changeIdentity, isUniqueViolation, type IdentityOrgScope, type IdentityStore } from './identity-change.ts';
@@ -14,12 +18,15 @@ import type { SignedInSession } from './sessions.ts';
 const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
 export type InvitationStatus = 'pending' | 'accepted' | 'cancelled' | 'expired';
+/** sending: the e-mail is on its way (or the process stopped while sending it) */
+export type InvitationDelivery = 'sending' | 'sent' | 'failed' | 'disabled';
 
 export interface Invitation {
   id: string;
   email: string;
   role: OrgRole;
   status: InvitationStatus;
+  delivery: InvitationDelivery;
   invitedBy: string | null;
   expiresAt: string;
   createdAt: string;
@@ -30,12 +37,13 @@ interface InvitationRow {
   email: string;
   role: OrgRole;
   status: InvitationStatus;
+  delivery: InvitationDelivery;
   invited_by: string | null;
   expires_at: Date;
   created_at: Date;
 }
 
-const COLUMNS = 'id, email, role, status, invited_by, expires_at, created_at';
+const COLUMNS = 'id, email, role, status, delivery, invited_by, expires_at, created_at';
 
 function effectiveStatus(row: { status: InvitationStatus; expires_at: Date }): InvitationStatus {
   return row.status === 'pending' && row.expires_at.getTime() <= Date.now() ? 'expired' : row.status;
@@ -47,13 +55,16 @@ function toInvitation(row: InvitationRow): Invitation {
     email: row.email,
     role: row.role,
     status: effectiveStatus(row),
+    delivery: row.delivery,
     invitedBy: row.invited_by,
     expiresAt: row.expires_at.toISOString(),
     createdAt: row.created_at.toISOString(),
   };
 }
 
-export async function createInvitation(scope: IdentityOrgScope, actorRole: OrgRole, input: { email: string; role: OrgRole }): Promise<Invitation & { token: string }> {
+export async function createInvitation(
+  scope: IdentityOrgScope, actorRole: OrgRole, input: { email: string; role: OrgRole }, delivery: InvitationDelivery = 'disabled',
+): Promise<Invitation & { token: string }> {
   if (input.role === 'owner' && actorRole !== 'owner') throw problem('forbidden', { detail: 'Only owners can invite owners.' });
   const email = input.email.trim();
   const member = await scope.pool.query(
@@ -72,8 +83,8 @@ export async function createInvitation(scope: IdentityOrgScope, actorRole: OrgRo
         [scope.orgId, email],
       );
       const { rows } = await client.query(
-        `INSERT INTO invitations (id, org_id, email, role, token_hash, invited_by, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-        [newId('inv'), scope.orgId, email, input.role, sha256Hex(token), scope.actor.userId, new Date(Date.now() + INVITATION_TTL_MS)],
+        `INSERT INTO invitations (id, org_id, email, role, token_hash, invited_by, expires_at, delivery) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+        [newId('inv'), scope.orgId, email, input.role, sha256Hex(token), scope.actor.userId, new Date(Date.now() + INVITATION_TTL_MS), delivery],
       );
       return { ...toInvitation(rows[0]), token };
     });
@@ -81,6 +92,46 @@ export async function createInvitation(scope: IdentityOrgScope, actorRole: OrgRo
     if (isUniqueViolation(err, 'invitations_pending_uq')) throw problem('invitation_already_pending', { detail: 'An invitation to this address is pending: cancel it first to send another.' });
     throw err;
   }
+}
+
+/** The path of the accept link: signed in with the invited address, POST to it. */
+export const acceptPath = (token: string) => `/api/invitations/${encodeURIComponent(token)}/accept`;
+
+function invitationMessage(mailer: Mailer, to: string, orgName: string, role: OrgRole, token: string, expiresAt: string) {
+  return templated(
+    to,
+    `You are invited to join ${orgName}`,
+    [
+      `You have been invited to join the organization "${orgName}" as ${role} on ${mailer.baseUrl}.`,
+      `Sign in (or sign up) with this address, ${to}, then accept the invitation with the link below. It can be used once and expires on ${expiresAt}.`,
+    ],
+    { url: `${mailer.baseUrl}${acceptPath(token)}`, label: 'Accept the invitation' },
+    'If you did not expect this invitation, ignore this message.',
+  );
+}
+
+/**
+ * Creates the invitation and, with mail enabled, e-mails its link. The invitation is kept whatever
+ * the delivery: a failed send is recorded (delivery: failed) and answered with invitation_failed.
+ */
+export async function inviteByEmail(
+  scope: IdentityOrgScope, actorRole: OrgRole, input: { email: string; role: OrgRole }, mailer: Mailer, log: Logger,
+): Promise<Invitation & { token: string }> {
+  const invitation = await createInvitation(scope, actorRole, input, mailer.enabled ? 'sending' : 'disabled');
+  if (!mailer.enabled) return invitation;
+  const { rows } = await scope.pool.query('SELECT name FROM organizations WHERE id = $1', [scope.orgId]);
+  try {
+    await mailer.send(invitationMessage(mailer, invitation.email, rows[0]?.name ?? 'an organization', invitation.role, invitation.token, invitation.expiresAt));
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    await scope.pool.query(`UPDATE invitations SET delivery = 'failed' WHERE id = $1 AND org_id = $2`, [invitation.id, scope.orgId]);
+    log.warn('invitation e-mail not sent', { invitationId: invitation.id, orgId: scope.orgId, code: e.code, reason: e.message });
+    throw problem('invitation_failed', {
+      detail: `The invitation ${invitation.id} was created but its e-mail could not be sent (${e.message ?? 'unknown error'}). It stays pending with delivery "failed": cancel it and invite again, or pass the link on another way.`,
+    });
+  }
+  await scope.pool.query(`UPDATE invitations SET delivery = 'sent' WHERE id = $1 AND org_id = $2`, [invitation.id, scope.orgId]);
+  return { ...invitation, delivery: 'sent' };
 }
 
 export async function listInvitations(scope: OrgScope): Promise<Invitation[]> {

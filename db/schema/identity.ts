@@ -1,6 +1,6 @@
 // Accounts, organizations, spaces, roles, API keys and end-users.
 import { sql } from 'drizzle-orm';
-import { boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 
 const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
 const updatedAt = () => timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
@@ -91,6 +91,8 @@ export const invitations = pgTable('invitations', {
   role: text('role').notNull(),
   tokenHash: text('token_hash').notNull(),
   status: text('status').notNull().default('pending'),
+  /** sending, sent, failed, or disabled (no SMTP_URL: the link is passed on by hand) */
+  delivery: text('delivery').notNull().default('disabled'),
   invitedBy: text('invited_by').references(() => users.id, { onDelete: 'set null' }),
   expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
   createdAt: createdAt(),
@@ -99,6 +101,7 @@ export const invitations = pgTable('invitations', {
   index('invitations_org_idx').on(t.orgId),
   // one pending invitation per address and organization
   uniqueIndex('invitations_pending_uq').on(t.orgId, sql`lower(${t.email})`).where(sql`status = 'pending'`),
+  check('invitations_delivery_check', sql`${t.delivery} IN ('sending', 'sent', 'failed', 'disabled')`),
 ]);
 
 export const apiKeys = pgTable('api_keys', {
