@@ -207,8 +207,7 @@ export class ConfigError extends Error {}
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const result = CheckedConfigSchema.safeParse(env);
   if (result.success) {
-    if (result.data.SMTP_URL && !result.data.MAIL_FROM) throw new ConfigError('Invalid configuration:
-  MAIL_FROM: required when SMTP_URL is set');
+    if (result.data.SMTP_URL && !result.data.MAIL_FROM) throw new ConfigError('Invalid configuration:\n  MAIL_FROM: required when SMTP_URL is set');
     return result.data;
   }
   const lines = result.error.issues.map((issue) => {
