@@ -15,7 +15,10 @@ function textOf(content: unknown): string {
     .join('\n');
 }
 
-export async function connectSidecarTools(sidecarUrl: string, sidecarFetch?: typeof fetch): Promise<SidecarTools> {
+/** Rewrites a tool's arguments in the agent runtime before they go to the sidecar (e.g. a workspace path read into content). */
+export type PrepareToolArgs = (toolName: string, args: Record<string, unknown>) => Record<string, unknown>;
+
+export async function connectSidecarTools(sidecarUrl: string, sidecarFetch?: typeof fetch, prepare?: PrepareToolArgs): Promise<SidecarTools> {
   const client = await McpToolClient.connect(`${sidecarUrl}/mcp`, { clientInfo: { name: 'agent-runtime', version: '1.0.0' }, fetch: sidecarFetch });
   const listed = await client.listTools();
 
@@ -25,7 +28,8 @@ export async function connectSidecarTools(sidecarUrl: string, sidecarFetch?: typ
       description: t.description ?? t.name,
       inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
       execute: async (args: unknown) => {
-        const result = await client.callTool(t.name, (args ?? {}) as Record<string, unknown>);
+        const given = (args ?? {}) as Record<string, unknown>;
+        const result = await client.callTool(t.name, prepare ? prepare(t.name, given) : given);
         const text = textOf(result.content);
         // a thrown error reaches the model as a tool error it can react to
         if (result.isError) throw new Error(text || `tool ${t.name} failed`);

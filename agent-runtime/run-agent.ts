@@ -2,10 +2,11 @@
 // re-prompt when an output tool is offered but the model ended without calling it.
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
-import { connectSidecarTools } from './mcp-tools.ts';
+import { connectSidecarTools, type PrepareToolArgs } from './mcp-tools.ts';
 import { buildSystemPrompt, buildUserMessage, OUTPUT_REMINDER } from './system-prompt.ts';
 import { readWorkspace } from './workspace.ts';
-import { WORKSPACE_TOOL_PREFIX, workspaceTools, type ShellMode } from './workspace-tools.ts';
+import { readWorkspaceFile, WORKSPACE_TOOL_PREFIX, workspaceTools, type ShellMode } from './workspace-tools.ts';
+import { WorkspaceRoot } from './workspace-path.ts';
 
 export const DEFAULT_MAX_STEPS = 20;
 
@@ -28,7 +29,7 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
   // the sidecar swaps in the real model name and key: the runtime names neither
   const provider = createOpenAICompatible({ baseURL: `${opts.sidecarUrl}/v1`, name: 'sidecar', fetch: opts.fetch });
   const model = provider.chatModel('run-model');
-  const sidecarTools = await connectSidecarTools(opts.sidecarUrl, opts.fetch);
+  const sidecarTools = await connectSidecarTools(opts.sidecarUrl, opts.fetch, publishFromWorkspace(ws.dir));
   try {
     const stopWhen = stepCountIs(opts.maxSteps ?? DEFAULT_MAX_STEPS);
     const clash = sidecarTools.names.find((n) => n.startsWith(WORKSPACE_TOOL_PREFIX));
@@ -52,4 +53,24 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
   } finally {
     await sidecarTools.close().catch(() => undefined);
   }
+}
+
+/** Largest file publish_file takes from the workspace (the sidecar enforces the same ceiling). */
+export const MAX_PUBLISH_BYTES = 10 * 1024 * 1024;
+
+/**
+ * publish_file with a workspace `path`: the runtime reads the file through the workspace guard and
+ * sends its bytes (base64) to the sidecar, which never reads the agent's files itself. A path that
+ * leaves the workspace is refused here, before anything is sent.
+ */
+export function publishFromWorkspace(workspace: string): PrepareToolArgs {
+  let root: WorkspaceRoot | undefined;
+  return (toolName, args) => {
+    if (toolName !== 'publish_file' || typeof args.path !== 'string' || args.content !== undefined) return args;
+    root ??= new WorkspaceRoot(workspace);
+    const bytes = readWorkspaceFile(root, args.path, MAX_PUBLISH_BYTES);
+    const { path: given, ...rest } = args;
+    const name = typeof rest.name === 'string' && rest.name !== '' ? rest.name : String(given).split('/').pop();
+    return { ...rest, name, content: bytes.toString('base64'), encoding: 'base64' };
+  };
 }

@@ -54,6 +54,16 @@ function readAll(fd: number, limit: number, given: string): Buffer {
   return Buffer.concat(chunks);
 }
 
+/** The bytes of a workspace file (links out of the workspace refused), at most `limit` of them. */
+export function readWorkspaceFile(root: WorkspaceRoot, given: unknown, limit: number): Buffer {
+  const opened = root.openFile(given);
+  try {
+    return readAll(opened.fd, limit, String(given));
+  } finally {
+    closeSync(opened.fd);
+  }
+}
+
 function str(args: Record<string, unknown>, key: string, required: boolean): string | undefined {
   const v = args[key];
   if (v === undefined || v === null) {

@@ -148,6 +148,10 @@ BEGIN
       FROM runs r WHERE r.id = NEW.run_id
   ON CONFLICT (org_id, period_start) DO UPDATE
     SET tokens = org_model_usage.tokens + EXCLUDED.tokens, cost_usd = org_model_usage.cost_usd + EXCLUDED.cost_usd;
+  RETURN NULL;
+END;
+$$;
+
 -- An id as lib/ids.ts newId() makes it: the prefix, 8 base62 characters of the creation time in
 -- ms, 14 random ones; ids sort in creation order (cursor pagination relies on it).
 CREATE OR REPLACE FUNCTION sorted_id(p_prefix text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
@@ -235,6 +239,7 @@ BEGIN
     WHERE r.id = p_run RETURNING r.prompt_tokens, r.completion_tokens, r.cost_usd;
 END;
 $$;
+
 CREATE OR REPLACE TRIGGER runs_status_outbox_update AFTER UPDATE OF status ON runs
   FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION runs_status_outbox();
 

@@ -137,15 +137,17 @@ function publishFileTool(ctx: RuntimeToolsContext): SidecarTool {
   const published = new Set<string>();
   return {
     name: 'publish_file',
-    description: 'Publish a file as a result of this run. content is text, or base64 when encoding is "base64".',
+    description:
+      'Publish a file as a result of this run: give path (a file of your workspace) or content (text, or base64 when encoding is "base64").',
     inputSchema: {
       type: 'object',
       properties: {
         name: { type: 'string', pattern: FILE_NAME.source, description: 'file name, no folders' },
+        path: { type: 'string', description: 'a file of the workspace, relative to it, to publish instead of content' },
         content: { type: 'string' },
         encoding: { type: 'string', enum: ['utf8', 'base64'], default: 'utf8' },
       },
-      required: ['name', 'content'],
+      required: ['name'],
     },
     async call(args) {
       if (!ctx.filesDir) return toolError('file publishing is not available for this run');
@@ -153,7 +155,7 @@ function publishFileTool(ctx: RuntimeToolsContext): SidecarTool {
       if (typeof name !== 'string' || !FILE_NAME.test(name)) {
         return toolError('name must be a plain file name (letters, digits, ".", "_", "-"; no folders)');
       }
-      if (typeof content !== 'string') return toolError('content must be a string');
+      if (typeof content !== 'string') return toolError('give content (a string), or path: a file of the workspace');
       const bytes = args.encoding === 'base64' ? Buffer.from(content, 'base64') : Buffer.from(content, 'utf8');
       if (bytes.length > MAX_FILE_BYTES) return toolError(`a file may hold at most ${MAX_FILE_BYTES} bytes`);
       if (!published.has(name) && published.size >= MAX_FILES) return toolError(`at most ${MAX_FILES} files per run`);
