@@ -16,6 +16,7 @@ import { packageDraftRoutes } from './package-drafts.ts';
 import { packagePlacementRoutes } from './package-placement.ts';
 import { packageBundleRoutes } from './package-bundles.ts';
 import { packageDistTagRoutes } from './package-dist-tags.ts';
+import { realtimeRoutes } from './realtime.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
@@ -35,5 +36,6 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...packagePlacementRoutes,
     ...packageBundleRoutes,
     ...packageDistTagRoutes,
+    ...realtimeRoutes,
   ];
 }

@@ -27,7 +27,7 @@ export function launchContext(ctx: RequestContext, deps: AppDeps): LaunchContext
 }
 
 /** An agent that lives or is placed in the space (switched off still lists its past runs). */
-async function requireAgentInSpace(scope: SpaceScope, agentId: string): Promise<void> {
+export async function requireAgentInSpace(scope: SpaceScope, agentId: string): Promise<void> {
   const notFound = () => problem('agent_not_found', { detail: `No agent ${agentId} is reachable in this space.` });
   try {
     const pkg = await requirePackageInSpace(scope, agentId);
