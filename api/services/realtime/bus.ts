@@ -71,7 +71,7 @@ export function createPostgresBus(pool: pg.Pool, feed: RunStatusFeed): RealtimeB
       }
       await pool.query(
         `WITH p AS (INSERT INTO realtime_payloads (body) VALUES ($2) RETURNING id)
-         SELECT pg_notify($1, json_build_object('ref', p.id)::text) FROM p`,
+         SELECT pg_notify($1, '{"ref":' || p.id || '}') FROM p`,
         [REALTIME_CHANNEL, text],
       );
     },
