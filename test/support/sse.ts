@@ -22,7 +22,8 @@ export interface Listener {
   close(): void;
 }
 
-export function listen(url: string, headers: Record<string, string> = {}): Listener {
+/** `keep` shapes what is kept of each event's data (a test holding thousands of frames keeps little). */
+export function listen(url: string, headers: Record<string, string> = {}, keep: (data: any) => any = (d) => d): Listener {
   const frames: Frame[] = [];
   let wake: (() => void) | null = null;
   const es = new EventSource(url, {
@@ -50,7 +51,7 @@ export function listen(url: string, headers: Record<string, string> = {}): Liste
   };
   for (const name of STREAM_EVENTS) {
     es.addEventListener(name, (e) => {
-      frames.push({ event: name, id: e.lastEventId, data: JSON.parse(e.data) });
+      frames.push({ event: name, id: e.lastEventId, data: keep(JSON.parse(e.data)) });
       wake?.();
     });
   }
