@@ -1,7 +1,6 @@
 // What the pipeline learns about a request, attached to it once and read by every later stage.
 import type { Request } from './http.ts';
 import type { OrgRole, Permission } from '../lib/permissions.ts';
-import type { ViewAs } from './services/access.ts';
 
 export type CredentialKind = 'session' | 'api_key' | 'oidc';
 
@@ -44,6 +43,4 @@ export interface RequestContext {
   endUserId?: string;
   apiVersion?: string;
   viewAs?: string;
-  /** the role previewed (X-View-As, or view_as on SSE routes), as resolved */
-  preview?: ViewAs;
 }

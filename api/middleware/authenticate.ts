@@ -122,7 +122,6 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
     if (!orgHeader) throw problem('invalid_request', { param: orgParam, detail: `This route needs ${orgParam}.` });
     if (!facts.orgRole || !facts.orgId) throw problem('forbidden', { param: orgParam, detail: 'You are not a member of this organization.' });
     const viewAs = await resolveViewAs(req, facts.orgRole, database.pool, facts.orgId, sse);
-    req.ctx.preview = viewAs;
     req.ctx.org = { id: facts.orgId, role: viewAs?.orgRole ?? facts.orgRole, apiVersion: facts.orgApiVersion };
     if (facts.orgDeleting && req.method !== 'GET') throw problem('org_deleting');
     const { permissions, spaceMember } = computePermissions(facts, facts.userId, viewAs);
