@@ -12,6 +12,7 @@ import type { RunSubmitter } from './services/runs/submitter.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { AuthCache } from './services/auth-cache.ts';
 import type { ScheduleArmer } from './services/schedules/service.ts';
+import type { RealtimeHub } from './services/realtime/hub.ts';
 
 export interface AppDeps {
   config: Config;
@@ -33,6 +34,8 @@ export interface AppDeps {
   runFeed?: RunStatusFeed;
   /** run reads served until a change is heard (built on runFeed) */
   runReads?: RunReadCache;
+  /** the realtime streams of this process (Server-Sent Events) */
+  realtime?: RealtimeHub;
   /** the platform's own host:ports, refused by the egress guard whatever the allowlist says */
   platformEndpoints?: PlatformEndpoint[];
 }

@@ -70,6 +70,11 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
   params?: z.ZodType<P>;
+  /**
+   * a Server-Sent Events stream: an API key may come as ?token=, a session's context as ?orgId=
+   * and ?spaceId=, role preview as ?view_as= (the X-View-As header is refused)
+   */
+  sse?: true;
   /** the handler reads the body itself (multipart uploads, signed event bodies) */
   rawBody?: boolean;
   /** the route's request body limit instead of API_BODY_LIMIT_BYTES (a handler that streams its body) */

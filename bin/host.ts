@@ -13,6 +13,8 @@ import { loadModules } from '../api/modules/index.ts';
 import { createAuthCache } from '../api/services/auth-cache.ts';
 import { createRunReadCache } from '../api/services/runs/read-cache.ts';
 import { createRunStatusFeed } from '../api/services/runs/status-feed.ts';
+import { startRealtime } from '../api/services/realtime/index.ts';
+import { sweepRealtimePayloads } from '../api/services/realtime/bus.ts';
 import { startRunReconciler } from '../api/services/runs/reconciler.ts';
 import { createRunSubmitter } from '../api/services/runs/submitter.ts';
 import { createScheduleArmer } from '../api/services/schedules/armer.ts';
@@ -111,6 +113,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     stops.push(() => runFeed.close());
     const runReads = createRunReadCache(runFeed);
     stops.push(async () => runReads.close());
+    const realtime = startRealtime({ pool: database.pool, feed: runFeed, authCache, log, redisUrl: config.REDIS_URL, pingSeconds: config.REALTIME_PING_SECONDS });
+    stops.push(() => realtime.close());
     const deps: AppDeps = {
       config,
       log,
@@ -122,6 +126,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       bootstrapToken: bootstrapToken(dataDir, config.BOOTSTRAP_TOKEN),
       runFeed,
       runReads,
+      realtime,
       platformEndpoints: platformEndpoints(config, ports, databaseUrl),
     };
 
@@ -161,6 +166,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       const submitter = createRunSubmitter(database.pool, engine.runs, log);
       deps.submitter = submitter;
       stops.push(() => submitter.stop());
+      const payloadSweep = runEvery(60_000, () => sweepRealtimePayloads(database.pool), (err) => log.warn('realtime payload sweep failed', { error: String(err) }));
+      stops.push(() => payloadSweep.stop());
       const purge = runEvery(
         10 * 60_000,
         () => sweepRunData(database.pool, { inlineRetentionDays: config.INLINE_RUN_LIMITS.retention_days, logRetentionDays: config.RUN_LOG_RETENTION_DAYS }),
@@ -216,6 +223,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
         stopped ??= (async () => {
           stopping.abort();
           lifecycle.draining = true;
+          // streams never finish by themselves: each gets a final event and closes, so its client reconnects elsewhere
+          realtime.closeStreams();
           await Promise.race([lifecycle.idle(), new Promise((r) => setTimeout(r, config.SHUTDOWN_DRAIN_SECONDS * 1000).unref())]);
           await stopAll();
           lock.release();

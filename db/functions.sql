@@ -9,6 +9,7 @@ RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   active int;
   launched int;
+  inserted runs;
 BEGIN
   PERFORM 1 FROM organizations WHERE id = p_org FOR UPDATE;
   SELECT count(*) INTO active FROM runs WHERE org_id = p_org AND status IN ('pending', 'running');
@@ -21,7 +22,8 @@ BEGIN
   END IF;
   INSERT INTO org_run_launches AS l (org_id, minute, count) VALUES (p_org, p_minute, 1)
     ON CONFLICT (org_id, minute) DO UPDATE SET count = l.count + 1;
-  INSERT INTO runs SELECT * FROM jsonb_populate_record(NULL::runs, p_run);
+  INSERT INTO runs SELECT * FROM jsonb_populate_record(NULL::runs, p_run) RETURNING * INTO inserted;
+  PERFORM announce_run_status(inserted);
   RETURN 'admitted';
 END;
 $$;
@@ -52,6 +54,36 @@ CREATE OR REPLACE FUNCTION run_wire(r runs) RETURNS json LANGUAGE sql STABLE PAR
       - extract(epoch FROM date_trunc('milliseconds', r.started_at))) * 1000)::bigint)
 $$;
 
+-- Announces a run's status on the run_status channel, in the transaction that changes it, so every
+-- API instance hears committed changes in commit order (long polls, realtime streams). The notice
+-- names the run, its space and who may read it, and carries its wire (run_wire) when the whole fits
+-- in a NOTIFY; a larger run travels by reference: listeners read its wire by id.
+CREATE OR REPLACE FUNCTION announce_run_status(r runs) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  notice text;
+  wire text;
+BEGIN
+  notice := json_build_object('id', r.id, 'org_id', r.org_id, 'space_id', r.space_id, 'status', r.status,
+    'agent_id', r.agent_id, 'actor_user_id', r.actor_user_id, 'end_user_id', r.end_user_id)::text;
+  wire := run_wire(r)::text;
+  IF octet_length(notice) + octet_length(wire) < 7900 THEN
+    notice := left(notice, -1) || ', "wire" : ' || wire || '}';
+  END IF;
+  PERFORM pg_notify('run_status', notice);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION announce_run_status_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM announce_run_status(NEW);
+  RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER runs_status_announced
+  AFTER UPDATE OF status ON runs FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
+  EXECUTE FUNCTION announce_run_status_change();
+
 -- Records one verified run event in a single round trip: refuses an event for a run that is gone
 -- ('unknown'), has ended ('closed') or whose sink has expired ('expired'), refuses a replayed
 -- message id, notes liveness, stores what the event carries, and moves a pending run to running
@@ -61,7 +93,6 @@ $$;
 CREATE OR REPLACE FUNCTION record_run_event(p_run text, p_message text, p_sequence int, p_type text, p_data jsonb)
 RETURNS TABLE (outcome text, pending_output jsonb, output_schema jsonb) LANGUAGE plpgsql AS $$
 DECLARE
-  moved record;
   sink record;
   stored int;
 BEGIN
@@ -85,10 +116,7 @@ BEGIN
   UPDATE runs SET last_event_at = now(), last_sequence = GREATEST(last_sequence, p_sequence) WHERE id = p_run;
   IF p_type = 'started' THEN
     UPDATE runs SET status = 'running', started_at = COALESCE(started_at, now())
-      WHERE id = p_run AND status = 'pending' RETURNING org_id, space_id INTO moved;
-    IF FOUND THEN
-      PERFORM pg_notify('run_status', json_build_object('id', p_run, 'org_id', moved.org_id, 'space_id', moved.space_id, 'status', 'running')::text);
-    END IF;
+      WHERE id = p_run AND status = 'pending';
     RETURN QUERY SELECT 'started'::text, NULL::jsonb, NULL::jsonb;
     RETURN;
   ELSIF p_type = 'log' THEN

@@ -191,6 +191,8 @@ export const ConfigSchema = z.object({
   /** where sandboxes reach this platform's runner routes; default http://HOST:PORT */
   INTERNAL_API_URL: z.string().url().optional(),
   SHUTDOWN_DRAIN_SECONDS: intFromEnv(25),
+  /** seconds without another frame after which a realtime stream gets a ping (spec: 30) */
+  REALTIME_PING_SECONDS: z.coerce.number().positive().max(3600).default(30),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

@@ -27,6 +27,11 @@ function headerValue(req: Request, name: string): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
+function queryValue(req: Request, name: string): string | undefined {
+  const v = req.query[name];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
 /** A cookie's value; one that is not valid percent-encoding is unreadable, so no credential (undefined). */
 export function readCookie(req: Request, name: string): string | undefined {
   const header = req.headers.cookie;
@@ -65,7 +70,7 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
     }
   }
 
-  async function withApiKey(req: Request, def: RouteDef<any, any, any>, key: string, sseToken: boolean): Promise<void> {
+  async function withApiKey(req: Request, def: RouteDef<any, any, any>, key: string, sse: boolean): Promise<void> {
     if (!isWellFormedApiKey(key)) throw unauthorized('The API key is malformed.');
     const facts = await apiKeyFacts(key);
     const now = Date.now();
@@ -82,6 +87,7 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
       keyScopes: facts.scopes,
     };
     if (headerValue(req, 'x-view-as')) throw problem('view_as_unsupported', { param: 'X-View-As', detail: 'Role preview is not available with an API key.' });
+    if (sse && req.query.view_as !== undefined) throw problem('view_as_unsupported', { param: 'view_as', detail: 'Role preview is not available with an API key.' });
     const spaceHeader = headerValue(req, 'x-space-id');
     if (spaceHeader && spaceHeader !== facts.spaceId) {
       throw problem('forbidden', { param: 'X-Space-Id', detail: 'This API key is pinned to another space.' });
@@ -92,16 +98,18 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
     const scopes = new Set(facts.scopes);
     const effective = new Set<Permission>();
     for (const p of held) if (scopes.has(p)) effective.add(p);
-    void sseToken;
     grant(req, def, effective);
   }
 
-  async function withSession(req: Request, res: Response, def: RouteDef<any, any, any>, token: string): Promise<void> {
+  async function withSession(req: Request, res: Response, def: RouteDef<any, any, any>, token: string, sse: boolean): Promise<void> {
     if (headerValue(req, 'service-user')) throw problem('header_not_allowed', { param: 'Service-User', detail: 'Only API keys can act on behalf of an end-user.' });
     const tenant = def.tenant ?? 'org';
-    const orgHeader = headerValue(req, 'x-org-id');
-    if (orgHeader !== undefined && !UUID.test(orgHeader)) throw problem('invalid_request', { param: 'X-Org-Id', detail: 'X-Org-Id must be an organization UUID.' });
-    const spaceHeader = tenant === 'space' ? headerValue(req, 'x-space-id') : undefined;
+    // An EventSource cannot send headers: SSE routes take the context from orgId and spaceId.
+    const orgParam = sse ? 'orgId' : 'X-Org-Id';
+    const spaceParam = sse ? 'spaceId' : 'X-Space-Id';
+    const orgHeader = (sse ? queryValue(req, 'orgId') : undefined) ?? headerValue(req, 'x-org-id');
+    if (orgHeader !== undefined && !UUID.test(orgHeader)) throw problem('invalid_request', { param: orgParam, detail: `${orgParam} must be an organization UUID.` });
+    const spaceHeader = tenant === 'space' ? ((sse ? queryValue(req, 'spaceId') : undefined) ?? headerValue(req, 'x-space-id')) : undefined;
     const facts = await sessionFacts(token, orgHeader ?? null, spaceHeader ?? null);
     if (!facts || facts.expiresAt.getTime() <= Date.now()) throw unauthorized('The session is missing or expired.');
     if (facts.realm !== 'platform') throw problem('forbidden', { detail: 'End-user sessions cannot call platform routes.' });
@@ -111,27 +119,32 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
       grant(req, def, new Set());
       return;
     }
-    if (!orgHeader) throw problem('invalid_request', { param: 'X-Org-Id', detail: 'This route needs the X-Org-Id header.' });
-    if (!facts.orgRole || !facts.orgId) throw problem('forbidden', { param: 'X-Org-Id', detail: 'You are not a member of this organization.' });
-    const viewAs = await resolveViewAs(req, facts.orgRole, database.pool, facts.orgId);
+    if (!orgHeader) throw problem('invalid_request', { param: orgParam, detail: `This route needs ${orgParam}.` });
+    if (!facts.orgRole || !facts.orgId) throw problem('forbidden', { param: orgParam, detail: 'You are not a member of this organization.' });
+    const viewAs = await resolveViewAs(req, facts.orgRole, database.pool, facts.orgId, sse);
     req.ctx.org = { id: facts.orgId, role: viewAs?.orgRole ?? facts.orgRole, apiVersion: facts.orgApiVersion };
     if (facts.orgDeleting && req.method !== 'GET') throw problem('org_deleting');
     const { permissions, spaceMember } = computePermissions(facts, facts.userId, viewAs);
     if (tenant === 'space') {
-      if (!spaceHeader) throw problem('invalid_request', { param: 'X-Space-Id', detail: 'This route needs the X-Space-Id header.' });
-      if (!spaceMember) throw problem('not_a_space_member', { param: 'X-Space-Id', detail: 'You hold no role in this space.' });
+      if (!spaceHeader) throw problem('invalid_request', { param: spaceParam, detail: `This route needs ${spaceParam}.` });
+      if (!spaceMember) throw problem('not_a_space_member', { param: spaceParam, detail: 'You hold no role in this space.' });
       req.ctx.space = { id: facts.spaceId!, kind: facts.spaceKind ?? 'team' };
     }
     grant(req, def, permissions);
   }
 
-  return async function authenticate(req: Request, res: Response, def: RouteDef<any, any, any>, opts: { sse?: boolean } = {}): Promise<void> {
+  return async function authenticate(req: Request, res: Response, def: RouteDef<any, any, any>): Promise<void> {
+    const sse = def.sse === true;
+    // On SSE routes role preview is the view_as parameter; the header there is a mistake, said loudly.
+    if (sse && req.headers['x-view-as'] !== undefined) {
+      throw problem('invalid_view_as', { param: 'X-View-As', detail: 'Streams take role preview as the view_as query parameter, not the X-View-As header.' });
+    }
     const authz = req.headers.authorization;
     if (authz !== undefined) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
       if (!m) throw unauthorized('Authorization must use the Bearer scheme.');
       const bearer = m[1];
-      if (bearer.startsWith('apst_')) return withApiKey(req, def, bearer, false);
+      if (bearer.startsWith('apst_')) return withApiKey(req, def, bearer, sse);
       if (oidc.verify && bearer.split('.').length === 3) {
         const principal = await oidc.verify(bearer, req);
         if (principal) {
@@ -141,9 +154,10 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
       }
       throw unauthorized('The bearer token is not recognized.');
     }
-    if (opts.sse && typeof req.query.token === 'string') return withApiKey(req, def, req.query.token, true);
+    // Only SSE routes read a key from the query, and only an API key: an OIDC token there is refused.
+    if (sse && typeof req.query.token === 'string') return withApiKey(req, def, req.query.token, true);
     const cookie = readCookie(req, cookieName);
-    if (cookie) return withSession(req, res, def, cookie);
+    if (cookie) return withSession(req, res, def, cookie, sse);
     throw unauthorized();
   };
 }

@@ -22,6 +22,7 @@ import { orgBudgetRoutes } from './org-budgets.ts';
 import { scheduleRoutes } from './schedules.ts';
 import { notificationRoutes } from './notifications.ts';
 import { fileRoutes } from './files.ts';
+import { realtimeRoutes } from './realtime.ts';
 
 export function allRoutes(): RouteDef<any, any, any>[] {
   return [
@@ -47,5 +48,6 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...scheduleRoutes,
     ...notificationRoutes,
     ...fileRoutes,
+    ...realtimeRoutes,
   ];
 }

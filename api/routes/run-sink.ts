@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { readRawBody } from '../middleware/body.ts';
 import { noContent, ok, route } from '../route.ts';
 import { ingestRunEvent, openSink } from '../services/runs/events.ts';
+import { publishRunEvent } from '../services/realtime/publish.ts';
 
 const IdParams = z.object({ id: z.string() });
 const PER_RUN = { perMinute: 200, by: 'run' as const };
@@ -26,9 +27,10 @@ export const runSinkRoutes = [
     responses: { 204: { description: 'Accepted' }, 401: { description: 'Signature missing or wrong' }, 409: { description: 'message_replayed' }, 410: { description: 'run_sink_closed or run_sink_expired' } },
     handler: async ({ params, req, deps }) => {
       const raw = await readRawBody(req, MAX_EVENT_BYTES);
-      const { changedSpaceId } = await ingestRunEvent({ pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs }, params.id, signatureHeaders(req.headers), raw);
+      const { changedSpaceId, recorded } = await ingestRunEvent({ pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs }, params.id, signatureHeaders(req.headers), raw);
       // the run's next read on this instance shows the event without waiting for its announcement
       if (changedSpaceId) deps.runReads?.changed(changedSpaceId);
+      if (recorded) await publishRunEvent(deps, params.id, recorded);
       return noContent();
     },
   }),

@@ -17,6 +17,8 @@ export interface AuthCache {
    */
   through<T>(key: string, load: () => Promise<T>): Promise<T>;
   clear(): void;
+  /** called after every identity change heard (and whenever changes may have been missed) */
+  onChange(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -24,9 +26,14 @@ export async function createAuthCache(databaseUrl: string, log: Logger): Promise
   const entries = new Map<string, { value: unknown; expiresAt: number }>();
   // bumped by every clear: a load that straddles one is not stored
   let generation = 0;
+  const listeners = new Set<() => void>();
   const clear = () => {
     generation++;
     entries.clear();
+  };
+  const changed = () => {
+    clear();
+    for (const l of listeners) l();
   };
   let listening = false;
   let closed = false;
@@ -35,11 +42,11 @@ export async function createAuthCache(databaseUrl: string, log: Logger): Promise
   const connect = async () => {
     if (closed) return;
     const c = new pg.Client({ connectionString: databaseUrl });
-    c.on('notification', clear);
+    c.on('notification', changed);
     c.on('error', () => {});
     c.on('end', () => {
       listening = false;
-      clear();
+      changed();
       if (!closed) setTimeout(() => void connect().catch(() => {}), 1000).unref();
     });
     try {
@@ -79,8 +86,13 @@ export async function createAuthCache(databaseUrl: string, log: Logger): Promise
       return value;
     },
     clear,
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     async close() {
       closed = true;
+      listeners.clear();
       listening = false;
       await client?.end().catch(() => {});
     },

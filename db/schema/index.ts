@@ -7,3 +7,4 @@ export * from './budgets.ts';
 export * from './schedules.ts';
 export * from './webhooks.ts';
 export * from './files.ts';
+export * from './realtime.ts';

@@ -49,6 +49,12 @@ function send(p: Probe, cookie: string): Promise<Answer> {
   if (p.body !== undefined) headers['content-length'] = String(Buffer.byteLength(p.body));
   return new Promise((resolve, reject) => {
     const req = http.request({ host: url.hostname, port: url.port, method: p.method, path: p.target, headers, agent, timeout: 30_000 }, (res) => {
+      // an accepted realtime stream never ends: its status and headers are the answer
+      if (res.statusCode === 200 && /^text\/event-stream/.test(String(res.headers['content-type']))) {
+        res.destroy();
+        resolve({ status: 200, headers: res.headers, text: '' });
+        return;
+      }
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));

@@ -39,6 +39,7 @@ type Case = Probe | { exempt: string } | { runner: true };
 const PUBLIC = { exempt: 'public: instance documents and health, no tenant data' };
 const ACCOUNT = { exempt: "account-level: acts on the caller's own account, no organization or space" };
 const OWN_SPACE = { exempt: "creates in the caller's own space (key pin or X-Space-Id; header binding is in tenant-isolation.test.ts)" };
+const REALTIME = { exempt: "a stream never ends, so it cannot be read here: realtime-streams.test.ts proves other tenants' runs are 404 and never streamed" };
 const ORG = "organization-level resource: every space of the organization shares it";
 const PROXY = { exempt: 'no path parameter: the headers name the integration; other organizations and spaces get credential_not_found (credential-proxy.test.ts)' };
 
@@ -80,6 +81,9 @@ const CASES: Record<string, Case> = {
   'POST /api/runs/inline': OWN_SPACE,
   'POST /api/runs/inline/validate': { exempt: 'checks a manifest given in the body; reads no stored resource' },
   'POST /api/runs/remote': { byBody: true, body: (a) => ({ packageId: `@${a.packageScope}/${a.agentName}` }) },
+  'GET /api/realtime/runs/{id}': REALTIME,
+  'GET /api/realtime/agents/{packageId}/runs': REALTIME,
+  'GET /api/realtime/runs': REALTIME,
   'GET /api/agents/{scope}/{name}/config': {},
   'PUT /api/agents/{scope}/{name}/config': { body: () => ({}) },
 

@@ -10,6 +10,7 @@ import { allRoutes } from '../../api/routes/index.ts';
 import { createAuthCache } from '../../api/services/auth-cache.ts';
 import { createRunReadCache } from '../../api/services/runs/read-cache.ts';
 import { createRunStatusFeed } from '../../api/services/runs/status-feed.ts';
+import { startRealtime } from '../../api/services/realtime/index.ts';
 import { connectDatabase } from '../../db/client.ts';
 import { createMemoryStore } from '../../lib/cache/memory.ts';
 import { createRedisStore } from '../../lib/cache/redis.ts';
@@ -53,12 +54,17 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const lifecycle = createLifecycle(config.SHUTDOWN_DRAIN_SECONDS);
   const runFeed = await createRunStatusFeed(tdb.url, log);
   const runReads = createRunReadCache(runFeed);
+  const realtime = startRealtime({
+    pool: database.pool, feed: runFeed, authCache, log, pingSeconds: config.REALTIME_PING_SECONDS,
+    redisUrl: opts.redis ? process.env.TEST_REDIS_URL : config.REDIS_URL,
+  });
   const deps: AppDeps = {
     config, log, database, cache, authCache, lifecycle,
     secrets: createSecretBox(randomBytes(32)),
     bootstrapToken: config.BOOTSTRAP_TOKEN!,
     runFeed,
     runReads,
+    realtime,
     runs: opts.runs,
     // as bin/host.ts does: the database now, the API's port once it listens
     platformEndpoints: [{ host: new URL(tdb.url).hostname, port: Number(new URL(tdb.url).port || 5432) }],
@@ -76,6 +82,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     async close() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
+      await realtime.close();
       runReads.close();
       await runFeed.close();
       await authCache.close();

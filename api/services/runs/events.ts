@@ -132,10 +132,10 @@ function terminalSignal(event: EventBody, pendingOutput: unknown, schema: object
 }
 
 /** Records one event (one round trip, atomic); returns the workflow signal it calls for, if any. */
-async function recordEvent(pool: pg.Pool, runId: string, messageId: string, event: EventBody): Promise<{ started?: true; terminal?: TerminalSignal }> {
+async function recordEvent(pool: pg.Pool, runId: string, messageId: string, event: EventBody, data: Record<string, unknown>): Promise<{ started?: true; terminal?: TerminalSignal; recorded?: true }> {
   const { rows } = await pool.query<{ outcome: string; pending_output: unknown; output_schema: object | null }>(
     'SELECT outcome, pending_output, output_schema FROM record_run_event($1, $2, $3, $4, $5::jsonb)',
-    [runId, messageId, event.sequence, event.type, JSON.stringify(normalizedData(event))],
+    [runId, messageId, event.sequence, event.type, JSON.stringify(data)],
   );
   const { outcome, pending_output: pendingOutput, output_schema: schema } = rows[0];
   if (outcome === 'unknown' || outcome === 'closed' || outcome === 'expired') sinkSecrets.delete(runId);
@@ -148,14 +148,24 @@ async function recordEvent(pool: pg.Pool, runId: string, messageId: string, even
     sinkSecrets.delete(runId);
     return { terminal: terminalSignal(event, pendingOutput, schema) };
   }
-  return {};
+  return { recorded: true };
+}
+
+/** A log entry or usage just recorded, for the realtime streams. */
+export interface RecordedRunEvent {
+  spaceId: string;
+  type: 'log' | 'metric';
+  sequence: number;
+  data: Record<string, unknown>;
 }
 
 /**
  * Verifies, records and signals one event. Answers the run's space when the event changed what
  * the run's wire shows, so the caller can drop its cached reads of that space.
  */
-export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<{ changedSpaceId?: string }> {
+export async function ingestRunEvent(
+  deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer,
+): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent }> {
   let messageId: string;
   let spaceId: string;
   const known = sinkSecrets.get(runId);
@@ -172,8 +182,10 @@ export async function ingestRunEvent(deps: IngestDeps, runId: string, headers: R
   }
   const event = parseEvent(raw);
 
-  const signal = await recordEvent(deps.pool, runId, messageId, event);
-  const changed = WIRE_EVENTS.has(event.type) ? { changedSpaceId: spaceId } : {};
+  const data = normalizedData(event);
+  const signal = await recordEvent(deps.pool, runId, messageId, event, data);
+  const changed: { changedSpaceId?: string; recorded?: RecordedRunEvent } = WIRE_EVENTS.has(event.type) ? { changedSpaceId: spaceId } : {};
+  if (signal.recorded && (event.type === 'log' || event.type === 'metric')) changed.recorded = { spaceId, type: event.type, sequence: event.sequence, data };
 
   // The ending is recorded here, where it is known, so readers see it without waiting for the
   // engine's turn-around; the workflow then only tears down (its own finalize finds the run ended).

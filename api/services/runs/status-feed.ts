@@ -1,19 +1,27 @@
 // Committed run changes, heard through PostgreSQL NOTIFY on one connection: run_status (sent in
 // the same transaction as a status change) wakes long polls and streams on every API instance;
 // run_wire_changed (sent by a trigger whenever a column the wire shows changes, with the space id)
-// keeps the run read cache (read-cache.ts) true.
+// keeps the run read cache (read-cache.ts) true; realtime carries the API's realtime events across
+// instances when no Redis is configured (api/services/realtime/bus.ts).
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Logger } from '../../../lib/log.ts';
 
 /** db/functions.sql: the trigger runs_wire_changed */
 export const RUN_WIRE_CHANNEL = 'run_wire_changed';
+/** api/services/realtime/bus.ts: realtime events published through PostgreSQL */
+export const REALTIME_CHANNEL = 'realtime';
 
 export interface RunStatusChange {
   id: string;
   org_id: string;
   space_id: string;
   status: string;
+  /** announce_run_status (db/functions.sql): who may read the run, and its wire when it fits */
+  agent_id?: string;
+  actor_user_id?: string | null;
+  end_user_id?: string | null;
+  wire?: Record<string, unknown>;
 }
 
 export interface RunStatusFeed {
@@ -22,6 +30,8 @@ export interface RunStatusFeed {
   on(listener: (change: RunStatusChange) => void): () => void;
   /** a run of this space changed what its wire shows (inserted, updated or deleted) */
   onWireChange(listener: (spaceId: string) => void): () => void;
+  /** a payload published on the realtime channel */
+  onRealtime(listener: (payload: string) => void): () => void;
   /** called whenever notifications may have been missed (the connection went down or came back) */
   onReset(listener: () => void): () => void;
   /** true while notifications are heard: a cache built on them is only trusted then */
@@ -45,6 +55,10 @@ export async function createRunStatusFeed(databaseUrl: string, log: Logger): Pro
         if (msg.payload) emitter.emit('wire', msg.payload);
         return;
       }
+      if (msg.channel === REALTIME_CHANNEL) {
+        if (msg.payload) emitter.emit('realtime', msg.payload);
+        return;
+      }
       try {
         const change = JSON.parse(msg.payload ?? '') as RunStatusChange;
         emitter.emit(`run:${change.id}`, change);
@@ -61,7 +75,7 @@ export async function createRunStatusFeed(databaseUrl: string, log: Logger): Pro
     });
     try {
       await c.connect();
-      await c.query(`LISTEN run_status; LISTEN ${RUN_WIRE_CHANNEL}`);
+      await c.query(`LISTEN run_status; LISTEN ${RUN_WIRE_CHANNEL}; LISTEN ${REALTIME_CHANNEL}`);
       client = c;
       listening = true;
       reset();
@@ -96,6 +110,10 @@ export async function createRunStatusFeed(databaseUrl: string, log: Logger): Pro
     onWireChange(listener) {
       emitter.on('wire', listener);
       return () => emitter.off('wire', listener);
+    },
+    onRealtime(listener) {
+      emitter.on('realtime', listener);
+      return () => emitter.off('realtime', listener);
     },
     onReset(listener) {
       emitter.on('reset', listener);
