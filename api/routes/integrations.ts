@@ -2,6 +2,9 @@
 // the integrations usable in a space, connect flows (fields with login, connect links with the
 // hosted form, OAuth 2), the caller's connections, governance, run readiness and the credential
 // proxy. Connections are space-scoped resources under /api/connections.
+import type { AppDeps } from '../deps.ts';
+import type { SpaceScope } from '../../db/tenant.ts';
+import { publishConnectionUpdate } from '../services/realtime/publish.ts';
 import { z } from 'zod';
 import { spaceScopeOf } from '../../db/tenant.ts';
 import { problem } from '../../lib/problem.ts';
@@ -144,7 +147,9 @@ export const integrationRoutes = [
     }).strict(),
     responses: { 201: { description: 'Connected', schema: Connection }, 200: { description: 'Reconnected', schema: Connection } },
     handler: async ({ ctx, params, body, deps }) => {
-      const connection = await connectFields(spaceScopeOf(ctx, deps.database), integrationDepsOf(deps), ctx.org!.role, packageIdOf(params), params.auth_key, body);
+      const scope = spaceScopeOf(ctx, deps.database);
+      const connection = await connectFields(scope, integrationDepsOf(deps), ctx.org!.role, packageIdOf(params), params.auth_key, body);
+      await announceConnection(deps, scope, { ...connection });
       return body.connection_id ? ok(connection) : created(connection);
     },
   }),
@@ -239,7 +244,9 @@ export const integrationRoutes = [
       let row = await ownConnection(scope, params.id);
       if (body.shared_with_org !== undefined) await setShared(scope, row, body.shared_with_org);
       if (body.label !== undefined) row = await renameConnection(scope.pool, row, body.label);
-      return ok(toConnectionWire(await visibleConnection(scope, row.id), scope.actor));
+      const connection = toConnectionWire(await visibleConnection(scope, row.id), scope.actor);
+      await announceConnection(deps, scope, { ...connection });
+      return ok(connection);
     },
   }),
   route({
@@ -247,7 +254,9 @@ export const integrationRoutes = [
     tenant: 'space', permission: 'integrations:disconnect', rateLimit: WRITE_LIMIT, params: IdParams,
     responses: { 204: { description: 'Deleted' } },
     handler: async ({ ctx, params, deps }) => {
-      await deleteConnection(spaceScopeOf(ctx, deps.database), params.id);
+      const scope = spaceScopeOf(ctx, deps.database);
+      await deleteConnection(scope, params.id);
+      await announceConnection(deps, scope, { id: params.id, object: 'connection', deleted: true });
       return noContent();
     },
   }),
@@ -274,3 +283,11 @@ export const integrationRoutes = [
   }),
   ...(['get', 'post', 'put', 'patch', 'delete'] as const).map(proxyRoute),
 ];
+
+/** connection_update to the owner's realtime streams in the space, after the change committed. */
+function announceConnection(deps: AppDeps, scope: SpaceScope, connection: Record<string, unknown>): Promise<void> {
+  return publishConnectionUpdate(deps, {
+    orgId: scope.orgId, spaceId: scope.spaceId, userId: scope.actor.endUserId ? null : scope.actor.userId,
+    endUserId: scope.actor.endUserId ?? null, connection,
+  });
+}

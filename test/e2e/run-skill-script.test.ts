@@ -2,7 +2,9 @@
 // to run scripts/count.sh is imported, an agent declaring it is imported and launched, and the
 // scripted model reads SKILL.md and runs the script with the shell tool (under bubblewrap where
 // it is installed); the script's answer is the run's output. A declared skill that is not in the
-// space is missing_skill at launch.
+// space is missing_skill at launch. The whole path of files: an uploaded input file is counted by
+// the skill's script and the result, written in the workspace, is published with publish_file and
+// read back as a durable file of the run.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { findBubblewrap } from '../../activities/sandbox/confinement.ts';
@@ -83,6 +85,80 @@ test("an imported skill's script runs under bubblewrap and its answer is the run
   // the model was told where the skill lives
   const system = fake.requests.find((r) => r.model === 'fake-script')?.body.messages.find((m: any) => m.role === 'system')?.content as string;
   assert.match(system, /- word-count: Counts the words of a text file \(location: skills\/word-count\/, instructions in skills\/word-count\/SKILL\.md\)/);
+});
+
+const fileSteps = [
+  { tool: 'workspace_bash', arguments: { command: 'mkdir -p out && bash skills/word-count/scripts/count.sh input/words.txt > out/count.txt && cat out/count.txt' } },
+  { tool: 'publish_file', arguments: { name: 'count.txt', path: 'out/count.txt' } },
+  { tool: 'output', arguments: { result: '{{result:0}}' } },
+];
+
+function fileAgent(name: string): Buffer {
+  return zip({
+    'manifest.json': JSON.stringify({
+      name, version: '1.0.0', type: 'agent', schema_version: '0.3', timeout: 120,
+      dependencies: { skills: { '@acme/word-count': '^1.0.0' } },
+      input: { schema: { type: 'object', properties: { doc: { type: 'string', format: 'file' } }, required: ['doc'] } },
+      output: { schema: { type: 'object', properties: { result: { type: 'string' } }, required: ['result'], additionalProperties: false } },
+      runtime_tools: ['output', 'publish_file'],
+    }),
+    'prompt.md': `Count the words of the input file and publish the count.\n\n\`\`\`fake-model-script\n${JSON.stringify(fileSteps)}\n\`\`\`\n`,
+  });
+}
+
+test('an uploaded file goes into the run, the skill counts it, publish_file makes the result a durable file', { skip: !findBubblewrap() && 'bwrap is not installed' }, async () => {
+  await owner();
+  await importPackage(platform.url, key, SKILL, 'word-count.afps').catch(() => undefined); // imported by the first test when it ran
+  await importPackage(platform.url, key, fileAgent('@acme/file-counter'), 'file-counter.afps');
+
+  const text = 'alpha beta gamma delta\nepsilon zeta eta\n';
+  const staged = await api.post('/api/uploads', { name: 'words.txt', size: Buffer.byteLength(text), mimeType: 'text/plain' });
+  assert.equal(staged.status, 201, staged.text);
+  const put = await fetch(staged.body.uploadUrl, { method: 'PUT', body: text });
+  assert.equal(put.status, 201, await put.clone().text());
+
+  const launched = await api.post('/api/agents/@acme/file-counter/run', { input: { doc: `upload:${staged.body.id}` } });
+  assert.equal(launched.status, 201, launched.text);
+  const done = await api.get(`/api/runs/${launched.body.id}?wait=60`);
+  assert.equal(done.body.status, 'success', `run ended ${done.body.status}: ${JSON.stringify(done.body.error)}\n${platform.output().slice(-3000)}`);
+  assert.match(done.body.result.output.result, /^exit code 0\n7\n?$/);
+
+  const files = await api.get(`/api/runs/${launched.body.id}/files`);
+  assert.equal(files.status, 200, files.text);
+  const published = files.body.data.find((f: any) => f.role === 'output');
+  assert.ok(published, `an output file is listed: ${files.text}`);
+  assert.equal(published.name, 'count.txt');
+  assert.ok(files.body.data.some((f: any) => f.role === 'input' && f.workspaceName === 'words.txt'), files.text);
+  const content = await fetch(`${platform.url}/api/files/${published.id}/content`, { headers: { authorization: `Bearer ${key}` } });
+  assert.equal(content.status, 200);
+  assert.equal((await content.text()).trim(), '7');
+});
+
+test('publish_file refuses a workspace path that leads out of the workspace', { skip: !findBubblewrap() && 'bwrap is not installed' }, async () => {
+  await owner();
+  await importPackage(platform.url, key, SKILL, 'word-count.afps').catch(() => undefined);
+  const steps = [
+    { tool: 'publish_file', arguments: { name: 'passwd', path: '../../../../etc/passwd' } },
+    { tool: 'workspace_bash', arguments: { command: 'ln -s /etc/hostname host.txt; echo linked' } },
+    { tool: 'publish_file', arguments: { name: 'host.txt', path: 'host.txt' } },
+    { tool: 'output', arguments: { result: '{{result:0}} | {{result:2}}' } },
+  ];
+  const escaping = zip({
+    'manifest.json': JSON.stringify({
+      name: '@acme/escaper', version: '1.0.0', type: 'agent', schema_version: '0.3', timeout: 120,
+      output: { schema: { type: 'object', properties: { result: { type: 'string' } }, required: ['result'], additionalProperties: false } },
+      runtime_tools: ['output', 'publish_file'],
+    }),
+    'prompt.md': `Publish files.\n\n\`\`\`fake-model-script\n${JSON.stringify(steps)}\n\`\`\`\n`,
+  });
+  await importPackage(platform.url, key, escaping, 'escaper.afps');
+  const launched = await api.post('/api/agents/@acme/escaper/run', { input: {} });
+  assert.equal(launched.status, 201, launched.text);
+  const done = await api.get(`/api/runs/${launched.body.id}?wait=60`);
+  assert.equal(done.body.status, 'success', `run ended ${done.body.status}: ${JSON.stringify(done.body.error)}`);
+  const files = await api.get(`/api/runs/${launched.body.id}/files`);
+  assert.deepEqual(files.body.data.filter((f: any) => f.role === 'output'), [], `nothing was published: ${files.text}`);
+  assert.doesNotMatch(done.body.result.output.result, /root:/);
 });
 
 test('a declared skill that is not in the space is missing_skill at launch', async () => {

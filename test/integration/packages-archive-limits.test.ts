@@ -30,7 +30,7 @@ function bomb(declaredSize: number): Buffer {
   return encodeZip(entries);
 }
 
-test('an archive of about 10 MB expanding to 10 GiB is refused with 422, and the platform process stays under 200 MB', async (t) => {
+test('an archive of about 10 MB expanding to 10 GiB is refused with 422, and the platform process grows by less than 96 MB', async (t) => {
   // the platform in its own process: its memory is measured without this test's buffers
   const platform = await startAppProcess({ API_BODY_LIMIT_BYTES: String(16 * 1024 * 1024) });
   t.after(() => platform.close());
@@ -54,7 +54,8 @@ test('an archive of about 10 MB expanding to 10 GiB is refused with 422, and the
   const after = await platform.rss();
   const mb = (n: number) => Math.round(n / 1024 / 1024);
   t.diagnostic(`platform RSS ${mb(before)} MB before, ${mb(after)} MB after`);
-  assert.ok(after < 200 * 1024 * 1024, `platform RSS after the bombs is ${mb(after)} MB (before: ${mb(before)} MB)`);
+  // growth, not a total: the idle platform's size changes with the modules it loads
+  assert.ok(after - before < 96 * 1024 * 1024, `platform RSS grew ${mb(after - before)} MB over the bombs (${mb(before)} → ${mb(after)} MB)`);
   const listed = await client(platform.url, { key }).get('/api/packages');
   assert.equal(listed.body.total, 0, 'nothing was stored');
 });

@@ -194,5 +194,19 @@ export async function renameConnection(q: Queryable, row: ConnectionRow, label: 
 
 /** Flags a connection whose credential stopped working (a revoked refresh token). */
 export async function flagNeedsReconnection(q: Queryable, orgId: string, id: string): Promise<void> {
-  await q.query('UPDATE integration_connections SET needs_reconnection = true, updated_at = now() WHERE org_id = $1 AND id = $2', [orgId, id]);
+  // its owner (a member; end-users have no notifications) hears of it once, when the flag turns on
+  await q.query(
+    `WITH flagged AS (
+       UPDATE integration_connections SET needs_reconnection = true, updated_at = now()
+        WHERE org_id = $1 AND id = $2 AND NOT needs_reconnection
+       RETURNING id, org_id, space_id, owner_user_id, owner_end_user_id, integration_package_id, label)
+     INSERT INTO notifications (id, org_id, space_id, user_id, kind, title, body, subject)
+     SELECT sorted_id('ntf'), f.org_id, f.space_id, f.owner_user_id, 'connection_needs_reconnection',
+            'Connection ' || f.label || ' needs reconnecting',
+            'The credential of connection ' || f.label || ' to ' || f.integration_package_id
+              || ' stopped working; connect it again to keep runs using it.',
+            jsonb_build_object('connection_id', f.id, 'package_id', f.integration_package_id)
+       FROM flagged f WHERE f.owner_end_user_id IS NULL`,
+    [orgId, id],
+  );
 }

@@ -12,6 +12,7 @@ import type { AgentManifest, IntegrationManifest } from '../../../lib/afps/manif
 import { ownConnection, visibleConnection, type ConnectionRow } from './connections.ts';
 import { authOf, integrationInSpace } from './context.ts';
 import type { OAuthClient } from './oauth.ts';
+import { disableSchedulesUsingConnection } from '../schedules/actor.ts';
 
 export interface IntegrationSettings {
   personal_connections_disabled: boolean;
@@ -139,6 +140,8 @@ export async function deleteConnection(scope: SpaceScope, id: string): Promise<v
     if (await pinnedOrDefault(tx, scope.orgId, row.id)) {
       throw problem('connection_pinned', { detail: `Connection ${row.id} is pinned to agents or is an organization default; unpin it first.` });
     }
+    // the schedules whose runs used it would fire without it: disabled, with a reason their creators read
+    await disableSchedulesUsingConnection(tx, scope.orgId, row.id, `the connection ${row.label} they used was deleted`);
     await tx.query('DELETE FROM integration_connections WHERE org_id = $1 AND id = $2', [scope.orgId, row.id]);
   });
 }

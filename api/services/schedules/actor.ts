@@ -60,9 +60,18 @@ export async function disableSchedulesOfLostCreators(client: pg.PoolClient, orgI
 /** Disables the given schedules with a readable reason; their pending fires see it and stop. */
 export async function disableSchedules(client: pg.Pool | pg.PoolClient, orgId: string, ids: string[], reason: string): Promise<void> {
   if (!ids.length) return;
+  // each creator hears of it in their notifications, in the same transaction as the change
   await client.query(
-    `UPDATE schedules SET enabled = false, disabled_reason = $3, version = version + 1, generation = generation + 1, updated_at = now()
-      WHERE org_id = $1 AND id = ANY($2::text[]) AND enabled`,
+    `WITH disabled AS (
+       UPDATE schedules SET enabled = false, disabled_reason = $3, version = version + 1, generation = generation + 1, updated_at = now()
+        WHERE org_id = $1 AND id = ANY($2::text[]) AND enabled
+       RETURNING id, org_id, space_id, created_by, name, agent_id)
+     INSERT INTO notifications (id, org_id, space_id, user_id, kind, title, body, subject)
+     SELECT sorted_id('ntf'), d.org_id, d.space_id, d.created_by, 'schedule_disabled',
+            'Schedule ' || d.name || ' was disabled',
+            'Schedule ' || d.name || ' of ' || d.agent_id || ' was disabled: ' || $3,
+            jsonb_build_object('schedule_id', d.id, 'package_id', d.agent_id)
+       FROM disabled d`,
     [orgId, ids, reason],
   );
   for (const id of ids) log.warn('schedule disabled', { schedule_id: id, reason });
@@ -75,4 +84,21 @@ export async function disableSchedulesOfAgent(client: pg.Pool | pg.PoolClient, o
     [orgId, agentId, spaceId],
   );
   await disableSchedules(client, orgId, rows.map((r) => r.id), reason);
+}
+
+/**
+ * Disables the schedules whose runs used a connection that is being deleted: a scheduled run
+ * resolves its creator's connections, and this one will be gone.
+ */
+export async function disableSchedulesUsingConnection(client: pg.Pool | pg.PoolClient, orgId: string, connectionId: string, reason: string): Promise<string[]> {
+  const { rows } = await client.query<{ id: string }>(
+    `SELECT s.id FROM schedules s
+      WHERE s.org_id = $1 AND s.enabled
+        AND EXISTS (SELECT 1 FROM runs r JOIN run_connections rc ON rc.run_id = r.id
+                     WHERE r.org_id = $1 AND r.schedule_id = s.id AND rc.connection_id = $2::uuid)`,
+    [orgId, connectionId],
+  );
+  const ids = rows.map((r) => r.id);
+  await disableSchedules(client, orgId, ids, reason);
+  return ids;
 }
