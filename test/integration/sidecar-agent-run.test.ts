@@ -69,7 +69,7 @@ describe('a run through a real sidecar and agent runtime', () => {
 
     // the skill list and the run input reach the model
     const first = requests[0].body;
-    assert.match(first.messages[0].content, /counting \(skills\/counting\/SKILL\.md\): How to count things/);
+    assert.match(first.messages[0].content, /- counting: How to count things \(location: skills\/counting\/, instructions in skills\/counting\/SKILL\.md\)/);
     assert.match(first.messages[1].content, /"three apples"/);
 
     const sidecarRss = run.sidecar.rssKb();

@@ -26,6 +26,8 @@ interface Tenant {
   scheduleId: string;
   packageScope: string;
   fileId: string;
+  connectionId: string;
+  notificationId: string;
 }
 
 /** `<segment before the parameter>/{<parameter>}` to the id of that resource in a tenant. */
@@ -48,6 +50,11 @@ const RESOURCE_OF: Record<string, (t: Tenant) => string> = {
   '{name}/{version}': () => '1.0.0',
   'versions/{version}': () => '1.0.0',
   'dist-tags/{tag}': () => 'beta',
+  'integrations/{scope}': (t) => `@${t.packageScope}`,
+  'auths/{auth_key}': () => 'key',
+  'connections/{id}': (t) => t.connectionId,
+  'notifications/{id}': (t) => t.notificationId,
+  'agents/{packageId}': (t) => encodeURIComponent(`@${t.packageScope}/bot`),
 };
 
 /** Bodies that pass validation, so the call reaches the lookup that must miss. */
@@ -71,6 +78,12 @@ const SAMPLE_BODY: Record<string, (b: Tenant) => unknown> = {
   'PATCH /api/schedules/{id}': () => ({ name: 'Hijacked' }),
   'POST /api/schedules/{id}/enable': () => ({}),
   'POST /api/schedules/{id}/disable': () => ({}),
+  'POST /api/integrations/{scope}/{name}/auths/{auth_key}/connect/fields': () => ({ credentials: { api_key: 'stolen' } }),
+  'POST /api/integrations/{scope}/{name}/auths/{auth_key}/connect/session': () => ({}),
+  'PUT /api/integrations/{scope}/{name}/settings': () => ({ personal_connections_disabled: true }),
+  'PATCH /api/connections/{id}': () => ({ label: 'Hijacked' }),
+  'PUT /api/connections/{id}/pins': () => ({ agents: [] }),
+  'POST /api/notifications/{id}/read': () => ({}),
 };
 
 /** Query strings that pass validation, for routes that require one. */
@@ -121,7 +134,20 @@ async function aTenant(): Promise<Tenant> {
     `INSERT INTO files (id, org_id, space_id, name, size, mime_type, sha256, storage_key, source) VALUES ($1, $2, $3, 'a.txt', 1, 'text/plain', $4, $5, 'upload')`,
     [fileId, org.orgId, org.spaceId, '0'.repeat(64), `${org.orgId}/${fileId}`],
   );
-  return { packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key, endUserId, runId, scheduleId, fileId };
+  const { rows: conn } = await pool.query<{ id: string }>(
+    `INSERT INTO integration_connections (org_id, space_id, integration_package_id, auth_key, owner_user_id, account_id, label, credentials)
+     VALUES ($1, $2, $3, 'key', $4, 'acct', 'Mine', 'sealed') RETURNING id`,
+    [org.orgId, org.spaceId, `@${packageScope}/bot`, org.ownerId],
+  );
+  const notificationId = `ntf_${org.orgId.slice(0, 8)}`;
+  await pool.query(
+    `INSERT INTO notifications (id, org_id, space_id, user_id, kind, title, body, subject) VALUES ($1, $2, $3, $4, 'run_ended', 'Run ended', 'A run ended.', '{}')`,
+    [notificationId, org.orgId, org.spaceId, org.ownerId],
+  );
+  return {
+    packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key,
+    endUserId, runId, scheduleId, fileId, connectionId: conn[0].id, notificationId,
+  };
 }
 
 /** A fingerprint of every row of every table that carries the organization's id. */
