@@ -100,8 +100,8 @@ export function createLocalFileStorage(root: string): FileStorage {
   };
 }
 
-/** 8 MiB parts: above S3's 5 MiB minimum; two in flight at most. */
-const PART_BYTES = 8 * 1024 * 1024;
+/** 6 MiB parts: above S3's 5 MiB minimum, small enough that memory stays flat; two in flight at most. */
+const PART_BYTES = 6 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
 
 export interface S3Settings {

@@ -69,7 +69,7 @@ async function uploadLarge(platform: PlatformProcess, size: number): Promise<voi
     const sha256 = expectedSha256(size);
     const pid = platform.proc.pid!;
 
-    // warm the path first with an upload of a few storage parts (S3 sends 8 MiB parts): code loaded,
+    // warm the path first with an upload of a few storage parts (S3 sends 6 MiB parts): code loaded,
     // pools opened and the first parts' buffers are not growth with the file's size
     const small = await api.post('/api/uploads', { name: 'warm.bin', size: 24 * CHUNK, mimeType: 'application/octet-stream' });
     assert.equal((await streamUpload(small.body.uploadUrl, 24 * CHUNK)).status, 201);
