@@ -12,13 +12,20 @@ const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const { spawn } = require('node:child_process');
 const { setPriority } = require('node:os');
+const { accessSync, constants } = require('node:fs');
+// A niced program starts through nice(1): niced from its first instruction, so a child it forks
+// at once (bubblewrap's sandbox) cannot slip out before setPriority reaches the parent.
+const NICE = ['/usr/bin/nice', '/bin/nice'].find((p) => { try { accessSync(p, constants.X_OK); return true; } catch { return false; } });
 const children = new Map();
 const post = (message) => parentPort.postMessage(message);
 parentPort.on('message', (m) => {
   if (m.op === 'spawn') {
     let child;
     try {
-      child = spawn(m.command, m.args, { cwd: m.cwd, env: m.env, stdio: ['pipe', 'pipe', 'pipe'] });
+      const niced = m.niceness !== undefined && NICE !== undefined;
+      child = niced
+        ? spawn(NICE, ['-n', String(m.niceness), m.command, ...m.args], { cwd: m.cwd, env: m.env, stdio: ['pipe', 'pipe', 'pipe'] })
+        : spawn(m.command, m.args, { cwd: m.cwd, env: m.env, stdio: ['pipe', 'pipe', 'pipe'] });
     } catch (err) {
       post({ op: 'failed', id: m.id, message: String((err && err.message) || err) });
       return;
