@@ -9,25 +9,8 @@ export interface ModelAssignment {
   model: string;
 }
 
-/** One integration the run's agent selected, with the connection resolved for the run at launch. */
-export interface IntegrationAssignment {
-  /** "@scope/name" of the integration package */
-  packageId: string;
-  /** "<scope>_<name>" (scope without "@"): the agent's tool names are `${toolPrefix}__${tool}` */
-  toolPrefix: string;
-  /** the tools the agent selected in integrations_configuration (never empty) */
-  tools: string[];
-  /** the integration manifest's source (IntegrationSource of lib/afps/manifest-types.ts) */
-  source: IntegrationSource;
-  authKey: string;
-  connectionId: string;
-  /** the auth's authorized_uris as declared (may hold {$credential.<field>} templates) */
-  authorizedUris: string[];
-  /** the auth's delivery.http, or null when it declares none */
-  delivery: { in: 'header'; name: string; prefix?: string; value: string } | null;
-  /** decrypted credential fields and login/OAuth outputs (e.g. access_token): only the sidecar sees them */
-  credentials: Record<string, string>;
-}
+export type { IntegrationAssignment } from '../lib/afps/integration-assignment.ts';
+import type { IntegrationAssignment } from '../lib/afps/integration-assignment.ts';
 
 export interface SidecarAssignment {
   runId: string;

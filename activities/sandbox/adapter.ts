@@ -1,27 +1,9 @@
 // The execution backend behind RUN_ADAPTER. A sandbox is one run's agent runtime and sidecar,
 // never reused. Adapters hold no engine types: the run workflow calls them through activities.
-import type { IntegrationSource } from '../../lib/afps/manifest-types.ts';
 import type { PlatformEndpoint } from '../../lib/egress.ts';
 
-/** One integration the run's agent selected, with the connection resolved for the run at launch. */
-export interface IntegrationAssignment {
-  /** "@scope/name" of the integration package */
-  packageId: string;
-  /** "<scope>_<name>" (scope without "@"): the agent's tool names are `${toolPrefix}__${tool}` */
-  toolPrefix: string;
-  /** the tools the agent selected in integrations_configuration (never empty) */
-  tools: string[];
-  /** the integration manifest's source (IntegrationSource of lib/afps/manifest-types.ts) */
-  source: IntegrationSource;
-  authKey: string;
-  connectionId: string;
-  /** the auth's authorized_uris as declared (may hold {$credential.<field>} templates) */
-  authorizedUris: string[];
-  /** the auth's delivery.http, or null when it declares none */
-  delivery: { in: 'header'; name: string; prefix?: string; value: string } | null;
-  /** decrypted credential fields and login/OAuth outputs (e.g. access_token): only the sidecar sees them */
-  credentials: Record<string, string>;
-}
+export type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
+import type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
 
 export interface WorkspaceFile {
   /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */

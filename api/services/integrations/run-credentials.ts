@@ -1,7 +1,8 @@
 // The sandbox-boot side: the connections a run recorded at launch, decrypted (OAuth tokens
 // refreshed when near expiry) into the sidecar's integration assignments. Only the sidecar
 // receives them; a refresh token never leaves the platform.
-import type { AgentManifest, IntegrationManifest, IntegrationSource } from '../../../lib/afps/manifest-types.ts';
+import type { IntegrationAssignment } from '../../../lib/afps/integration-assignment.ts';
+import type { AgentManifest, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import type { EgressOptions } from '../../../lib/egress.ts';
 import { problem } from '../../../lib/problem.ts';
@@ -11,17 +12,7 @@ import type { ConnectionRow } from './connections.ts';
 import { readSettings } from './governance.ts';
 import { usableCredentials } from './oauth.ts';
 
-export interface RunIntegration {
-  packageId: string;
-  toolPrefix: string;
-  tools: string[];
-  source: IntegrationSource;
-  authKey: string;
-  connectionId: string;
-  authorizedUris: string[];
-  delivery: { in: 'header'; name: string; prefix?: string; value: string } | null;
-  credentials: Record<string, string>;
-}
+export type RunIntegration = IntegrationAssignment;
 
 /** "@acme/mail" → "acme_mail" */
 export function toolPrefixOf(packageId: string): string {

@@ -1,0 +1,23 @@
+// What the sidecar receives for each integration of its run: written by the worker's boot,
+// read by the sidecar's tools. One shape for both ends.
+import type { IntegrationSource } from './manifest-types.ts';
+
+/** One integration the run's agent selected, with the connection resolved for the run at launch. */
+export interface IntegrationAssignment {
+  /** "@scope/name" of the integration package */
+  packageId: string;
+  /** "<scope>_<name>" (scope without "@"): the agent's tool names are `${toolPrefix}__${tool}` */
+  toolPrefix: string;
+  /** the tools the agent selected in integrations_configuration (never empty) */
+  tools: string[];
+  /** the integration manifest's source (IntegrationSource of lib/afps/manifest-types.ts) */
+  source: IntegrationSource;
+  authKey: string;
+  connectionId: string;
+  /** the auth's authorized_uris as declared (may hold {$credential.<field>} templates) */
+  authorizedUris: string[];
+  /** the auth's delivery.http, or null when it declares none */
+  delivery: { in: 'header'; name: string; prefix?: string; value: string } | null;
+  /** decrypted credential fields and login/OAuth outputs (e.g. access_token): only the sidecar sees them */
+  credentials: Record<string, string>;
+}
