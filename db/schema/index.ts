@@ -8,3 +8,4 @@ export * from './schedules.ts';
 export * from './webhooks.ts';
 export * from './files.ts';
 export * from './realtime.ts';
+export * from './oauth.ts';
