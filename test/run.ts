@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   const files = args.length ? args.map((a) => path.resolve(a)) : [...collect(path.join(root, 'test/unit')), ...collect(path.join(root, 'test/integration')), ...collect(path.join(root, 'test/e2e'))];
   const services = await ensureTestServices(root);
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`, '--test-reporter=spec', ...files], {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`, '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/support/file-times-reporter.mjs', '--test-reporter-destination=stdout', ...files], {
     cwd: root,
     stdio: 'inherit',
     env: { ...process.env, ...services.env, NODE_ENV: 'test' },
