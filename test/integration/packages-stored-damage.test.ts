@@ -1,6 +1,7 @@
 // Damage in the package catalog is a server fault, told apart from a client error: files whose
 // bytes no longer match the integrity recorded at publish are 500 bundle_integrity_mismatch, a
-// stored manifest that no longer names its package and version is 500 invalid_stored_manifest.
+// stored manifest that no longer names its package and version is 500 invalid_stored_manifest;
+// content gone from the store is 422 version_artifact_unavailable.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { aPackageWorld, agentFiles, download, importArchive, zip } from './packages-harness.ts';
@@ -51,4 +52,21 @@ test('a stored manifest that no longer names its package is 500 invalid_stored_m
   const res2 = await bundle('@dmg/manifest');
   assert.equal(res2.status, 500);
   assert.equal(res2.body.code, 'invalid_stored_manifest');
+});
+
+test('a stored file whose content is gone is 422 version_artifact_unavailable', async () => {
+  await publish('@dmg/gone', 'Answer the question, then stop.');
+  const read = () => w.api.get('/api/packages/@dmg/gone/files/content?path=prompt.md&version=1.0.0');
+  assert.equal((await read()).status, 200);
+  await pool.query(
+    `DELETE FROM package_blobs b USING package_version_files f
+      WHERE f.org_id = $1 AND f.package_id = '@dmg/gone' AND f.path = 'prompt.md' AND b.org_id = f.org_id AND b.digest = f.digest`,
+    [w.org.orgId],
+  );
+  const res = await read();
+  assert.equal(res.status, 422, res.text);
+  assert.equal(res.body.code, 'version_artifact_unavailable');
+  const exported = await bundle('@dmg/gone');
+  assert.equal(exported.status, 422);
+  assert.equal(exported.body.code, 'version_artifact_unavailable');
 });
