@@ -1,10 +1,11 @@
 // Damage in the package catalog is a server fault, told apart from a client error: files whose
 // bytes no longer match the integrity recorded at publish are 500 bundle_integrity_mismatch, a
 // stored manifest that no longer names its package and version is 500 invalid_stored_manifest;
-// content gone from the store is 422 version_artifact_unavailable.
+// content gone from the store is 422 version_artifact_unavailable. And the refusals of resolving an
+// agent for export: not an agent, a dependency missing.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { aPackageWorld, agentFiles, download, importArchive, zip } from './packages-harness.ts';
+import { aPackageWorld, agentFiles, download, importArchive, skillFiles, zip } from './packages-harness.ts';
 
 const w = await aPackageWorld();
 const pool = w.app.deps.database.pool;
@@ -69,4 +70,18 @@ test('a stored file whose content is gone is 422 version_artifact_unavailable', 
   const exported = await bundle('@dmg/gone');
   assert.equal(exported.status, 422);
   assert.equal(exported.body.code, 'version_artifact_unavailable');
+});
+
+test('exporting a package that is not an agent is 400 not_an_agent; an agent whose dependency is missing is dependency_unresolved', async () => {
+  const skill = await importArchive(w, zip(skillFiles('@dmg/notes', '1.0.0')));
+  assert.equal(skill.status, 201, skill.text);
+  const notAgent = await bundle('@dmg/notes');
+  assert.equal(notAgent.status, 400);
+  assert.equal(notAgent.body.code, 'not_an_agent');
+
+  const agent = await importArchive(w, zip(agentFiles('@dmg/needy', '1.0.0', { dependencies: { integrations: { '@dmg/absent': '^1.0.0' } } })));
+  assert.equal(agent.status, 201, agent.text);
+  const unresolved = await bundle('@dmg/needy');
+  assert.equal(unresolved.body?.code, 'dependency_unresolved', JSON.stringify(unresolved));
+  assert.equal(unresolved.body.errors[0].field, 'dependencies.integrations.@dmg/absent');
 });
