@@ -1,6 +1,7 @@
 // Finalization happens once: one compare-and-set UPDATE; zero rows means someone else finalized.
 // The committed change is announced on run_status, which drives long polls and streams.
 import type pg from 'pg';
+import { recordProblemCode } from '../lib/problem-log.ts';
 
 export type RunEndingRecord =
   | { status: 'success'; output: unknown }
@@ -9,6 +10,7 @@ export type RunEndingRecord =
 export async function finalizeRun(pool: pg.Pool, runId: string, ending: RunEndingRecord): Promise<{ finalized: boolean }> {
   const output = ending.status === 'success' ? JSON.stringify(ending.output ?? null) : null;
   const error = ending.status === 'success' ? null : JSON.stringify(ending.error);
+  if (ending.status !== 'success') recordProblemCode(ending.error.code);
   // The trigger runs_status_announced (db/functions.sql) announces the change in this transaction.
   const { rowCount } = await pool.query(
     `UPDATE runs SET status = $2, output = $3::jsonb, error = $4::jsonb, finished_at = now()

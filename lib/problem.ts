@@ -1,6 +1,7 @@
 // Problem documents (RFC 9457). Every error the platform answers is built here from the catalog;
 // routes and services throw `problem(code, ...)` and the error handler renders it.
 import { errorCatalog, type ErrorCode } from './error-catalog.ts';
+import { recordProblemCode } from './problem-log.ts';
 
 export type { ErrorCode } from './error-catalog.ts';
 
@@ -87,6 +88,7 @@ export interface ProblemBody {
 
 /** The wire body of a problem for one request. */
 export function problemBody(err: ProblemError, requestId: string, typeBase: string): ProblemBody {
+  recordProblemCode(err.code);
   const body: ProblemBody = {
     type: problemType(typeBase, err.code),
     title: err.title,

@@ -8,6 +8,7 @@ import {
   type RunEventType,
 } from '../lib/run-events.ts';
 import { requestText } from '../lib/outbound-http.ts';
+import { recordProblemCode } from '../lib/problem-log.ts';
 
 export interface EventPosterOptions {
   eventsUrl: string;
@@ -85,6 +86,7 @@ export class EventPoster {
       this.stopHeartbeat();
     }
     this.sequence += 1;
+    if (type === 'failed') recordProblemCode((data as { code: string }).code);
     const body = JSON.stringify({ sequence: this.sequence, type, at: new Date().toISOString(), data });
     this.queue.push({ id: newRunEventId(), sequence: this.sequence, type, body });
     if (this.terminal) this.opts.onEnd?.();

@@ -2,9 +2,11 @@
 // PostgreSQL: TEST_DATABASE_URL, else the server on 127.0.0.1:5432 when one answers, else an
 // embedded one under .test-data/. A template database with the migrations applied is made
 // once per schema version; every test file clones it. Redis: REDIS_URL / 127.0.0.1:6379, else a
-// redis-server started on a free port when the binary exists.
+// redis-server started on a free port when the binary exists. A full run (no file arguments)
+// ends with test/catalog/catalog-check.test.ts: every catalog code produced or explained.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ensureTestServices } from './support/services.ts';
 
@@ -21,19 +23,33 @@ function collect(dir: string): string[] {
   return out.sort();
 }
 
-async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  const files = args.length ? args.map((a) => path.resolve(a)) : [...collect(path.join(root, 'test/unit')), ...collect(path.join(root, 'test/integration')), ...collect(path.join(root, 'test/e2e'))];
-  const services = await ensureTestServices(root);
-  const started = Date.now();
+function runFiles(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`, '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/support/file-times-reporter.mjs', '--test-reporter-destination=stdout', ...files], {
     cwd: root,
     stdio: 'inherit',
-    env: { ...process.env, ...services.env, NODE_ENV: 'test' },
+    env,
   });
-  const code: number = await new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+  return new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const full = args.length === 0;
+  const files = full ? [...collect(path.join(root, 'test/unit')), ...collect(path.join(root, 'test/integration')), ...collect(path.join(root, 'test/e2e'))] : args.map((a) => path.resolve(a));
+  const services = await ensureTestServices(root);
+  const started = Date.now();
+  // A full run records every error code any process emits (lib/problem-log.ts), then checks the
+  // catalog against that record and the README's "Codes not produced" table.
+  const codeLog = full ? fs.mkdtempSync(path.join(os.tmpdir(), 'problem-codes-')) : undefined;
+  const env = { ...process.env, ...services.env, NODE_ENV: 'test', ...(codeLog ? { PROBLEM_CODE_LOG: codeLog } : {}) };
+  let code = await runFiles(files, env);
   await services.stop();
-  process.stdout.write(`\nTest files: ${files.length}; wall time ${Math.round((Date.now() - started) / 1000)} s\n`);
+  if (codeLog) {
+    const checkCode = await runFiles([path.join(root, 'test/catalog/catalog-check.test.ts')], env);
+    if (code === 0) code = checkCode;
+    fs.rmSync(codeLog, { recursive: true, force: true });
+  }
+  process.stdout.write(`\nTest files: ${files.length + (codeLog ? 1 : 0)}; wall time ${Math.round((Date.now() - started) / 1000)} s\n`);
   process.exit(code);
 }
 

@@ -25,7 +25,8 @@ const NODE_MEMORY_FLAGS = ['--max-semi-space-size=1'];
 // and running agents fill the cores, launches, reads and run events are still served at once.
 const SANDBOX_NICENESS = 19;
 // what the sidecar may need from the host's environment: nothing secret, no platform setting
-const SIDECAR_ENV_KEYS = ['PATH', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TZ', 'LANG'];
+// (PROBLEM_CODE_LOG is the test run's record of emitted error codes, see lib/problem-log.ts)
+const SIDECAR_ENV_KEYS = ['PATH', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'TZ', 'LANG', 'PROBLEM_CODE_LOG'];
 
 /**
  * The agent's shell tool, as its assignment tells it: each command in a nested bubblewrap

@@ -89,6 +89,18 @@ export const spaceRoutes = [
     },
   }),
   route({
+    method: 'post', path: '/api/spaces/{spaceId}/convert', summary: 'Turn an orphaned personal space into a team space (organization owners and admins)', tag: TAG,
+    tenant: 'org', permission: null, params: SpaceParams,
+    responses: {
+      200: { description: 'The space, now a team space', schema: Space },
+      409: { description: 'space_not_personal (a team space) or personal_space_not_orphaned (its owner is still a member)' },
+    },
+    handler: async ({ ctx, deps, params }) => {
+      const { scope, access } = await reach(ctx, deps, params.spaceId);
+      return ok(await spaces.convertOrphanedSpace(scope, access));
+    },
+  }),
+  route({
     method: 'get', path: '/api/spaces/{spaceId}/members', summary: 'Members of a space and their space roles', tag: TAG,
     tenant: 'org', permission: null, params: SpaceParams,
     responses: { 200: { description: 'Members', schema: list(SpaceMember) } },

@@ -58,13 +58,19 @@ export async function createSpaceRole(scope: IdentityOrgScope, input: { key: str
   }
 }
 
+/** A preset is built in: it is addressed by its key and can be neither changed nor deleted. */
+function refusePreset(roleId: string): void {
+  if (presetRole(roleId)) throw problem('operation_not_allowed', { detail: `"${roleId}" is a built-in preset role: it cannot be changed or deleted. Define a role of your own instead.` });
+}
+
 async function lockRole(client: pg.PoolClient, scope: OrgScope, roleId: string) {
   const { rows } = await client.query('SELECT id, key FROM space_roles WHERE id = $1 AND org_id = $2 FOR UPDATE', [roleId, scope.orgId]);
-  if (!rows[0]) throw problem('not_found', { detail: 'No such role (presets cannot be changed).' });
+  if (!rows[0]) throw problem('not_found', { detail: 'No such role.' });
   return rows[0] as { id: string; key: string };
 }
 
 export async function updateSpaceRole(scope: IdentityOrgScope, roleId: string, patch: { name?: string; permissions?: string[] }): Promise<SpaceRole> {
+  refusePreset(roleId);
   const permissions = patch.permissions ? checkPermissions(patch.permissions) : null;
   return changeIdentity(scope, async (client) => {
     await lockRole(client, scope, roleId);
@@ -78,6 +84,7 @@ export async function updateSpaceRole(scope: IdentityOrgScope, roleId: string, p
 }
 
 export async function deleteSpaceRole(scope: IdentityOrgScope, roleId: string): Promise<void> {
+  refusePreset(roleId);
   await changeIdentity(scope, async (client) => {
     const role = await lockRole(client, scope, roleId);
     const held = await client.query('SELECT count(*)::int AS n FROM space_members WHERE org_id = $1 AND role_key = $2', [scope.orgId, role.key]);

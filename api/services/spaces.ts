@@ -85,3 +85,29 @@ export async function deleteSpace(scope: IdentityOrgScope, access: SpaceAccess):
     await removeSpace(client, scope.orgId, space.id);
   });
 }
+
+/**
+ * An orphaned personal space (its owner left while it still held active runs or homed packages)
+ * becomes a team space that owners and admins hold and can give members, keys and end-users.
+ * Only for personal spaces (space_not_personal) that have lost their owner
+ * (personal_space_not_orphaned); organization owners and admins only.
+ */
+export async function convertOrphanedSpace(scope: IdentityOrgScope, access: SpaceAccess): Promise<Space> {
+  requireSpacePermission(access, 'spaces:write');
+  if (!orgRoleCoversSpaces(access.orgRole)) throw problem('forbidden', { detail: 'Only organization owners and admins convert a space.' });
+  const refuse = (row: { kind: string; owner_user_id: string | null }) => {
+    if (row.kind !== 'personal') throw problem('space_not_personal', { detail: 'This is a team space already: only an orphaned personal space is converted.' });
+    if (row.owner_user_id !== null) throw problem('personal_space_not_orphaned', { detail: 'This personal space still has its owner: it is converted only once they have left the organization.' });
+  };
+  refuse({ kind: access.space.kind, owner_user_id: access.space.ownerUserId });
+  return changeIdentity(scope, async (client) => {
+    const locked = await client.query('SELECT kind, owner_user_id FROM spaces WHERE id = $1 AND org_id = $2 FOR UPDATE', [access.space.id, scope.orgId]);
+    if (!locked.rows[0]) throw problem('not_found', { detail: 'No such space.' });
+    refuse(locked.rows[0]);
+    const { rows } = await client.query(
+      `UPDATE spaces SET kind = 'team', updated_at = now() WHERE id = $1 AND org_id = $2 RETURNING ${RETURNING}, NULL::text AS role_key`,
+      [access.space.id, scope.orgId],
+    );
+    return toSpace(rows[0]);
+  });
+}

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { problemCodeLogEnv } from '../../lib/problem-log.ts';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sessionCookieFrom } from '../support/builders.ts';
@@ -44,6 +45,7 @@ before(async () => {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
+      ...problemCodeLogEnv(),
       NODE_ENV: 'production',
       LOG_LEVEL: 'warn',
       DATABASE_URL: db.url,

@@ -14,6 +14,7 @@ import { sessionCookieFrom } from '../support/builders.ts';
 import { call, type CallOptions } from '../support/http.ts';
 import { freePort } from '../support/platform-process.ts';
 import { processesNaming } from '../support/embedded-platform.ts';
+import { problemCodeLogEnv } from '../../lib/problem-log.ts';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const TOKEN = 'restart-bootstrap-token-0123456789';
@@ -78,6 +79,7 @@ before(async () => {
     HOST: '127.0.0.1',
     BOOTSTRAP_TOKEN: TOKEN,
     SANDBOX_WARM_POOL: '0',
+    ...problemCodeLogEnv(),
     SHUTDOWN_DRAIN_SECONDS: String(DRAIN_SECONDS),
   };
   await start();

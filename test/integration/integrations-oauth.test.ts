@@ -1,8 +1,10 @@
 // OAuth 2 connections against an independent authorization server on loopback (oauth2-mock-server):
 // authorization code with PKCE (S256) and state through the connect link and the callback, a run
 // whose boot refreshes a token near expiry, and a revoked refresh token flipping
-// needs_reconnection so that the next launch answers missing_integration_connection.
+// needs_reconnection so that the next launch answers missing_integration_connection; the credential
+// proxy's 410s for a revoked refresh token and for an expired token that cannot be refreshed.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { OAuth2Server } from 'oauth2-mock-server';
 import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
@@ -147,4 +149,29 @@ test('authorization code with PKCE and state, refresh before expiry, and a revok
   assert.equal(after.body.needs_reconnection, false);
   assert.equal((await api.get('/api/connections')).body.data.length, 1);
   assert.equal((await api.post(`/api/agents/${agent}/run`, { input: {} })).status, 201);
+
+  // the credential proxy meets a revoked refresh token the same way, over HTTP (no request reaches the target)
+  revoked = true;
+  await pool.query(`UPDATE integration_connections SET token_expires_at = now() + interval '1 minute' WHERE id = $1`, [connection.id]);
+  const proxied = await api.get('/api/credential-proxy/proxy', {
+    headers: { 'x-integration-id': '@acme/calendar', 'x-target': 'https://calendar.example/events', 'x-session-id': randomUUID() },
+  });
+  assert.equal(proxied.status, 410, proxied.text);
+  assert.equal(proxied.body.code, 'OAUTH_REFRESH_REVOKED');
+  assert.equal((await api.get(`/api/connections/${connection.id}`)).body.needs_reconnection, true);
+
+  // an access token that expired with no refresh token to renew it: 410 OAUTH_CONNECTION_NEEDS_RECONNECTION
+  const secrets = world.app.deps.secrets;
+  const held = JSON.parse(secrets.open((await pool.query('SELECT credentials FROM integration_connections WHERE id = $1', [connection.id])).rows[0].credentials));
+  delete held.refresh_token;
+  await pool.query(
+    `UPDATE integration_connections SET credentials = $2, needs_reconnection = false, token_expires_at = now() - interval '1 minute' WHERE id = $1`,
+    [connection.id, secrets.seal(JSON.stringify(held))],
+  );
+  const expired = await api.get('/api/credential-proxy/proxy', {
+    headers: { 'x-integration-id': '@acme/calendar', 'x-target': 'https://calendar.example/events', 'x-session-id': randomUUID() },
+  });
+  assert.equal(expired.status, 410, expired.text);
+  assert.equal(expired.body.code, 'OAUTH_CONNECTION_NEEDS_RECONNECTION');
+  assert.equal((await api.get(`/api/connections/${connection.id}`)).body.needs_reconnection, true);
 });

@@ -68,6 +68,17 @@ describe('space roles', () => {
     const org = await anOrg(pool());
     const member = await sessionOf(await aMember(pool(), org.orgId, 'member'));
     assert.equal((await api().post(`/api/orgs/${org.orgId}/roles`, { key: 'x', name: 'X', permissions: [] }, { cookie: member })).status, 403);
-    assert.equal((await api().patch(`/api/orgs/${org.orgId}/roles/editor`, { name: 'Changed' }, { cookie: await sessionOf(org.ownerId) })).status, 404);
+    const owner = await sessionOf(org.ownerId);
+    // a preset is built in: changing or deleting it is 403 operation_not_allowed, not a missing role
+    for (const res of [
+      await api().patch(`/api/orgs/${org.orgId}/roles/editor`, { name: 'Changed' }, { cookie: owner }),
+      await api().delete(`/api/orgs/${org.orgId}/roles/space_admin`, { cookie: owner }),
+    ]) {
+      assert.equal(res.status, 403, res.text);
+      assert.equal(res.body.code, 'operation_not_allowed');
+    }
+    assert.equal((await api().patch(`/api/orgs/${org.orgId}/roles/role_missing`, { name: 'Changed' }, { cookie: owner })).status, 404);
+    const listed = await api().get(`/api/orgs/${org.orgId}/roles`, { cookie: owner });
+    assert.equal(listed.body.data.find((r: { key: string }) => r.key === 'editor').name, SPACE_ROLE_PRESETS.find((p) => p.key === 'editor')!.name);
   });
 });

@@ -112,6 +112,7 @@ const CASES: Record<string, Case> = {
   'GET /api/spaces/{spaceId}': { s2Member: true },
   'PATCH /api/spaces/{spaceId}': { s2Member: true, body: () => ({ name: 'Hijacked' }) },
   'DELETE /api/spaces/{spaceId}': { s2Member: true },
+  'POST /api/spaces/{spaceId}/convert': { s2Member: true },
   'GET /api/spaces/{spaceId}/members': { s2Member: true },
   'POST /api/spaces/{spaceId}/members': { s2Member: true, body: (a) => ({ userId: a.memberId, roleKey: 'viewer' }) },
   'PATCH /api/spaces/{spaceId}/members/{userId}': { s2Member: true, body: () => ({ roleKey: 'viewer' }) },

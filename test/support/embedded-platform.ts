@@ -3,6 +3,7 @@
 // process group of its own so a test can send what a terminal's Ctrl-C sends.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { problemCodeLogEnv } from '../../lib/problem-log.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../lib/free-port.ts';
@@ -41,6 +42,7 @@ export async function embeddedSetup(env: Record<string, string> = {}): Promise<E
     PORT: String(port),
     HOST: '127.0.0.1',
     SANDBOX_WARM_POOL: '0',
+    ...problemCodeLogEnv(),
     ...env,
   };
   const started: Started[] = [];

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freshDatabase, type TestDatabase } from './db.ts';
 import { freePort } from '../../lib/free-port.ts';
+import { problemCodeLogEnv } from '../../lib/problem-log.ts';
 export { freePort };
 
 /**
@@ -73,6 +74,7 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
     PORT: String(port),
     HOST: '127.0.0.1',
     BOOTSTRAP_TOKEN: 'process-bootstrap-token-0123456789',
+    ...problemCodeLogEnv(),
     ...opts.env,
   };
   // An empty value unsets a default above (e.g. BOOTSTRAP_TOKEN, to have one generated).

@@ -5,7 +5,7 @@ import type { AgentManifest, IntegrationManifest, Manifest, PackageType } from '
 import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { findPackage, listVersions, resolveStored, versionManifest, type PackageRow, type VersionRow } from './rows.ts';
-import { readTree, type Queryable } from './store.ts';
+import { entriesOf, readTree, treeIntegrityOf, type Queryable } from './store.ts';
 
 export interface RunnablePackage {
   id: string;
@@ -69,6 +69,10 @@ async function loadVersion(scope: SpaceScope, id: string, version: string, integ
     versionManifest(scope.pool, scope.orgId, id, version),
     readTree(scope.pool, scope.orgId, id, version),
   ]);
+  // The files must still be the ones whose integrity was recorded at publish.
+  if (treeIntegrityOf(entriesOf(files)) !== integrity) {
+    throw problem('bundle_integrity_mismatch', { detail: `The stored files of ${id}@${version} no longer match their recorded integrity.` });
+  }
   const pkg = { id, version, integrity, manifest, files };
   remember(key, pkg);
   return pkg;

@@ -83,7 +83,14 @@ export async function listVersions(q: Queryable, orgId: string, packageId: strin
 export async function versionManifest(q: Queryable, orgId: string, packageId: string, version: string): Promise<Manifest> {
   const { rows } = await q.query('SELECT manifest FROM package_versions WHERE org_id = $1 AND package_id = $2 AND version = $3', [orgId, packageId, version]);
   if (!rows[0]) throw problem('version_not_found', { detail: `${packageId}@${version} does not exist.` });
-  return rows[0].manifest as Manifest;
+  const manifest = rows[0].manifest as unknown;
+  // Every stored manifest was read and checked at import or publish: one that no longer names its
+  // package and version is damage in the catalog, not a client error.
+  const m = manifest as Record<string, unknown> | null;
+  if (!m || typeof m !== 'object' || Array.isArray(m) || m.name !== packageId || m.version !== version || typeof m.type !== 'string') {
+    throw problem('invalid_stored_manifest', { detail: `The stored manifest of ${packageId}@${version} is malformed.` });
+  }
+  return manifest as Manifest;
 }
 
 /** The highest published version, yanked or not: the one the draft is compared with. */

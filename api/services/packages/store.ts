@@ -100,6 +100,8 @@ export async function readTree(q: Queryable, orgId: string, packageId: string, v
   );
   const files = assemble(rows);
   if (onlyPath === undefined) checkComplete(files, await listTree(q, orgId, packageId, version));
+  // one file not read: missing from the tree (the caller's not_found), or listed with its content gone
+  else if (!files.has(onlyPath)) checkComplete(files, (await listTree(q, orgId, packageId, version)).filter((e) => e.path === onlyPath));
   return files;
 }
 
