@@ -203,8 +203,11 @@ export function createDeliveryWorkflow(dd: DeliveryDeps) {
   return restate.workflow({
     name: DELIVERY_WORKFLOW,
     handlers: {
-      run: async (ctx: WorkflowContext): Promise<string> => {
-        const from = await ctx.run('resume', () => resumePoint(dd.pool, ctx.key), STEP_RETRY);
+      run: async (ctx: WorkflowContext, input?: { resume?: boolean }): Promise<string> => {
+        // started without input: an invocation from before first attempts moved to the dispatcher,
+        // whose journal begins at attempt 1 (its replay must meet the same steps)
+        let from: { attempt: number; delayMs: number } | null = { attempt: 1, delayMs: 0 };
+        if (input?.resume) from = await ctx.run('resume', () => resumePoint(dd.pool, ctx.key), STEP_RETRY);
         if (!from) return 'settled';
         if (from.delayMs > 0) await ctx.sleep(from.delayMs);
         for (let attempt = from.attempt; ; attempt++) {

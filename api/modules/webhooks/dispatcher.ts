@@ -49,7 +49,7 @@ export function startDispatcher(opts: { delivery: DeliveryDeps; databaseUrl: str
   const sending = new Set<Promise<void>>();
 
   const submit = async (id: string): Promise<void> => {
-    await ingress.workflowClient<DeliveryWorkflow>({ name: DELIVERY_WORKFLOW }, id).workflowSubmit();
+    await ingress.workflowClient<DeliveryWorkflow>({ name: DELIVERY_WORKFLOW }, id).workflowSubmit({ resume: true });
   };
 
   // ---- attempts recorded together: whatever finished since the last statement
