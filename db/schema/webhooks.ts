@@ -54,6 +54,7 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   index('webhook_deliveries_webhook_idx').on(t.webhookId, sql`${t.id} COLLATE "C"`),
   index('webhook_deliveries_undispatched_idx').on(sql`${t.id} COLLATE "C"`).where(sql`status = 'pending' AND dispatched_at IS NULL`),
   index('webhook_deliveries_open_idx').on(t.dispatchedAt).where(sql`status = 'pending' AND attempt_count = 0`),
+  index('webhook_deliveries_retry_idx').on(t.nextAttemptAt).where(sql`status = 'pending' AND attempt_count > 0`),
 ]);
 
 export const webhookDeliveryAttempts = pgTable('webhook_delivery_attempts', {

@@ -4,7 +4,8 @@
 // the (shortened) backoff schedule and all arrive once it is back, the delivery log shows every
 // attempt, and a rotation in the middle loses nothing. The answer codes: 410 disables the webhook,
 // other 4xx fail at once except 408 and 429, exhausted retries fail; a private target is refused
-// at delivery; a receiver that hangs holds nothing else up; two dispatchers never deliver twice.
+// at delivery; a receiver that hangs holds nothing else up; two dispatchers never deliver twice; a
+// replica dying between claim, send and record (or before starting a retry) loses nothing.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freePort } from '../../lib/free-port.ts';
@@ -157,13 +158,49 @@ describe('webhook deliveries', () => {
     await world.deliveriesUntil(hook.id, (d) => d.length === 21 && d.every((x) => x.status === 'succeeded'));
     const got = receiver.received.filter((x) => x.path === '/replicas');
     assert.equal(new Set(got.map((x) => x.id)).size, 21);
-    // one durable invocation per delivery row, whichever dispatcher submitted it
+    // a first attempt that succeeds is sent by the dispatcher that claimed it: no durable invocation
+    // at all; a retry would have had one, keyed by the row, whichever dispatcher started it
     const { queryInvocations } = await import('../../restate/admin.ts');
     const invocations = await queryInvocations<{ k: string; n: number }>(world.adminUrl,
       `SELECT target_service_key AS k, count(*) AS n FROM sys_invocation WHERE target_service_name = 'webhookDelivery' GROUP BY target_service_key`);
     const log = await world.deliveriesUntil(hook.id, () => true);
-    for (const d of log) assert.equal(Number(invocations.find((i) => i.k === d.id)?.n), 1, `${d.id}: one invocation`);
+    for (const d of log) {
+      assert.equal(d.attempt_count, 1, `${d.id}: sent once, by one dispatcher`);
+      assert.equal(invocations.find((i) => i.k === d.id), undefined, `${d.id}: no workflow for a delivery its first attempt settled`);
+    }
     // a receiver sees a message again only when an attempt it answered too late was retried (at least once, by webhook-id)
     for (const d of log) assert.ok(got.filter((x) => x.id === d.id).length <= d.attempt_count, `${d.id} arrived more often than it was attempted`);
+  });
+  test('a replica dying between claim and record, or before starting a retry, loses nothing: the sweep hands both to the workflow', async () => {
+    const hook = await world.createHook({ url: `${receiver.url}/crash`, events: ['run.success', 'run.failed'] });
+    receiver.secrets = [hook.secret];
+    receiver.answer = () => 200;
+    const [a, b] = [await world.aRun(), await world.aRun()];
+    await world.end(a, { status: 'success', output: 'a' });
+    await world.end(b, { status: 'failed', error: { code: 'x', message: 'y' } });
+    const sent = await world.deliveriesUntil(hook.id, (d) => d.length === 2 && d.every((x) => x.status === 'succeeded'));
+    const claimed = sent.find((d) => d.runId === a)!;
+    const retrying = sent.find((d) => d.runId === b)!;
+    // as the database stands after a crash: one row claimed, its attempt never recorded; one whose
+    // first attempt was recorded as failed, its retry due, and no workflow started
+    await world.pool.query('DELETE FROM webhook_delivery_attempts WHERE delivery_id = ANY($1::text[])', [[claimed.id, retrying.id]]);
+    await world.pool.query(`UPDATE webhook_deliveries SET status = 'pending', attempt_count = 0, finished_at = NULL, dispatched_at = now() - interval '5 minutes' WHERE id = $1`, [claimed.id]);
+    await world.pool.query(
+      `UPDATE webhook_deliveries SET status = 'pending', attempt_count = 1, finished_at = NULL, next_attempt_at = now() - interval '5 minutes' WHERE id = $1`,
+      [retrying.id],
+    );
+    await world.pool.query(
+      `INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, status_code, duration_ms, error, next_attempt_at)
+       VALUES ($1, 1, now() - interval '6 minutes', 503, 3, 'the receiver answered 503', now() - interval '5 minutes')`,
+      [retrying.id],
+    );
+    const before = receiver.received.filter((x) => x.path === '/crash').length;
+    await world.sweep();
+    await receiver.until((r) => r.filter((x) => x.path === '/crash').length >= before + 2);
+    const log = await world.deliveriesUntil(hook.id, (d) => d.every((x) => x.status === 'succeeded'));
+    assert.deepEqual(log.find((d) => d.id === claimed.id)!.attempts.map((x: any) => [x.attempt, x.status_code]), [[1, 200]], 'the unrecorded attempt is sent again');
+    assert.deepEqual(log.find((d) => d.id === retrying.id)!.attempts.map((x: any) => [x.attempt, x.status_code]), [[1, 503], [2, 200]], 'the retry continues where the record left off');
+    const again = receiver.received.filter((x) => x.path === '/crash').slice(before).map((x) => x.id).sort();
+    assert.deepEqual(again, [claimed.id, retrying.id].sort(), 'under the same webhook-id: a receiver that saw the first can drop it');
   });
 });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { loadWebhooks } from '../../api/modules/webhooks/index.ts';
+import type { Dispatcher } from '../../api/modules/webhooks/dispatcher.ts';
 import { deliveriesOf } from '../../api/modules/webhooks/webhooks.ts';
 import { finalizeRun, type RunEndingRecord } from '../../db/run-finalization.ts';
 import { freePort } from '../../lib/free-port.ts';
@@ -126,6 +127,8 @@ export interface DeliveryWorld {
   adminUrl: string;
   /** starts one more dispatcher, as another API replica would */
   anotherDispatcher(): void;
+  /** runs the first dispatcher's sweep now (it runs every 15 s) */
+  sweep(): Promise<void>;
   /** a run of the organization's default space, launched by its owner */
   aRun(status?: 'pending' | 'running', agentId?: string): Promise<string>;
   end(runId: string, ending: RunEndingRecord): Promise<void>;
@@ -147,12 +150,13 @@ export async function aDeliveryWorld(receiverPort: number, env: Record<string, s
   const server = await startRestateServer({ baseDir, ingressPort, adminPort, nodePort, logFile: join(baseDir, 'restate.log') });
   const endpoint = await startWorkflowEndpoint({ port: endpointPort, services: module.services!, logger: quietLogger });
   await registerDeployment(server.adminUrl, endpoint.url);
-  const dispatchers = [module.start!({ ingressUrl: server.ingressUrl })];
+  const dispatchers = [module.start!({ ingressUrl: server.ingressUrl }) as Dispatcher];
   let n = 0;
 
   return {
     app, org, key, pool, ingressUrl: server.ingressUrl, adminUrl: server.adminUrl,
-    anotherDispatcher: () => void dispatchers.push(module.start!({ ingressUrl: server.ingressUrl })),
+    anotherDispatcher: () => void dispatchers.push(module.start!({ ingressUrl: server.ingressUrl }) as Dispatcher),
+    sweep: () => dispatchers[0].sweep(),
     async aRun(status = 'running', agentId = '@acme/bot') {
       const id = `run_wh${org.orgId.slice(0, 6)}${++n}`;
       await pool.query(

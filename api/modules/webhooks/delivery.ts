@@ -1,7 +1,8 @@
-// One webhook delivery: a durable workflow keyed by the delivery row's id (one row per webhook,
-// run and event), so a status change is delivered by one invocation whoever starts it. Each
-// attempt is a journaled step that signs, posts through the egress guard and records itself; the
-// pause before the next is a durable timer. 2xx succeeds; 410 disables the webhook; other 4xx
+// One webhook delivery. Its first attempt is sent by the dispatcher (dispatcher.ts); what needs
+// another try continues in a durable workflow keyed by the delivery row's id (one row per webhook,
+// run and event), so a delivery is retried by one invocation whoever starts it. Each attempt in
+// the workflow is a journaled step that signs, posts through the egress guard and records itself;
+// the pause before the next is a durable timer. 2xx succeeds; 410 disables the webhook; other 4xx
 // except 408 and 429 fail at once; everything else is retried on the backoff schedule.
 import * as restate from '@restatedev/restate-sdk';
 import type { WorkflowContext } from '@restatedev/restate-sdk';
@@ -27,17 +28,6 @@ export interface DeliveryDeps {
   /** seconds before each retry (WEBHOOK_RETRY_SCHEDULE_SECONDS) */
   retrySchedule: number[];
   timeoutMs: number;
-}
-
-interface Target {
-  status: string;
-  body: string;
-  webhook_id: string;
-  url: string;
-  enabled: boolean;
-  secret_sealed: string;
-  previous_secret_sealed: string | null;
-  previous_valid: boolean | null;
 }
 
 interface Answer {
@@ -82,27 +72,43 @@ async function post(dd: DeliveryDeps, url: string, headers: Record<string, strin
   }
 }
 
-/** One attempt of one delivery: sign, post, record. Safe to run again (a retried step). */
-export async function attemptDelivery(dd: DeliveryDeps, deliveryId: string, attempt: number): Promise<AttemptOutcome> {
-  const { rows } = await dd.pool.query<Target>(
-    `SELECT d.status, d.payload::text AS body, d.webhook_id, w.url, w.enabled, w.secret_sealed, w.previous_secret_sealed,
-            w.previous_secret_expires_at > now() AS previous_valid
-       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
-    [deliveryId],
-  );
-  const t = rows[0];
-  if (!t) return { done: true, status: 'gone' };
-  if (t.status !== 'pending') return { done: true, status: t.status === 'succeeded' ? 'succeeded' : 'failed' };
-  if (!t.enabled) {
-    await dd.pool.query(`UPDATE webhook_deliveries SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status = 'pending'`, [deliveryId]);
-    return { done: true, status: 'cancelled' };
-  }
-  const secrets = [dd.secrets.open(t.secret_sealed)];
-  if (t.previous_secret_sealed && t.previous_valid) secrets.push(dd.secrets.open(t.previous_secret_sealed));
+/** A delivery as it is sent: its row and its webhook's target, read in one statement. */
+export interface Target {
+  id: string;
+  status: string;
+  body: string;
+  webhook_id: string;
+  url: string;
+  enabled: boolean;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_valid: boolean | null;
+}
 
+/** The columns of a Target, for a query joining webhook_deliveries `d` and webhooks `w`. */
+export const TARGET_COLUMNS = `d.id, d.status, d.payload::text AS body, d.webhook_id, w.url, w.enabled, w.secret_sealed, w.previous_secret_sealed,
+            w.previous_secret_expires_at > now() AS previous_valid`;
+
+/** One attempt as it is recorded. */
+export interface AttemptRecord {
+  deliveryId: string;
+  attempt: number;
+  startedAt: Date;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  nextAt: Date | null;
+  status: 'pending' | 'succeeded' | 'failed';
+  webhookId: string;
+}
+
+/** Signs and posts one attempt and judges the answer; records nothing. */
+export async function sendAttempt(dd: DeliveryDeps, t: Target, attempt: number, open: (sealed: string) => string = (s) => dd.secrets.open(s)): Promise<{ record: AttemptRecord; outcome: AttemptOutcome }> {
+  const secrets = [open(t.secret_sealed)];
+  if (t.previous_secret_sealed && t.previous_valid) secrets.push(open(t.previous_secret_sealed));
   const startedAt = new Date();
   const t0 = performance.now();
-  const answer = await post(dd, t.url, webhookHeaders(secrets, deliveryId, Math.floor(Date.now() / 1000), t.body), t.body);
+  const answer = await post(dd, t.url, webhookHeaders(secrets, t.id, Math.floor(Date.now() / 1000), t.body), t.body);
   const durationMs = Math.round(performance.now() - t0);
   const verdict = classify(answer);
   const error = answer.error ?? (verdict === 'succeeded' ? null : `the receiver answered ${answer.statusCode}`);
@@ -115,26 +121,79 @@ export async function attemptDelivery(dd: DeliveryDeps, deliveryId: string, atte
     nextAt = new Date(Date.now() + delayMs);
     outcome = { done: false, delayMs };
   } else outcome = { done: true, status: 'failed' };
+  const status = outcome.done ? (outcome.status as 'succeeded' | 'failed') : 'pending';
+  return { record: { deliveryId: t.id, attempt, startedAt, statusCode: answer.statusCode, durationMs, error, nextAt, status, webhookId: t.webhook_id }, outcome };
+}
 
-  const status = outcome.done ? outcome.status : 'pending';
-  await dd.pool.query(
-    `WITH attempt AS (
+/** 410 Gone: the receiver asks to be sent nothing more. */
+const goneAnswer = (r: AttemptRecord) => r.statusCode === 410;
+
+/**
+ * Records attempts, any number in one statement: each attempt's row and its delivery's state; a
+ * 410 disables its webhook. Safe to run again (an attempt recorded twice keeps the last).
+ */
+export async function recordAttempts(pool: pg.Pool, records: AttemptRecord[]): Promise<void> {
+  if (!records.length) return;
+  const col = <K extends keyof AttemptRecord>(k: K) => records.map((r) => r[k]);
+  await pool.query(
+    `WITH a AS (
+       SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::text[])
+         AS a(delivery_id, attempt, started_at, status_code, duration_ms, error, next_attempt_at, status)
+     ), attempt AS (
        INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, status_code, duration_ms, error, next_attempt_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       SELECT delivery_id, attempt, started_at, status_code, duration_ms, error, next_attempt_at FROM a
        ON CONFLICT (delivery_id, attempt) DO UPDATE SET started_at = EXCLUDED.started_at, status_code = EXCLUDED.status_code,
          duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, next_attempt_at = EXCLUDED.next_attempt_at)
-     UPDATE webhook_deliveries SET attempt_count = GREATEST(attempt_count, $2), status = $8, next_attempt_at = $7,
-            finished_at = CASE WHEN $8 = 'pending' THEN NULL ELSE now() END
-      WHERE id = $1`,
-    [deliveryId, attempt, startedAt, answer.statusCode, durationMs, error, nextAt, status],
+     UPDATE webhook_deliveries d SET attempt_count = GREATEST(d.attempt_count, a.attempt), status = a.status, next_attempt_at = a.next_attempt_at,
+            finished_at = CASE WHEN a.status = 'pending' THEN NULL ELSE now() END
+       FROM a WHERE d.id = a.delivery_id`,
+    [col('deliveryId'), col('attempt'), col('startedAt'), col('statusCode'), col('durationMs'), col('error'), col('nextAt'), col('status')],
   );
-  if (verdict === 'gone') {
-    await dd.pool.query(
-      `UPDATE webhooks SET enabled = false, disabled_reason = 'the receiver answered 410 Gone', updated_at = now() WHERE id = $1`,
-      [t.webhook_id],
+  const disabled = [...new Set(records.filter(goneAnswer).map((r) => r.webhookId))];
+  if (disabled.length) {
+    await pool.query(
+      `UPDATE webhooks SET enabled = false, disabled_reason = 'the receiver answered 410 Gone', updated_at = now() WHERE id = ANY($1::text[])`,
+      [disabled],
     );
   }
+}
+
+/** A webhook that was disabled since its deliveries were written: they are cancelled, not sent. */
+export async function cancelDeliveries(pool: pg.Pool, ids: string[]): Promise<void> {
+  if (ids.length) await pool.query(`UPDATE webhook_deliveries SET status = 'cancelled', finished_at = now() WHERE id = ANY($1::text[]) AND status = 'pending'`, [ids]);
+}
+
+/** One attempt of one delivery: sign, post, record. Safe to run again (a retried step). */
+export async function attemptDelivery(dd: DeliveryDeps, deliveryId: string, attempt: number): Promise<AttemptOutcome> {
+  const { rows } = await dd.pool.query<Target>(
+    `SELECT ${TARGET_COLUMNS} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
+    [deliveryId],
+  );
+  const t = rows[0];
+  if (!t) return { done: true, status: 'gone' };
+  if (t.status !== 'pending') return { done: true, status: t.status === 'succeeded' ? 'succeeded' : 'failed' };
+  if (!t.enabled) {
+    await cancelDeliveries(dd.pool, [deliveryId]);
+    return { done: true, status: 'cancelled' };
+  }
+  const { record, outcome } = await sendAttempt(dd, t, attempt);
+  await recordAttempts(dd.pool, [record]);
   return outcome;
+}
+
+/**
+ * Where a delivery's workflow starts: the dispatcher sends the first attempt itself and starts the
+ * workflow only for what needs another try (or when it could not send: the sweep). The next
+ * attempt is the one after those recorded, once the recorded pause is over.
+ */
+export async function resumePoint(pool: pg.Pool, deliveryId: string): Promise<{ attempt: number; delayMs: number } | null> {
+  const { rows } = await pool.query<{ status: string; attempt_count: number; wait_ms: number | null }>(
+    `SELECT status, attempt_count, GREATEST(0, extract(epoch FROM next_attempt_at - now()) * 1000)::int AS wait_ms FROM webhook_deliveries WHERE id = $1`,
+    [deliveryId],
+  );
+  const r = rows[0];
+  if (!r || r.status !== 'pending') return null;
+  return { attempt: r.attempt_count + 1, delayMs: r.attempt_count === 0 ? 0 : (r.wait_ms ?? 0) };
 }
 
 /** A database hiccup retries the step; the attempt itself is never lost. */
@@ -144,8 +203,14 @@ export function createDeliveryWorkflow(dd: DeliveryDeps) {
   return restate.workflow({
     name: DELIVERY_WORKFLOW,
     handlers: {
-      run: async (ctx: WorkflowContext): Promise<string> => {
-        for (let attempt = 1; ; attempt++) {
+      run: async (ctx: WorkflowContext, input?: { resume?: boolean }): Promise<string> => {
+        // started without input: an invocation from before first attempts moved to the dispatcher,
+        // whose journal begins at attempt 1 (its replay must meet the same steps)
+        let from: { attempt: number; delayMs: number } | null = { attempt: 1, delayMs: 0 };
+        if (input?.resume) from = await ctx.run('resume', () => resumePoint(dd.pool, ctx.key), STEP_RETRY);
+        if (!from) return 'settled';
+        if (from.delayMs > 0) await ctx.sleep(from.delayMs);
+        for (let attempt = from.attempt; ; attempt++) {
           const outcome = await ctx.run(`attempt ${attempt}`, () => attemptDelivery(dd, ctx.key, attempt), STEP_RETRY);
           if (outcome.done) return outcome.status;
           await ctx.sleep(outcome.delayMs);

@@ -1,36 +1,126 @@
-// Starts one durable delivery invocation per delivery row. Rows are written in the transaction of
-// the run's status change (db/functions.sql, runs_status_outbox) and announced on
-// webhook_deliveries; every API replica hears it, claims rows with SKIP LOCKED and submits each
-// row's workflow, keyed by the row's id, so a row is delivered once even when two replicas race.
-// A sweep submits again what was claimed but never started (a replica died between the two);
-// the workflow key makes that harmless.
+// Sends each delivery's first attempt and hands what needs another try to its durable workflow.
+// Rows are written in the transaction of the run's status change (db/functions.sql,
+// runs_status_outbox) and announced on webhook_deliveries; every API replica hears it and claims
+// rows with SKIP LOCKED (the claim stamps dispatched_at), so a row is sent by one replica. The
+// claim reads each row's target in the same statement; the attempts of everything in flight are
+// recorded together, one statement per turn of the event loop. A row needing a retry starts its
+// workflow (keyed by the row's id, so starting it twice is harmless) only after its first attempt
+// is recorded.
+// Nothing is lost on a crash: a claimed row whose first attempt was never recorded (the replica
+// died between claim, send and record), and a row whose recorded retry is overdue (it died before
+// starting the workflow, or the engine was unreachable), are handed to the workflow by the sweep.
+// A receiver that hangs holds at most PER_WEBHOOK rows of its own webhook; rows of other webhooks
+// are claimed past them.
 import * as clients from '@restatedev/restate-sdk-clients';
 import pg from 'pg';
 import type { Logger } from '../../../lib/log.ts';
 import { runEvery } from '../../../lib/periodic.ts';
-import { DELIVERY_WORKFLOW, type DeliveryWorkflow } from './delivery.ts';
+import { cancelDeliveries, DELIVERY_WORKFLOW, recordAttempts, sendAttempt, TARGET_COLUMNS, type AttemptRecord, type DeliveryDeps, type DeliveryWorkflow, type Target } from './delivery.ts';
 
 const BATCH = 200;
-/** a claimed row whose first attempt has not been recorded after this is submitted again */
-const STALE_SECONDS = 60;
+/** first attempts in flight in this process, at most */
+const IN_FLIGHT = 1000;
+/** first attempts in flight to one webhook, at most */
+const PER_WEBHOOK = 64;
+/** a claimed row whose first attempt has not been recorded after this (longer than any attempt's timeout) is handed to the workflow */
+const STALE_SECONDS = 90;
 const SWEEP_MS = 15_000;
 
 export interface Dispatcher {
-  /** claims and submits what is waiting now */
+  /** claims and sends what is waiting now */
   kick(): void;
+  /** hands to the workflow what a replica claimed and never recorded, and overdue retries (every SWEEP_MS) */
+  sweep(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export function startDispatcher(opts: { pool: pg.Pool; databaseUrl: string; ingressUrl: string; log: Logger }): Dispatcher {
-  const { pool, log } = opts;
+export function startDispatcher(opts: { delivery: DeliveryDeps; databaseUrl: string; ingressUrl: string; log: Logger }): Dispatcher {
+  const dd = opts.delivery;
+  const { pool } = dd;
+  const log = opts.log;
   const ingress = clients.connect({ url: opts.ingressUrl, retry: { maxAttempts: 3, maxDuration: 5_000 } });
   let stopped = false;
   let running = false;
   let again = false;
   let listener: pg.Client | null = null;
+  /** first attempts in flight, per webhook */
+  const busy = new Map<string, number>();
+  let inFlight = 0;
+  const sending = new Set<Promise<void>>();
 
   const submit = async (id: string): Promise<void> => {
-    await ingress.workflowClient<DeliveryWorkflow>({ name: DELIVERY_WORKFLOW }, id).workflowSubmit();
+    await ingress.workflowClient<DeliveryWorkflow>({ name: DELIVERY_WORKFLOW }, id).workflowSubmit({ resume: true });
+  };
+
+  // ---- attempts recorded together: whatever finished since the last statement
+  let toRecord: Array<{ record: AttemptRecord; settle: (ok: boolean) => void }> = [];
+  let recording = false;
+  const flush = async () => {
+    if (recording) return;
+    recording = true;
+    try {
+      while (toRecord.length) {
+        const batch = toRecord;
+        toRecord = [];
+        const ok = await recordAttempts(pool, batch.map((b) => b.record)).then(() => true, (err) => {
+          // left as claimed: the sweep hands them to the workflow, which sends them again
+          log.warn('webhook attempts could not be recorded; the sweep retries them', { count: batch.length, error: String(err) });
+          return false;
+        });
+        for (const b of batch) b.settle(ok);
+      }
+    } finally {
+      recording = false;
+    }
+  };
+  const record = (r: AttemptRecord) =>
+    new Promise<boolean>((settle) => {
+      toRecord.push({ record: r, settle });
+      if (toRecord.length === 1) setImmediate(() => void flush());
+    });
+
+  const release = (webhookId: string) => {
+    inFlight--;
+    const n = busy.get(webhookId)! - 1;
+    if (n) busy.set(webhookId, n);
+    else busy.delete(webhookId);
+  };
+
+  const sendFirst = async (t: Target, open: (sealed: string) => string): Promise<void> => {
+    try {
+      const { record: r, outcome } = await sendAttempt(dd, t, 1, open);
+      const recorded = await record(r);
+      if (recorded && !outcome.done) await submit(t.id).catch((err) => log.warn('webhook retry could not be handed to the engine; the sweep retries it', { error: String(err) }));
+    } catch (err) {
+      log.warn('webhook first attempt failed; the sweep retries it', { error: String(err) });
+    } finally {
+      release(t.webhook_id);
+      kick();
+    }
+  };
+
+  const claim = async (): Promise<Target[]> => {
+    const room = Math.min(BATCH, IN_FLIGHT - inFlight);
+    if (room <= 0) return [];
+    const held = [...busy];
+    // rows of a webhook past its share stay unclaimed (and locked only for this statement)
+    const { rows } = await pool.query<Target>(
+      `WITH candidate AS (
+         SELECT id, webhook_id FROM webhook_deliveries
+          WHERE status = 'pending' AND dispatched_at IS NULL AND webhook_id <> ALL($1::text[])
+          ORDER BY id COLLATE "C" LIMIT $4 FOR UPDATE SKIP LOCKED
+       ), picked AS (
+         SELECT c.id FROM (SELECT id, webhook_id, row_number() OVER (PARTITION BY webhook_id ORDER BY id COLLATE "C") AS n FROM candidate) c
+           LEFT JOIN unnest($2::text[], $3::int[]) AS h(webhook_id, held) USING (webhook_id)
+          WHERE c.n <= $5 - coalesce(h.held, 0)
+       ), claimed AS (
+         UPDATE webhook_deliveries d SET dispatched_at = now() FROM picked WHERE d.id = picked.id
+         RETURNING d.id, d.status, d.payload, d.webhook_id
+       )
+       SELECT ${TARGET_COLUMNS} FROM claimed d JOIN webhooks w ON w.id = d.webhook_id`,
+      [held.filter(([, n]) => n >= PER_WEBHOOK).map(([id]) => id), held.map(([id]) => id), held.map(([, n]) => n), room, PER_WEBHOOK],
+    );
+    return rows;
   };
 
   const drain = async (): Promise<void> => {
@@ -42,19 +132,19 @@ export function startDispatcher(opts: { pool: pg.Pool; databaseUrl: string; ingr
     try {
       do {
         again = false;
-        const { rows } = await pool.query<{ id: string }>(
-          `UPDATE webhook_deliveries SET dispatched_at = now()
-            WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND dispatched_at IS NULL
-                          ORDER BY id COLLATE "C" LIMIT ${BATCH} FOR UPDATE SKIP LOCKED)
-            RETURNING id`,
-        );
-        const failed: string[] = [];
-        await Promise.all(rows.map((r) => submit(r.id).catch(() => failed.push(r.id))));
-        if (failed.length) {
-          // given back: the next notification or sweep submits them again
-          await pool.query('UPDATE webhook_deliveries SET dispatched_at = NULL WHERE id = ANY($1::text[]) AND attempt_count = 0', [failed]);
-          log.warn('webhook deliveries could not be handed to the engine; retrying later', { count: failed.length });
-          break;
+        const rows = await claim();
+        const cancelled = rows.filter((t) => !t.enabled).map((t) => t.id);
+        await cancelDeliveries(pool, cancelled);
+        // each webhook's secrets are opened once per claim
+        const opened = new Map<string, string>();
+        const open = (sealed: string) => opened.get(sealed) ?? opened.set(sealed, dd.secrets.open(sealed)).get(sealed)!;
+        for (const t of rows) {
+          if (!t.enabled) continue;
+          inFlight++;
+          busy.set(t.webhook_id, (busy.get(t.webhook_id) ?? 0) + 1);
+          const p = sendFirst(t, open);
+          sending.add(p);
+          void p.finally(() => sending.delete(p));
         }
         if (rows.length === BATCH) again = true;
       } while (again && !stopped);
@@ -68,13 +158,17 @@ export function startDispatcher(opts: { pool: pg.Pool; databaseUrl: string; ingr
     if (!stopped) void drain();
   };
 
-  const resubmitStale = async () => {
+  // claimed but never recorded, or a recorded retry overdue: the workflow takes them over
+  const sweepStale = async () => {
     const { rows } = await pool.query<{ id: string }>(
-      `SELECT id FROM webhook_deliveries WHERE status = 'pending' AND attempt_count = 0 AND dispatched_at < now() - make_interval(secs => $1) LIMIT ${BATCH}`,
+      `(SELECT id FROM webhook_deliveries WHERE status = 'pending' AND attempt_count = 0 AND dispatched_at < now() - make_interval(secs => $1) LIMIT ${BATCH})
+       UNION ALL
+       (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND attempt_count > 0 AND next_attempt_at < now() - make_interval(secs => $1) LIMIT ${BATCH})`,
       [STALE_SECONDS],
     );
-    for (const r of rows) await submit(r.id).catch(() => {});
-    if (rows.length) await pool.query('UPDATE webhook_deliveries SET dispatched_at = now() WHERE id = ANY($1::text[])', [rows.map((r) => r.id)]);
+    const started: string[] = [];
+    for (const r of rows) await submit(r.id).then(() => started.push(r.id), () => {});
+    if (started.length) await pool.query('UPDATE webhook_deliveries SET dispatched_at = now() WHERE id = ANY($1::text[])', [started]);
     kick();
   };
 
@@ -98,15 +192,19 @@ export function startDispatcher(opts: { pool: pg.Pool; databaseUrl: string; ingr
     }
   };
   void listen();
-  const sweep = runEvery(SWEEP_MS, resubmitStale, (err) => log.warn('webhook dispatch sweep failed', { error: String(err) }));
+  const sweep = runEvery(SWEEP_MS, sweepStale, (err) => log.warn('webhook dispatch sweep failed', { error: String(err) }));
 
   return {
     kick,
+    sweep: sweepStale,
     async stop() {
       stopped = true;
       await sweep.stop();
       await listener?.end().catch(() => {});
       while (running) await new Promise((r) => setTimeout(r, 20));
+      // first attempts under way are finished and recorded (each is bounded by the attempt timeout)
+      await Promise.allSettled([...sending]);
+      while (recording || toRecord.length) await new Promise((r) => setTimeout(r, 20));
     },
   };
 }

@@ -23,6 +23,6 @@ export async function loadWebhooks(deps: AppDeps): Promise<ApiModule> {
     name: 'webhooks',
     routes: webhookRoutes(deps),
     services: [createDeliveryWorkflow(deliveryDepsOf(deps))],
-    start: (engine) => startDispatcher({ pool: deps.database.pool, databaseUrl: deps.database.url, ingressUrl: engine.ingressUrl, log: deps.log }),
+    start: (engine) => startDispatcher({ delivery: deliveryDepsOf(deps), databaseUrl: deps.database.url, ingressUrl: engine.ingressUrl, log: deps.log }),
   };
 }

@@ -2,6 +2,7 @@
 // status feed (one LISTEN connection per process), logs, metrics and connection changes from the
 // realtime bus (one subscription per process). Each event is serialized once per variant (brief,
 // verbose) and written to the streams that may see it (spec, Realtime stream events, rules 1-5).
+import type { Socket } from 'node:net';
 import type pg from 'pg';
 import { randomBase62 } from '../../../lib/ids.ts';
 import type { Logger } from '../../../lib/log.ts';
@@ -93,6 +94,9 @@ export class Stream {
   private head = 0;
   private held: Array<() => void> | null = [];
   private lastRank = -1;
+  /** the connection, once the response's head is out: frames are written to it directly */
+  private wire: Socket | null = null;
+  private readonly onDrain = () => this.flush();
   lastWrite = Date.now();
   closed = false;
 
@@ -101,7 +105,7 @@ export class Stream {
     readonly opts: StreamOptions,
     private readonly onDrop: () => void,
   ) {
-    res.on('drain', () => this.flush());
+    res.on('drain', this.onDrain);
   }
 
   get queued(): number {
@@ -127,6 +131,14 @@ export class Stream {
     this.res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', 'X-Accel-Buffering': 'no' });
     if (snapshot) this.runUpdate(snapshot.status, JSON.stringify(this.opts.verbose ? snapshot : briefRun(snapshot)), true);
     this.send('ping', '{}', true);
+    // the head went out with the first frame; from here on each frame is one write of one
+    // ready-framed chunk to the connection (a fan-out writes to every subscriber: the response's own
+    // write costs four buffers, a cork and a tick per frame)
+    const socket = this.res.socket;
+    if (socket && this.res.headersSent && !this.closed) {
+      this.wire = socket;
+      socket.on('drain', this.onDrain);
+    }
     const held = this.held!;
     this.held = null;
     for (const f of held) f();
@@ -153,8 +165,8 @@ export class Stream {
     }
     const frame = `id: ${this.id}:${++this.n}\nevent: ${event}\n${extra}data: ${data}\n\n`;
     this.lastWrite = Date.now();
-    if (this.queued === 0 && !this.res.writableNeedDrain) {
-      this.res.write(frame);
+    if (this.queued === 0 && !this.needsDrain()) {
+      this.put(frame);
       return;
     }
     this.queue.push(frame);
@@ -162,15 +174,28 @@ export class Stream {
   }
 
   private flush(): void {
-    while (this.queued > 0 && !this.res.writableNeedDrain && !this.closed) this.res.write(this.queue[this.head++]);
+    while (this.queued > 0 && !this.needsDrain() && !this.closed) this.put(this.queue[this.head++]);
     if (this.head > 1024 && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
   }
 
+  private needsDrain(): boolean {
+    return this.wire ? this.wire.writableNeedDrain : this.res.writableNeedDrain;
+  }
+
+  private put(frame: string): void {
+    const w = this.wire;
+    if (!w) this.res.write(frame);
+    else if (this.res.chunkedEncoding) w.write(`${Buffer.byteLength(frame).toString(16)}\r\n${frame}\r\n`);
+    else w.write(frame);
+  }
+
   private release(): void {
     this.closed = true;
+    // the connection may serve other requests after this stream (keep-alive)
+    this.wire?.off('drain', this.onDrain);
     this.queue = [];
     this.head = 0;
   }
