@@ -4,6 +4,7 @@
 // GET /api/auth/sign-in/options.
 import { z } from 'zod';
 import type { AppDeps } from '../deps.ts';
+import type { Request } from '../http.ts';
 import { mailerFor } from '../../lib/mail.ts';
 import { problem } from '../../lib/problem.ts';
 import { ok, type Reply } from '../route.ts';
@@ -24,7 +25,8 @@ const Token = z.object({ token: z.string().min(1).max(200) }).strict();
 const ReturnTo = z.object({
   return_to: z.string().max(500).optional().describe('a path on this platform to send the browser to once signed in (default: answer with the session as JSON)'),
 });
-const Redirect = { description: 'To the identity provider (sets a short-lived state cookie)', headers: ['Location', 'Set-Cookie'] };
+const Redirect = { description: 'To the identity provider (sets a short-lived state cookie)', headers: ['Location'] };
+const ProviderUrl = { description: 'With Accept: application/json: the identity provider\'s URL to open (sets the same state cookie)', schema: z.object({ url: z.string() }) };
 
 function socialDepsOf(deps: AppDeps): SocialDeps {
   return {
@@ -39,12 +41,12 @@ function returnToOf(value: string | undefined): string | undefined {
   return value;
 }
 
-async function redirectToProvider(deps: AppDeps, opts: { linkUserId?: string; returnTo?: string }): Promise<Reply> {
+/** A browser is redirected; a client asking for JSON gets the URL to open (the state cookie either way). */
+async function redirectToProvider(req: Request, deps: AppDeps, opts: { linkUserId?: string; returnTo?: string }): Promise<Reply> {
   const flow = await startSocialSignIn(socialDepsOf(deps), opts);
-  return {
-    status: 302,
-    headers: { Location: flow.location, 'Set-Cookie': socialStateCookie(deps.config, flow.state), 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' },
-  };
+  const headers = { 'Set-Cookie': socialStateCookie(deps.config, flow.state), 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' };
+  if (String(req.headers.accept ?? '').includes('application/json')) return ok({ url: flow.location }, headers);
+  return { status: 302, headers: { ...headers, Location: flow.location } };
 }
 
 export const signInOptionRoutes = [
@@ -120,17 +122,17 @@ export const signInOptionRoutes = [
   authRoute({
     method: 'get', path: '/api/auth/sign-in/social', summary: 'Sign in with the configured OpenID Connect provider: redirects to it', productionLimit: 30,
     query: ReturnTo,
-    responses: { 302: Redirect, 404: problemResponse('not_found: social sign-in is not configured'), 502: problemResponse('bad_gateway: the provider cannot be reached') },
-    handler: async ({ deps, query }) => redirectToProvider(deps, { returnTo: returnToOf(query.return_to) }),
+    responses: { 200: ProviderUrl, 302: Redirect, 404: problemResponse('not_found: social sign-in is not configured'), 502: problemResponse('bad_gateway: the provider cannot be reached') },
+    handler: async ({ req, deps, query }) => redirectToProvider(req, deps, { returnTo: returnToOf(query.return_to) }),
   }),
   authRoute({
     method: 'get', path: '/api/auth/link/social', summary: 'Link the configured OpenID Connect provider\'s account to the signed-in account: redirects to it', productionLimit: 30,
     sessionOnly: true,
     query: ReturnTo,
-    responses: { 302: Redirect, 401: problemResponse('unauthorized: no valid session'), 404: problemResponse('not_found: social sign-in is not configured'), 502: problemResponse('bad_gateway') },
+    responses: { 200: ProviderUrl, 302: Redirect, 401: problemResponse('unauthorized: no valid session'), 404: problemResponse('not_found: social sign-in is not configured'), 502: problemResponse('bad_gateway') },
     handler: async ({ req, deps, query }) => {
       const session = await requireSignedInSession(req, deps);
-      return redirectToProvider(deps, { linkUserId: session.userId, returnTo: returnToOf(query.return_to) });
+      return redirectToProvider(req, deps, { linkUserId: session.userId, returnTo: returnToOf(query.return_to) });
     },
   }),
   authRoute({
@@ -141,7 +143,7 @@ export const signInOptionRoutes = [
     }),
     responses: {
       200: { description: 'Signed in; the session cookie is set', schema: SignedIn },
-      302: { description: 'Signed in; to the return_to path given at the start', headers: ['Location', 'Set-Cookie'] },
+      302: { description: 'Signed in; to the return_to path given at the start', headers: ['Location'] },
       400: problemResponse('invalid_request: unknown, used or expired state, or one from another browser'),
       401: problemResponse('unauthorized: the provider refused, or its answer failed verification'),
       403: problemResponse('forbidden (the address belongs to an account and is not verified by the provider) or signup_domain_not_allowed'),

@@ -169,6 +169,10 @@ describe('social sign-in with an OpenID Connect provider', () => {
     assert.equal(r.res.status, 302, r.text);
     assert.equal(r.res.headers.get('location'), '/dashboard?tab=runs');
     assert.ok(r.session);
+    const asJson = await client(app.url).get('/api/auth/sign-in/social', { headers: { accept: 'application/json' } });
+    assert.equal(asJson.status, 200, asJson.text);
+    assert.equal(new URL(asJson.body.url).origin, new URL(provider.issuer.url!).origin);
+    assert.match(asJson.headers.get('set-cookie') ?? '', /social_state=/);
     for (const bad of ['//evil.test/x', 'https://evil.test/', '/\\evil.test']) {
       const res = await client(app.url).get(`/api/auth/sign-in/social?return_to=${encodeURIComponent(bad)}`);
       assert.equal(res.status, 400, bad);
