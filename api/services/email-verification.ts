@@ -16,7 +16,7 @@ const VERIFICATION_TTL_MS = 24 * 60 * 60 * 1000;
 /** A new verification link for the account's address, replacing older ones. */
 export async function issueEmailVerification(db: Queryable, user: { id: string; email: string }): Promise<string> {
   const token = randomBytes(32).toString('base64url');
-  await db.query('DELETE FROM email_verifications WHERE user_id = $1', [user.id]);
+  await db.query('DELETE FROM email_verifications WHERE user_id = $1 OR expires_at < now()', [user.id]);
   await db.query('INSERT INTO email_verifications (token_hash, user_id, email, expires_at) VALUES ($1, $2, $3, $4)', [
     sha256Hex(token), user.id, user.email, new Date(Date.now() + VERIFICATION_TTL_MS),
   ]);

@@ -40,7 +40,7 @@ export async function requestMagicLink(pool: pg.Pool, config: Config, mailer: Ma
   }
   const token = randomBytes(32).toString('base64url');
   const to = account?.email ?? address;
-  await pool.query('DELETE FROM magic_links WHERE lower(email) = lower($1)', [to]);
+  await pool.query('DELETE FROM magic_links WHERE lower(email) = lower($1) OR expires_at < now()', [to]);
   await pool.query('INSERT INTO magic_links (token_hash, email, user_id, expires_at) VALUES ($1, $2, $3, $4)', [
     sha256Hex(token), to, account?.id ?? null, new Date(Date.now() + config.AUTH_MAGIC_LINK_TTL_SECONDS * 1000),
   ]);
