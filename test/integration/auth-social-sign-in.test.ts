@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { client } from '../support/http.ts';
+import { loadConfig } from '../../lib/config.ts';
 import { ProblemError } from '../../lib/problem.ts';
 import { startSocialSignIn } from '../../api/services/social-sign-in.ts';
 
@@ -27,6 +28,14 @@ function cookieOf(res: Response, name: string): string | null {
   }
   return null;
 }
+
+test('the provider settings go together, https in production', () => {
+  assert.throws(() => loadConfig({ AUTH_SOCIAL_ISSUER_URL: 'https://id.example.test' }), /go together/);
+  assert.throws(() => loadConfig({ AUTH_SOCIAL_CLIENT_SECRET: 'secret' }), /go together/);
+  const all = { AUTH_SOCIAL_ISSUER_URL: 'http://id.example.test', AUTH_SOCIAL_CLIENT_ID: 'c', AUTH_SOCIAL_CLIENT_SECRET: 's' };
+  assert.equal(loadConfig(all).AUTH_SOCIAL_NAME, 'OpenID Connect');
+  assert.throws(() => loadConfig({ ...all, NODE_ENV: 'production', ENCRYPTION_KEY: Buffer.alloc(32).toString('base64') }), /https in production/);
+});
 
 describe('social sign-in with an OpenID Connect provider', () => {
   let provider: OAuth2Server;
