@@ -194,10 +194,14 @@ export async function completeSocialSignIn(deps: SocialDeps, query: URLSearchPar
       [provider.issuer, claims.sub],
     );
     const linkedUser = linkedRows.rows[0] ? toUser(linkedRows.rows[0]) : null;
-    const link = async (userId: string) => client.query(
-      'INSERT INTO social_accounts (issuer, subject, user_id, email) VALUES ($1, $2, $3, $4)',
-      [provider.issuer, claims.sub, userId, email],
-    );
+    const link = async (userId: string) => {
+      // a concurrent first sign-in of the same provider account may have linked it meanwhile
+      const inserted = await client.query(
+        'INSERT INTO social_accounts (issuer, subject, user_id, email) VALUES ($1, $2, $3, $4) ON CONFLICT (issuer, subject) DO NOTHING',
+        [provider.issuer, claims.sub, userId, email],
+      );
+      if (inserted.rowCount === 0) throw problem('invalid_request', { param: 'state', detail: 'This sign-in raced another one for the same account: start again.' });
+    };
 
     if (pending.link_user_id) {
       // a signed-in user links the provider's account to theirs
