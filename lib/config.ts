@@ -157,6 +157,16 @@ export const ConfigSchema = z.object({
   /** what one imported package (an archive, or one package of a bundle) may inflate to; 422 past it */
   PACKAGE_MAX_INFLATED_BYTES: intFromEnv(200 * MIB),
   AUTH_ALLOWED_SIGNUP_DOMAINS: csv,
+  /** required: a password sign-in is refused until the address is verified (needs SMTP_URL); optional (default): verification is offered, not enforced */
+  AUTH_EMAIL_VERIFICATION: z.enum(['required', 'optional']).default('optional'),
+  /** sign-in links by e-mail (sent only when mail is enabled); seconds a link stays valid */
+  AUTH_MAGIC_LINKS: z.enum(['enabled', 'disabled']).default('enabled'),
+  AUTH_MAGIC_LINK_TTL_SECONDS: z.coerce.number().int().positive().max(3600).default(600),
+  /** social sign-in through one OpenID Connect provider: its issuer URL, this platform's client there, and the name shown to users */
+  AUTH_SOCIAL_ISSUER_URL: z.string().url().optional(),
+  AUTH_SOCIAL_CLIENT_ID: z.string().min(1).optional(),
+  AUTH_SOCIAL_CLIENT_SECRET: z.string().min(1).optional(),
+  AUTH_SOCIAL_NAME: z.string().trim().min(1).max(100).default('OpenID Connect'),
   ORG_CREATION_DISABLED: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   SANDBOX_WARM_POOL: intFromEnv(2),
   /**
@@ -201,6 +211,12 @@ export type Config = z.infer<typeof ConfigSchema>;
 /** Settings that only make sense together. */
 const CheckedConfigSchema = ConfigSchema.superRefine((c, ctx) => {
   if (c.FILE_STORAGE === 's3' && !c.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when FILE_STORAGE is s3' });
+  if (c.AUTH_EMAIL_VERIFICATION === 'required' && !c.SMTP_URL) ctx.addIssue({ code: 'custom', path: ['AUTH_EMAIL_VERIFICATION'], message: 'required needs SMTP_URL (the links are e-mailed)' });
+  if (c.NODE_ENV === 'production' && c.AUTH_SOCIAL_ISSUER_URL?.startsWith('http:')) ctx.addIssue({ code: 'custom', path: ['AUTH_SOCIAL_ISSUER_URL'], message: 'must be https in production' });
+  const social = [c.AUTH_SOCIAL_ISSUER_URL, c.AUTH_SOCIAL_CLIENT_ID, c.AUTH_SOCIAL_CLIENT_SECRET];
+  if (social.some(Boolean) && !social.every(Boolean)) {
+    ctx.addIssue({ code: 'custom', path: ['AUTH_SOCIAL_ISSUER_URL'], message: 'AUTH_SOCIAL_ISSUER_URL, AUTH_SOCIAL_CLIENT_ID and AUTH_SOCIAL_CLIENT_SECRET go together' });
+  }
 });
 
 export class ConfigError extends Error {}

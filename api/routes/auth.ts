@@ -13,27 +13,29 @@ import { ProblemSchema } from '../openapi.ts';
 import { created, noContent, ok, route, type HandlerInput, type Reply, type ResponseSpec, type RouteDef } from '../route.ts';
 import * as accounts from '../services/accounts.ts';
 import { redeemBootstrap } from '../services/bootstrap.ts';
+import { mailVerificationLink } from '../services/email-verification.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../services/passwords.ts';
 import { clearedSessionCookie } from '../services/session-cookie.ts';
 import { readSignedInSession, requireSignedInSession, signIn } from '../services/sessions.ts';
 
 const Password = z.string().min(PASSWORD_MIN_LENGTH).max(PASSWORD_MAX_LENGTH);
-const User = z.object({ id: z.string(), email: z.string(), name: z.string(), createdAt: z.string() }).meta({ id: 'User' });
-const SessionInfo = z.object({ id: z.string(), expiresAt: z.string() });
-const SignedIn = z.object({ user: User, session: SessionInfo }).meta({ id: 'SignedIn' });
+export const User = z.object({ id: z.string(), email: z.string(), name: z.string(), emailVerified: z.boolean(), createdAt: z.string() }).meta({ id: 'User' });
+export const SessionInfo = z.object({ id: z.string(), expiresAt: z.string() });
+export const SignedIn = z.object({ user: User, session: SessionInfo }).meta({ id: 'SignedIn' });
+const SignedUp = z.object({ user: User, session: SessionInfo.optional() }).meta({ id: 'SignedUp' });
 
-const problemResponse = (description: string) => ({ description, schema: ProblemSchema, contentType: 'application/problem+json' });
+export const problemResponse = (description: string) => ({ description, schema: ProblemSchema, contentType: 'application/problem+json' });
 const UNAUTHORIZED = { 401: problemResponse('unauthorized: no valid session') };
 
 const limiters = new WeakMap<AppDeps, ReturnType<typeof createRateLimiter>>();
 
-interface AuthRouteDef<B> extends Omit<RouteDef<B, unknown, any>, 'stage' | 'tenant' | 'tag'> {
+interface AuthRouteDef<B, Q = unknown> extends Omit<RouteDef<B, Q, any>, 'stage' | 'tenant' | 'tag'> {
   /** requests per minute per client IP, enforced when NODE_ENV is production */
   productionLimit: number;
 }
 
 /** An /api/auth/* route: outside the authentication chain, limited per IP in production. */
-function authRoute<B>(def: AuthRouteDef<B>): RouteDef<B, unknown, any> {
+export function authRoute<B, Q = unknown>(def: AuthRouteDef<B, Q>): RouteDef<B, Q, any> {
   const { productionLimit, handler, ...rest } = def;
   return route({
     ...rest,
@@ -43,7 +45,7 @@ function authRoute<B>(def: AuthRouteDef<B>): RouteDef<B, unknown, any> {
     // in production every answer carries the limiter's headers
     responses: Object.fromEntries(Object.entries({ ...def.responses, 429: problemResponse('rate_limited: too many attempts from this address (production only)') })
       .map(([status, spec]: [string, ResponseSpec]) => [status, { ...spec, headers: [...(spec.headers ?? []), 'RateLimit', 'RateLimit-Policy'] }])),
-    handler: async (input: HandlerInput<B, unknown, any>) => {
+    handler: async (input: HandlerInput<B, Q, any>) => {
       const { deps, req, res } = input;
       if (deps.config.NODE_ENV === 'production') {
         let limit = limiters.get(deps);
@@ -55,11 +57,11 @@ function authRoute<B>(def: AuthRouteDef<B>): RouteDef<B, unknown, any> {
   });
 }
 
-function clientOf(input: HandlerInput<unknown, unknown, unknown>) {
+export function clientOf(input: HandlerInput<unknown, unknown, unknown>) {
   return { ip: input.ctx.ip, userAgent: input.ctx.userAgent };
 }
 
-function signedInReply(status: 200 | 201, input: HandlerInput<any, any, any>, result: { user: accounts.User; session: { sessionId: string; token: string; expiresAt: Date } }): Reply {
+export function signedInReply(status: 200 | 201, input: HandlerInput<any, any, any>, result: { user: accounts.User; session: { sessionId: string; token: string; expiresAt: Date } }): Reply {
   signIn(input.deps, input.res, result.session);
   const body = { user: result.user, session: { id: result.session.sessionId, expiresAt: result.session.expiresAt.toISOString() } };
   return status === 201 ? created(body) : ok(body);
@@ -69,17 +71,30 @@ export const authRoutes = [
   authRoute({
     method: 'post', path: '/api/auth/sign-up/email', summary: 'Create an account and sign in', productionLimit: 5,
     body: z.object({ email: z.email().max(320), password: Password, name: z.string().trim().min(1).max(200) }).strict(),
-    responses: { 201: { description: 'Account created; the session cookie is set', schema: SignedIn } },
+    responses: {
+      201: {
+        description: 'Account created and a verification link e-mailed (with mail enabled). The session cookie is set and session present, unless AUTH_EMAIL_VERIFICATION is required: then sign in once the address is verified',
+        schema: SignedUp,
+      },
+    },
     handler: async (input) => {
-      const store = { pool: input.deps.database.pool, authCache: input.deps.authCache, config: input.deps.config };
-      return signedInReply(201, input, await accounts.signUp(store, input.body, clientOf(input)));
+      const { deps } = input;
+      const store = { pool: deps.database.pool, authCache: deps.authCache, config: deps.config };
+      const result = await accounts.signUp(store, input.body, clientOf(input));
+      mailVerificationLink(mailerFor(deps.config, deps.log), deps.log, result.user.email, result.verificationToken);
+      if (!result.session) return created({ user: result.user });
+      return signedInReply(201, input, { user: result.user, session: result.session });
     },
   }),
   authRoute({
     method: 'post', path: '/api/auth/sign-in/email', summary: 'Sign in with email and password; sets the session cookie', productionLimit: 10,
     body: z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(PASSWORD_MAX_LENGTH) }).strict(),
-    responses: { 200: { description: 'Signed in; the session cookie is set', schema: SignedIn }, 401: problemResponse('unauthorized: the email or password is wrong') },
-    handler: async (input) => signedInReply(200, input, await accounts.signInWithPassword(input.deps.database.pool, input.body, clientOf(input))),
+    responses: {
+      200: { description: 'Signed in; the session cookie is set', schema: SignedIn },
+      401: problemResponse('unauthorized: the email or password is wrong'),
+      403: problemResponse('forbidden: the address is not verified yet (AUTH_EMAIL_VERIFICATION required)'),
+    },
+    handler: async (input) => signedInReply(200, input, await accounts.signInWithPassword(input.deps.database.pool, input.deps.config, input.body, clientOf(input))),
   }),
   authRoute({
     method: 'post', path: '/api/auth/sign-out', summary: 'End the current session', productionLimit: 30,

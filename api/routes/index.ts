@@ -7,6 +7,7 @@ import { runsElsewhereRoutes } from './runs-elsewhere.ts';
 import { agentConfigRoutes } from './agent-config.ts';
 import { apiKeyRoutes } from './api-keys.ts';
 import { authRoutes } from './auth.ts';
+import { signInOptionRoutes } from './auth-sign-in-options.ts';
 import { invitationRoutes } from './invitations.ts';
 import { orgRoutes } from './orgs.ts';
 import { spaceRoleRoutes } from './space-roles.ts';
@@ -32,6 +33,7 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...runsElsewhereRoutes,
     ...agentConfigRoutes,
     ...authRoutes,
+    ...signInOptionRoutes,
     ...orgRoutes,
     ...invitationRoutes,
     ...spaceRoleRoutes,

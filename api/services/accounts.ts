@@ -1,6 +1,7 @@
 // Accounts and their passwords: sign-up, sign-in, sign-out, change, set and reset.
 // A password change ends the account's other sessions; a reset ends every session; both (and
-// setting a first password) drop pending reset links and run the registered credential revokers.
+// setting a first password) drop pending reset links, magic links and social-account links and run
+// the registered credential revokers.
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.ts';
@@ -11,6 +12,7 @@ import { templated, type Mailer } from '../../lib/mail.ts';
 import { problem } from '../../lib/problem.ts';
 import { runCredentialRevokers, type CredentialChange } from './credential-change.ts';
 import { changeIdentity, isUniqueViolation, type IdentityStore } from './identity-change.ts';
+import { issueEmailVerification } from './email-verification.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import { createSession, type NewSession, type Queryable, type SignedInSession } from './sessions.ts';
 
@@ -24,16 +26,20 @@ export interface User {
   id: string;
   email: string;
   name: string;
+  emailVerified: boolean;
   createdAt: string;
 }
+
+/** The columns toUser reads. */
+export const USER_COLUMNS = 'id, email, name, email_verified_at, created_at';
 
 export interface ClientInfo {
   ip?: string;
   userAgent?: string;
 }
 
-function toUser(row: { id: string; email: string; name: string; created_at: Date }): User {
-  return { id: row.id, email: row.email, name: row.name, createdAt: row.created_at.toISOString() };
+export function toUser(row: { id: string; email: string; name: string; email_verified_at: Date | null; created_at: Date }): User {
+  return { id: row.id, email: row.email, name: row.name, emailVerified: row.email_verified_at !== null, createdAt: row.created_at.toISOString() };
 }
 
 function emailDomain(email: string): string {
@@ -44,7 +50,7 @@ function emailDomain(email: string): string {
  * AUTH_ALLOWED_SIGNUP_DOMAINS, when set, limits who can create an account; an address holding a
  * pending invitation may always sign up, so inviting someone from outside works.
  */
-async function assertSignupAllowed(db: Queryable, config: Config, email: string): Promise<void> {
+export async function assertSignupAllowed(db: Queryable, config: Config, email: string): Promise<void> {
   const allowed = config.AUTH_ALLOWED_SIGNUP_DOMAINS.map((d) => d.toLowerCase().replace(/^@/, ''));
   if (allowed.length === 0 || allowed.includes(emailDomain(email))) return;
   const invited = await db.query(
@@ -60,7 +66,7 @@ export async function insertUser(client: pg.PoolClient, input: { email: string; 
   const passwordHash = await hashPassword(input.password);
   try {
     const { rows } = await client.query(
-      'INSERT INTO users (id, email, name, password_hash) VALUES ($1, $2, $3, $4) RETURNING id, email, name, created_at',
+      `INSERT INTO users (id, email, name, password_hash) VALUES ($1, $2, $3, $4) RETURNING ${USER_COLUMNS}`,
       [newId('usr'), input.email.trim(), input.name.trim(), passwordHash],
     );
     return toUser(rows[0]);
@@ -72,30 +78,60 @@ export async function insertUser(client: pg.PoolClient, input: { email: string; 
   }
 }
 
-export async function signUp(store: AccountStore, input: { email: string; password: string; name: string }, from: ClientInfo): Promise<{ user: User; session: NewSession }> {
+/**
+ * Creates the account with a verification link for its address. While AUTH_EMAIL_VERIFICATION is
+ * required the account gets no session until the address is verified (session: null).
+ */
+export async function signUp(store: AccountStore, input: { email: string; password: string; name: string }, from: ClientInfo): Promise<{ user: User; session: NewSession | null; verificationToken: string }> {
   await assertSignupAllowed(store.pool, store.config, input.email);
   return changeIdentity(store, async (client) => {
     const user = await insertUser(client, input);
-    const session = await createSession(client, user.id, from);
-    return { user, session };
+    const verificationToken = await issueEmailVerification(client, user);
+    const session = store.config.AUTH_EMAIL_VERIFICATION === 'required' ? null : await createSession(client, user.id, from);
+    return { user, session, verificationToken };
   });
 }
 
+/** An account without a password (magic link, social sign-in); an address already taken is a field error. */
+export async function insertPasswordlessUser(client: pg.PoolClient, input: { email: string; name: string; verified: boolean }): Promise<User> {
+  try {
+    const { rows } = await client.query(
+      `INSERT INTO users (id, email, name, email_verified_at) VALUES ($1, $2, $3, CASE WHEN $4 THEN now() END) RETURNING ${USER_COLUMNS}`,
+      [newId('usr'), input.email.trim(), input.name.trim() || input.email.trim(), input.verified],
+    );
+    return toUser(rows[0]);
+  } catch (err) {
+    if (isUniqueViolation(err, 'users_email_uq')) {
+      throw problem('validation_failed', { detail: 'An account already exists for this email.', errors: [{ field: 'email', code: 'invalid_value', message: 'An account already exists for this email.' }] });
+    }
+    throw err;
+  }
+}
+
+/** Refuses an unverified account while AUTH_EMAIL_VERIFICATION is required. */
+export function assertMaySignIn(config: Config, user: User): void {
+  if (config.AUTH_EMAIL_VERIFICATION === 'required' && !user.emailVerified) {
+    throw problem('forbidden', { detail: 'Verify your e-mail address first: follow the link sent to it (POST /api/auth/send-verification-email sends a new one).' });
+  }
+}
+
 /** Wrong password and unknown address give the same answer, in about the same time. */
-export async function signInWithPassword(pool: pg.Pool, input: { email: string; password: string }, from: ClientInfo): Promise<{ user: User; session: NewSession }> {
+export async function signInWithPassword(pool: pg.Pool, config: Config, input: { email: string; password: string }, from: ClientInfo): Promise<{ user: User; session: NewSession }> {
   const { rows } = await pool.query(
-    'SELECT id, email, name, password_hash, created_at FROM users WHERE lower(email) = lower($1)',
+    `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = lower($1)`,
     [input.email.trim()],
   );
   const row = rows[0];
   const valid = await verifyPassword(input.password, row?.password_hash ?? null);
   if (!row || !valid) throw problem('unauthorized', { detail: 'The email or password is wrong.' });
+  const user = toUser(row);
+  assertMaySignIn(config, user);
   const session = await createSession(pool, row.id, from);
-  return { user: toUser(row), session };
+  return { user, session };
 }
 
 export async function getUser(pool: pg.Pool, userId: string): Promise<User> {
-  const { rows } = await pool.query('SELECT id, email, name, created_at FROM users WHERE id = $1', [userId]);
+  const { rows } = await pool.query(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [userId]);
   if (!rows[0]) throw problem('unauthorized', { detail: 'The account no longer exists.' });
   return toUser(rows[0]);
 }
@@ -109,6 +145,13 @@ async function replacePassword(client: pg.PoolClient, change: Omit<CredentialCha
   const hash = await hashPassword(newPassword);
   await client.query('UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1', [change.userId, hash]);
   await client.query('DELETE FROM password_resets WHERE user_id = $1', [change.userId]);
+  // magic links (those to the account and those that would create one for its address) and
+  // pending social-account links sign in as the account: they go with the old password
+  await client.query(
+    'DELETE FROM magic_links WHERE user_id = $1 OR lower(email) = (SELECT lower(email) FROM users WHERE id = $1)',
+    [change.userId],
+  );
+  await client.query('DELETE FROM social_sign_in_states WHERE link_user_id = $1', [change.userId]);
   await client.query('DELETE FROM sessions WHERE user_id = $1 AND id IS DISTINCT FROM $2', [change.userId, change.keepSessionId ?? null]);
   await runCredentialRevokers({ ...change, client });
 }

@@ -32,6 +32,18 @@ describe('in production', () => {
     for (let i = 0; i < 5; i++) assert.equal((await attempt(i)).status, 201);
     assert.equal((await attempt(5)).status, 429);
   });
+
+  test('magic-link requests are limited like the other auth routes', async () => {
+    const attempt = (i: number) => client(app.url).post('/api/auth/sign-in/magic-link', { email: `m${i}@example.test` });
+    for (let i = 0; i < 5; i++) {
+      const res = await attempt(i);
+      assert.equal(res.status, 202, res.text);
+      assert.match(res.headers.get('ratelimit') ?? '', /limit=5, /);
+    }
+    const refused = await attempt(5);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.code, 'rate_limited');
+  });
 });
 
 describe('outside production', () => {

@@ -68,7 +68,11 @@ describe('mail enabled (SMTP_URL on a loopback server)', () => {
     assert.equal(link.toString(), inv.body.acceptUrl);
     assert.ok(mail.html.includes(`href="${link.toString()}"`), mail.html);
 
+    // following the link before having an account asks to sign in (or up) first
+    const early = await api.post(link.pathname);
+    assert.deepEqual([early.status, early.body.code], [401, 'authentication_required']);
     const colleague = await signUp(app.url, 'colleague@acme.test');
+    await inbox.next('colleague@acme.test'); // the verification mail of the new account
     const accepted = await api.post(link.pathname, undefined, { cookie: colleague });
     assert.equal(accepted.status, 200, accepted.text);
     assert.equal(accepted.body.orgId, org.body.id);
@@ -83,6 +87,7 @@ describe('mail enabled (SMTP_URL on a loopback server)', () => {
   test('a password reset by e-mail: the link arrives, and using it ends every session of the account', async () => {
     const api = client(app.url);
     const first = await signUp(app.url, 'forgetful@acme.test', 'old password 123');
+    assert.match((await inbox.next('forgetful@acme.test')).subject, /Verify/);
     const signIn = await api.post('/api/auth/sign-in/email', { email: 'forgetful@acme.test', password: 'old password 123' });
     const second = cookieOf(signIn);
     assert.equal((await api.get('/api/auth/session', { cookie: first })).status, 200);

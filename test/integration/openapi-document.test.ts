@@ -179,7 +179,7 @@ describe('the document says what the server does', () => {
     const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
     const sessionOnly = operations(doc).filter(({ op }) => JSON.stringify(op.security) === JSON.stringify([{ session: [] }])).map(({ method, path }) => `${method} ${path}`);
     assert.deepEqual(sessionOnly.sort(), [
-      'delete /api/api-keys/{id}', 'get /api/api-keys', 'get /api/api-keys/available-scopes', 'get /api/auth/session',
+      'delete /api/api-keys/{id}', 'get /api/api-keys', 'get /api/api-keys/available-scopes', 'get /api/auth/link/social', 'get /api/auth/session',
       'post /api/api-keys', 'post /api/auth/change-password', 'post /api/auth/set-password', 'post /api/orgs',
     ]);
     assert.deepEqual(doc.paths['/api/auth/sign-in/email'].post.security, []);

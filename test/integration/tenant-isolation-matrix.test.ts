@@ -49,6 +49,9 @@ const CASES: Record<string, Case> = {
   'POST /api/auth/sign-up/email': ACCOUNT, 'POST /api/auth/sign-in/email': ACCOUNT, 'POST /api/auth/sign-out': ACCOUNT,
   'GET /api/auth/session': ACCOUNT, 'POST /api/auth/change-password': ACCOUNT, 'POST /api/auth/set-password': ACCOUNT,
   'POST /api/auth/request-password-reset': ACCOUNT, 'POST /api/auth/reset-password': ACCOUNT,
+  'GET /api/auth/sign-in/options': ACCOUNT, 'POST /api/auth/verify-email': ACCOUNT, 'POST /api/auth/send-verification-email': ACCOUNT,
+  'POST /api/auth/sign-in/magic-link': ACCOUNT, 'POST /api/auth/magic-link/verify': ACCOUNT,
+  'GET /api/auth/sign-in/social': ACCOUNT, 'GET /api/auth/link/social': ACCOUNT, 'GET /api/auth/callback/social': ACCOUNT,
   'POST /api/auth/bootstrap/redeem': { exempt: 'instance bootstrap: creates the first organization, guarded by the bootstrap token' },
   'POST /api/invitations/{token}/accept': { exempt: 'the invitation token is the credential; it joins its own organization only (invitations.test.ts)' },
 
