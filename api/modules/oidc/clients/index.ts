@@ -3,9 +3,10 @@
 import type { AppDeps } from '../../../deps.ts';
 import type { RouteDef } from '../../../route.ts';
 import { registerOidcRevocation } from '../../../services/oauth-clients/revocation.ts';
+import { registrationRoutes } from './registration.ts';
 import { clientRoutes } from './routes.ts';
 
 export function oauthClientRoutes(_deps: AppDeps): RouteDef<any, any, any>[] {
   registerOidcRevocation();
-  return [...clientRoutes()];
+  return [...clientRoutes(), ...registrationRoutes()];
 }
