@@ -36,7 +36,6 @@ const GrantTypes = z.array(z.enum(GRANT_TYPES)).min(1).max(GRANT_TYPES.length * 
 const Scopes = z.array(z.string().max(100)).min(1).max(CLIENT_LIMITS.maxScopes);
 
 const IdParams = z.object({ id: z.string() });
-const SPACE_HEADER = [{ name: 'X-Space-Id', description: 'the space of space-level clients (with a session; an API key uses the space it is pinned to)' }];
 const WRITE_LIMIT = { perMinute: 30 };
 const ROTATE_LIMIT = { perMinute: 10 };
 const READ_LIMIT = { perMinute: 300 };
@@ -52,7 +51,7 @@ export function clientRoutes(): RouteDef<any, any, any>[] {
     route({
       method: 'post', path: '/api/oauth/clients', tag: TAG,
       summary: 'Register an OAuth client for the organization or for the X-Space-Id space (a confidential client\'s secret is returned only here)',
-      permission: null, rateLimit: WRITE_LIMIT, idempotent: true, headers: SPACE_HEADER, location: (b) => `/api/oauth/clients/${b.id}`,
+      permission: null, rateLimit: WRITE_LIMIT, idempotent: true, location: (b) => `/api/oauth/clients/${b.id}`,
       body: z.object({
         level: z.enum(['org', 'space']).describe('org: acts for members of the organization; space: acts for end-users of the X-Space-Id space'),
         name: Name,
@@ -69,7 +68,7 @@ export function clientRoutes(): RouteDef<any, any, any>[] {
     route({
       method: 'get', path: '/api/oauth/clients', tag: TAG,
       summary: 'List the organization\'s clients and those of the X-Space-Id space that the caller may read',
-      permission: null, rateLimit: READ_LIMIT, headers: SPACE_HEADER, query: CursorQuery,
+      permission: null, rateLimit: READ_LIMIT, query: CursorQuery,
       responses: { 200: { description: 'A page of clients', schema: OAuthClientList } },
       handler: async ({ ctx, query, req, deps }) => {
         const page = cursorPage(query);
