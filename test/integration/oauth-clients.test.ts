@@ -207,5 +207,18 @@ describe('who may do what', () => {
       assert.equal((await as(stranger).delete(`/api/oauth/clients/${id}`)).status, 404);
     }
     assert.equal((await as(stranger).get('/api/oauth/clients')).body.data.length, 0);
+    const foreignSpace = await as({ ...owner, space: other.spaceId }).post('/api/oauth/clients', spaceClient());
+    assert.equal(foreignSpace.status, 403, 'X-Space-Id of another organization binds nothing');
+    assert.equal(foreignSpace.body.code, 'not_a_space_member');
+  });
+
+  test('instance clients (dynamic, metadata documents) are not managed over the API', async () => {
+    await app.deps.database.pool.query(
+      `INSERT INTO oauth_clients (id, level, name, grant_types, token_endpoint_auth_method, scopes, registration)
+       VALUES ('oac_instance1', 'instance', 'Registered', '{urn:ietf:params:oauth:grant-type:device_code}', 'none', '{openid}', 'dynamic')`,
+    );
+    assert.equal((await as(owner).get('/api/oauth/clients/oac_instance1')).status, 404);
+    assert.equal((await as(owner).delete('/api/oauth/clients/oac_instance1')).status, 404);
+    assert.ok(!(await as(owner).get('/api/oauth/clients?limit=100')).text.includes('oac_instance1'));
   });
 });
