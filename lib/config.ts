@@ -198,6 +198,10 @@ export const ConfigSchema = z.object({
     }),
   /** seconds a webhook receiver has to answer one delivery attempt */
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
+  /** oidc module: dynamic client registrations (RFC 7591) one client IP may make per minute */
+  OAUTH_REGISTRATIONS_PER_MINUTE: z.coerce.number().int().positive().max(10_000).default(10),
+  /** oidc module: seconds a fetched client ID metadata document is trusted before it is fetched again */
+  OAUTH_CLIENT_METADATA_TTL_SECONDS: z.coerce.number().int().positive().max(7 * 86_400).default(3600),
   /** where sandboxes reach this platform's runner routes; default http://HOST:PORT */
   INTERNAL_API_URL: z.string().url().optional(),
   SHUTDOWN_DRAIN_SECONDS: intFromEnv(25),

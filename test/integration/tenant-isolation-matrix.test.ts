@@ -197,6 +197,14 @@ const CASES: Record<string, Case> = {
   'DELETE /api/webhooks/{id}': { s2Member: true },
   'POST /api/webhooks/{id}/rotate': { s2Member: true },
   'GET /api/webhooks/{id}/deliveries': { s2Member: true },
+  // OAuth clients: authority follows the client's space, not X-Space-Id (A's owner reaches s1's client from anywhere)
+  'POST /api/oauth/clients': OWN_SPACE,
+  'GET /api/oauth/clients': { lists: (a) => a.oauthClientId },
+  'GET /api/oauth/clients/{id}': { s2Member: true },
+  'PATCH /api/oauth/clients/{id}': { s2Member: true, body: () => ({ name: 'Hijacked' }) },
+  'DELETE /api/oauth/clients/{id}': { s2Member: true },
+  'POST /api/oauth/clients/{id}/rotate-secret': { s2Member: true },
+  'POST /api/auth/oauth2/register': { exempt: 'dynamic registration (RFC 7591): creates an instance-level client bound to no organization; reads no tenant data' },
 
   'GET /api/notifications': { lists: (a) => a.notificationId },
   'POST /api/notifications/{id}/read': {},
@@ -229,7 +237,7 @@ function fillPath(path: string, a: Tenant): string {
     '{name}/{version}': '1.0.0', 'versions/{version}': '1.0.0', 'dist-tags/{tag}': 'beta',
     'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId, 'o/{org}': a.orgId,
     'schedules/{id}': a.scheduleId,
-    'webhooks/{id}': a.webhookId, 'notifications/{id}': a.notificationId,
+    'webhooks/{id}': a.webhookId, 'notifications/{id}': a.notificationId, 'clients/{id}': a.oauthClientId,
     'files/{id}': a.fileId,
   };
   return segs.map((s, i) => {

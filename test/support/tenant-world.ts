@@ -49,6 +49,8 @@ export interface Tenant {
   notificationId: string;
   /** a durable file in s1, uploaded through the API */
   fileId: string;
+  /** a space-level OAuth client in s1 */
+  oauthClientId: string;
 }
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
@@ -138,6 +140,12 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
      VALUES ($1, $2, $3, 'space', 'https://hooks.example.test/in', '{run.success}', 'summary', $4, $5)`,
     [webhookId, org.orgId, org.spaceId, app.deps.secrets.seal('whsec_dGVzdA=='), org.ownerId],
   );
+  const oauthClientId = `oac_${tag}`;
+  await pool.query(
+    `INSERT INTO oauth_clients (id, level, org_id, space_id, name, redirect_uris, grant_types, token_endpoint_auth_method, secret_sealed, scopes, registration, created_by)
+     VALUES ($1, 'space', $2, $3, 'Portal', '{https://portal.example.test/cb}', '{authorization_code}', 'client_secret_basic', $4, '{openid}', 'api', $5)`,
+    [oauthClientId, org.orgId, org.spaceId, app.deps.secrets.seal('oacs_tenant'), org.ownerId],
+  );
   const notificationId = (await notify(pool, {
     orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId, kind: 'run_ended', title: 'Run ended', body: 'A run ended.', subject: { run_id: runId },
   })).id;
@@ -148,7 +156,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   const fileId = ((await fetch(staged.uploadUrl, { method: 'PUT', body: 'notes' }).then((r) => r.json())) as { id: string }).id;
 
   return {
-    webhookId, notificationId,
+    webhookId, notificationId, oauthClientId,
     orgId: org.orgId, s1: org.spaceId, s2, ownerId: org.ownerId,
     ownerCookie: (await aSession(pool, org.ownerId)).cookie,
     ownerKey1: k1.key, ownerKey2: k2.key, keyId: k1.keyId,

@@ -1,8 +1,9 @@
 // The one lookup of an OAuth client by its client_id, shared by the oidc module's provider (its
 // Client model) and the client routes. URL-named clients (client ID metadata documents) are
-// resolved by the routes' service and cached in oauth_clients with registration metadata_document.
+// resolved by metadata-document.ts and cached in oauth_clients with registration metadata_document.
 import type pg from 'pg';
 import type { SecretBox } from '../../../lib/crypto.ts';
+import { isUrlClientId, resolveUrlClient, type UrlClientOptions } from './metadata-document.ts';
 
 export type OAuthClientLevel = 'instance' | 'org' | 'space';
 export type OAuthClientRegistration = 'api' | 'dynamic' | 'metadata_document';
@@ -49,9 +50,14 @@ export function recordOf(row: Row, secrets: SecretBox): OAuthClientRecord {
   };
 }
 
-/** The client named clientId, or null. Not tenant-scoped: the provider looks clients up by id alone. */
-export async function findOAuthClient(deps: { pool: pg.Pool; secrets: SecretBox }, clientId: string): Promise<OAuthClientRecord | null> {
+/**
+ * The client named clientId, or null. Not tenant-scoped: the provider looks clients up by id alone.
+ * An https client_id is a client ID metadata document, fetched (or read from its cache) here;
+ * urlClients defaults to what the oidc module configured from the settings.
+ */
+export async function findOAuthClient(deps: { pool: pg.Pool; secrets: SecretBox; urlClients?: UrlClientOptions }, clientId: string): Promise<OAuthClientRecord | null> {
   if (clientId.length === 0 || clientId.length > 2048) return null;
+  if (isUrlClientId(clientId)) return resolveUrlClient(deps, clientId);
   const { rows } = await deps.pool.query<Row>('SELECT * FROM oauth_clients WHERE id = $1', [clientId]);
   return rows[0] ? recordOf(rows[0], deps.secrets) : null;
 }
