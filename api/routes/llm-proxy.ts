@@ -12,6 +12,8 @@ import { readBody } from '../../lib/outbound-http.ts';
 import { problem } from '../../lib/problem.ts';
 import { readRawBody } from '../middleware/body.ts';
 import { resolveRunModel } from '../modules/core-providers/resolve-model.ts';
+import { proxyFailureProblem } from '../modules/core-providers/proxies.ts';
+import { ProxyFailure } from '../../lib/proxy-tunnel.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Response } from '../http.ts';
 import { handled, route, type Reply } from '../route.ts';
@@ -122,8 +124,11 @@ async function chatCompletion(deps: AppDeps, run: OpenRun, scope: ReturnType<typ
       body: JSON.stringify(body),
       signal: abort.signal,
       timeoutMs: 600_000,
+      // the organization's default proxy, when it has one (api/modules/core-providers/proxies.ts)
+      proxy: model.proxy,
     }, { allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints });
   } catch (err) {
+    if (err instanceof ProxyFailure) throw proxyFailureProblem(err);
     if (err instanceof EgressRefusal) {
       throw problem(err.kind === 'unresolvable' ? 'upstream_unresolvable' : 'blocked_target', { detail: `The model provider: ${err.message}` });
     }
