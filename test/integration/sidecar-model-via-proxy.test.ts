@@ -19,13 +19,17 @@ async function aSidecar(password: string) {
   const receiver = await startEventReceiver(secret);
   const sidecar = await spawnWarm('sidecar/main.ts');
   const token = aSidecarToken();
-  sidecar.assign(aSidecarAssignment({
-    token,
-    eventsUrl: `${receiver.url}/events`,
-    eventSecret: secret,
-    model: { baseUrl: model.url, apiKey: REAL_MODEL_KEY, model: 'fake-text', proxy: { url: proxy.url, username: 'run', password } },
-    egressAllowInternalHosts: [new URL(model.url).host, new URL(proxy.url).host],
-  }));
+  const assignedModel = { baseUrl: model.url, apiKey: REAL_MODEL_KEY, model: 'fake-text' };
+  sidecar.assign({
+    ...aSidecarAssignment({
+      token,
+      eventsUrl: `${receiver.url}/events`,
+      eventSecret: secret,
+      model: assignedModel,
+      egressAllowInternalHosts: [new URL(model.url).host, new URL(proxy.url).host],
+    }),
+    model: { ...assignedModel, proxy: { url: proxy.url, username: 'run', password } },
+  });
   await receiver.waitFor((events) => events.length >= 1);
   return { url: sidecarUrlOf(sidecar), auth: bearer(token), stop: async () => (await sidecar.kill(), await receiver.close()) };
 }

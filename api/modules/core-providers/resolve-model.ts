@@ -18,6 +18,9 @@ export interface RunModel {
   /** the model's default call settings */
   temperature: number | null;
   reasoningEffort: string | null;
+  /** what the model accepts (checkModelSettings) */
+  supportsTemperature: boolean;
+  reasoningLevels: string[];
   /** the organization's default proxy, through which the model is called; null: direct */
   proxy: OutboundProxy | null;
 }
@@ -28,6 +31,8 @@ interface Row {
   enabled: boolean;
   temperature: number | null;
   reasoning_effort: string | null;
+  supports_temperature: boolean;
+  reasoning_levels: string[];
   provider: string;
   base_url: string;
   api_key_sealed: string | null;
@@ -43,7 +48,7 @@ interface Row {
  */
 export async function resolveRunModel(scope: OrgScope, secrets: SecretBox, modelId?: string | null): Promise<RunModel> {
   const { rows } = await scope.pool.query<Row>(
-    `SELECT m.id, m.model, m.enabled, m.temperature, m.reasoning_effort, c.provider, c.base_url, c.api_key_sealed,
+    `SELECT m.id, m.model, m.enabled, m.temperature, m.reasoning_effort, m.supports_temperature, m.reasoning_levels, c.provider, c.base_url, c.api_key_sealed,
             p.url AS proxy_url, p.credentials_sealed AS proxy_credentials_sealed
        FROM models m JOIN model_provider_credentials c ON c.id = m.credential_id AND c.org_id = m.org_id
        LEFT JOIN proxies p ON p.org_id = m.org_id AND p.is_default
@@ -73,6 +78,8 @@ export async function resolveRunModel(scope: OrgScope, secrets: SecretBox, model
     provider: row.provider,
     temperature: row.temperature,
     reasoningEffort: row.reasoning_effort,
+    supportsTemperature: row.supports_temperature,
+    reasoningLevels: row.reasoning_levels,
     proxy: row.proxy_url === null ? null : openProxy(secrets, row.proxy_url, row.proxy_credentials_sealed),
   };
 }
