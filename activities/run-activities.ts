@@ -5,6 +5,7 @@ import type pg from 'pg';
 import type { AgentManifest } from '../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../lib/crypto.ts';
 import type { PlatformEndpoint } from '../lib/egress.ts';
+import type { OutboundProxy } from '../lib/proxy-tunnel.ts';
 import type { Logger } from '../lib/log.ts';
 import { runBudgetAtBoot } from '../db/budgets.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
@@ -16,7 +17,7 @@ import type { IntegrationAssignment, SandboxAdapter, WorkspaceFile } from './san
 export interface RunMaterials {
   /** a published version; or, for a draft run, the draft snapshot stored with the run at launch */
   agent(scope: SpaceScope, agentId: string, version: string, draftSnapshot?: unknown): Promise<{ manifest: AgentManifest; files: Map<string, Buffer>; skills: Array<{ id: string; files: Map<string, Buffer> }> }>;
-  model(scope: OrgScope, modelId: string | null): Promise<{ model: string; baseUrl: string; apiKey: string }>;
+  model(scope: OrgScope, modelId: string | null): Promise<{ model: string; baseUrl: string; apiKey: string; proxy?: OutboundProxy | null }>;
   /** the skills an inline manifest declares, resolved in the run's space */
   skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
   /** the connections the run recorded at launch, decrypted for its sidecar (absent: the run uses none) */
@@ -156,7 +157,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           runId,
           eventsUrl: `${base}/events`,
           eventSecret: o.secrets.open(row.event_secret),
-          model: { baseUrl: model.baseUrl, apiKey: model.apiKey, model: model.model },
+          model: { baseUrl: model.baseUrl, apiKey: model.apiKey, model: model.model, proxy: model.proxy ?? null },
           outputSchema: (manifest.output?.schema as Record<string, unknown> | undefined) ?? null,
           runtimeTools: manifest.runtime_tools ?? [],
           heartbeatSeconds: o.heartbeatSeconds,

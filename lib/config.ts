@@ -149,6 +149,10 @@ export const ConfigSchema = z.object({
   AFPS_SIGNATURE_POLICY: z.enum(['off', 'warn', 'required']).default('warn'),
   AFPS_TRUST_ROOT: csv.refine((entries) => entries.every(isTrustRootEntry), 'each entry must be the standard base64 of a raw 32-byte Ed25519 public key'),
   AFPS_SIGNING_KEY: z.string().optional(),
+  /** GET /api/models/openrouter reads this catalog (GET {base}/models, no key); a mirror or stand-in may replace it */
+  OPENROUTER_BASE_URL: z.string().url().default('https://openrouter.ai/api/v1'),
+  /** deadline of one catalog read; past it the search answers 504 timeout */
+  OPENROUTER_TIMEOUT_MS: z.coerce.number().int().positive().default(10000),
   /** repository imports read this host's REST API (git trees and blobs); GitHub Enterprise: https://<host>/api/v3 */
   GITHUB_API_URL: z.string().url().default('https://api.github.com'),
   /** package draft editing: one file, and the whole tree (413 file_too_large / tree_too_large) */

@@ -11,6 +11,7 @@ import net, { type LookupFunction } from 'node:net';
 import os from 'node:os';
 import { Readable } from 'node:stream';
 import { openRequest, type OutboundInit } from './outbound-http.ts';
+import { openTunnel, type OutboundProxy } from './proxy-tunnel.ts';
 
 /** A host and port the platform itself serves on (its API, workflow engine, database). */
 export interface PlatformEndpoint {
@@ -277,6 +278,8 @@ export interface GuardedFetchInit {
   maxRedirects?: number;
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** an HTTP CONNECT proxy every hop goes through (lib/proxy-tunnel.ts); the guard judges it too */
+  proxy?: OutboundProxy | null;
 }
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
@@ -292,11 +295,11 @@ function pinnedLookup(target: CheckedTarget): LookupFunction {
 }
 
 /** One request to an already checked target, connected to the checked address. */
-async function requestPinned(target: CheckedTarget, init: GuardedFetchInit): Promise<Response> {
-  const res = await openRequest(target.url, {
-    method: init.method, headers: init.headers, body: init.body, signal: init.signal, timeoutMs: init.timeoutMs,
-    agent: false, lookup: pinnedLookup(target),
-  });
+async function requestPinned(target: CheckedTarget, init: GuardedFetchInit, opts: EgressOptions): Promise<Response> {
+  const common = { method: init.method, headers: init.headers, body: init.body, signal: init.signal, timeoutMs: init.timeoutMs };
+  const res = init.proxy
+    ? await openRequest(target.url, { ...common, socket: await openTunnel(init.proxy, target, opts, init) })
+    : await openRequest(target.url, { ...common, agent: false, lookup: pinnedLookup(target) });
   const headers = new Headers();
   for (const [name, value] of Object.entries(res.headers)) {
     if (Array.isArray(value)) for (const v of value) headers.append(name, v);
@@ -313,9 +316,15 @@ async function requestPinned(target: CheckedTarget, init: GuardedFetchInit): Pro
  * connection pinned to the checked address; no redirect is followed. A kept-alive connection
  * (node's global agents) was itself made to an address that passed the check.
  */
-export async function guardedRequest(rawUrl: string | URL, init: Omit<OutboundInit, 'lookup'>, opts: EgressOptions): Promise<IncomingMessage> {
+export async function guardedRequest(
+  rawUrl: string | URL,
+  init: Omit<OutboundInit, 'lookup' | 'socket'> & { proxy?: OutboundProxy | null },
+  opts: EgressOptions,
+): Promise<IncomingMessage> {
   const target = await checkEgressTarget(rawUrl, opts);
-  return openRequest(target.url, { ...init, lookup: pinnedLookup(target) });
+  const { proxy, ...rest } = init;
+  if (proxy) return openRequest(target.url, { ...rest, agent: undefined, socket: await openTunnel(proxy, target, opts, rest) });
+  return openRequest(target.url, { ...rest, lookup: pinnedLookup(target) });
 }
 
 /**
@@ -328,7 +337,7 @@ export async function guardedFetch(rawUrl: string | URL, init: GuardedFetchInit,
   let hops = 0;
   let current = init;
   for (;;) {
-    const res = await requestPinned(target, current);
+    const res = await requestPinned(target, current, opts);
     const location = res.headers.get('location');
     if (res.status < 300 || res.status >= 400 || res.status === 304 || !location || hops >= (init.maxRedirects ?? 0)) return res;
     await res.body?.cancel().catch(() => {});

@@ -3,7 +3,7 @@
 // each process about 20 MB and their load time, node's client about 5.
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
+import type { LookupFunction, Socket } from 'node:net';
 
 export interface OutboundInit {
   method?: string;
@@ -16,6 +16,8 @@ export interface OutboundInit {
   agent?: http.Agent | false;
   /** name resolution for this request's connection (the egress guard pins the checked address) */
   lookup?: LookupFunction;
+  /** an already open connection to use (a proxy tunnel); no agent is involved then */
+  socket?: Socket;
 }
 
 /** One request; resolves with the response once its head arrives, its body still to be read. */
@@ -31,6 +33,7 @@ export function openRequest(target: URL | string, init: OutboundInit = {}): Prom
       timeout: timeoutMs,
       ...(init.agent !== undefined ? { agent: init.agent } : {}),
       ...(init.lookup ? { lookup: init.lookup } : {}),
+      ...(init.socket ? { createConnection: () => init.socket! } : {}),
     }, resolve);
     req.on('timeout', () => req.destroy(new Error(`The request to ${url.host} timed out after ${timeoutMs} ms.`)));
     req.on('error', reject);

@@ -7,6 +7,8 @@ export interface ModelAssignment {
   baseUrl: string;
   apiKey: string;
   model: string;
+  /** the organization's default outbound proxy (HTTP CONNECT): model calls go through it; absent: direct */
+  proxy?: { url: string; username?: string | null; password?: string | null } | null;
 }
 
 export type { IntegrationAssignment } from '../lib/afps/integration-assignment.ts';
@@ -106,6 +108,15 @@ export function parseAssignment(line: string): SidecarAssignment {
     if (typeof model.apiKey !== 'string') fail('model.apiKey must be a string');
     if (typeof model.model !== 'string' || model.model === '') fail('model.model must be a non-empty string');
     modelAssignment = { baseUrl: httpUrl(model.baseUrl, 'model.baseUrl').replace(/\/+$/, ''), apiKey: model.apiKey, model: model.model };
+    if (model.proxy !== null && model.proxy !== undefined) {
+      const p = model.proxy;
+      if (!isObject(p)) fail('model.proxy must be an object or null');
+      const optionalText = (v: unknown, name: string) => {
+        if (v !== undefined && v !== null && typeof v !== 'string') fail(`${name} must be a string or null`);
+        return (v as string | null | undefined) ?? null;
+      };
+      modelAssignment.proxy = { url: httpUrl(p.url, 'model.proxy.url'), username: optionalText(p.username, 'model.proxy.username'), password: optionalText(p.password, 'model.proxy.password') };
+    }
   }
   if (outputSchema !== null && outputSchema !== undefined && !isObject(outputSchema)) fail('outputSchema must be an object or null');
   if (!Array.isArray(runtimeTools) || !runtimeTools.every((t) => typeof t === 'string')) fail('runtimeTools must be an array of strings');

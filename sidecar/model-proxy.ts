@@ -5,6 +5,7 @@
 // (node's global agents keep connections alive).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EgressRefusal, guardedRequest, type EgressOptions } from '../lib/egress.ts';
+import { ProxyFailure } from '../lib/proxy-tunnel.ts';
 import { readBody } from '../lib/outbound-http.ts';
 import type { RunMetricData } from '../lib/run-events.ts';
 import type { ModelAssignment } from './assignment.ts';
@@ -130,9 +131,14 @@ export async function proxyChatCompletion(
       signal: abort.signal,
       // a model may think for minutes before its first byte
       timeoutMs: 600_000,
+      proxy: model.proxy ?? null,
     }, egress);
   } catch (err) {
     if (abort.signal.aborted) return;
+    if (err instanceof ProxyFailure) {
+      events.emit('log', { level: 'warn', message: `the organization's proxy gave no tunnel: ${err.message}` });
+      return openAiError(res, 502, 'upstream_error', 'The model provider could not be reached through the organization\'s proxy.');
+    }
     if (err instanceof EgressRefusal) {
       events.emit('log', { level: 'warn', message: `model provider refused by the egress guard: ${err.message}` });
       return openAiError(res, 502, 'upstream_error', 'The model provider address is not allowed.');

@@ -1,6 +1,7 @@
 // The execution backend behind RUN_ADAPTER. A sandbox is one run's agent runtime and sidecar,
 // never reused. Adapters hold no engine types: the run workflow calls them through activities.
 import type { PlatformEndpoint } from '../../lib/egress.ts';
+import type { OutboundProxy } from '../../lib/proxy-tunnel.ts';
 
 export type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
 import type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
@@ -16,7 +17,8 @@ export interface SidecarAssignment {
   runId: string;
   eventsUrl: string;
   eventSecret: string;
-  model: { baseUrl: string; apiKey: string; model: string } | null;
+  /** proxy: the organization's default outbound proxy, through which the sidecar calls the model */
+  model: { baseUrl: string; apiKey: string; model: string; proxy?: OutboundProxy | null } | null;
   outputSchema: Record<string, unknown> | null;
   runtimeTools: string[];
   heartbeatSeconds: number;

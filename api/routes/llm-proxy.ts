@@ -12,6 +12,10 @@ import { readBody } from '../../lib/outbound-http.ts';
 import { problem } from '../../lib/problem.ts';
 import { readRawBody } from '../middleware/body.ts';
 import { resolveRunModel } from '../modules/core-providers/resolve-model.ts';
+import { proxyFailureProblem } from '../modules/core-providers/proxies.ts';
+import { checkModelSettings } from '../modules/core-providers/model-settings.ts';
+import type { RunModel } from '../modules/core-providers/resolve-model.ts';
+import { ProxyFailure } from '../../lib/proxy-tunnel.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Response } from '../http.ts';
 import { handled, route, type Reply } from '../route.ts';
@@ -87,6 +91,22 @@ async function relayStream(upstream: IncomingMessage, res: Response): Promise<un
   return usage;
 }
 
+/**
+ * The call's temperature and reasoning effort: what the request sets, else the model's defaults;
+ * checked against what the model accepts (400 reasoning_unsupported, reasoning_level_unsupported,
+ * temperature_unsupported, temperature_with_reasoning_unsupported).
+ */
+function applyModelSettings(body: Record<string, unknown>, model: RunModel): void {
+  const given = { temperature: body.temperature, reasoningEffort: body.reasoning_effort };
+  if (given.temperature != null && typeof given.temperature !== 'number') throw problem('invalid_request', { detail: 'temperature must be a number.' });
+  if (given.reasoningEffort != null && typeof given.reasoningEffort !== 'string') throw problem('invalid_request', { detail: 'reasoning_effort must be a string.' });
+  const temperature = (given.temperature as number | null | undefined) ?? model.temperature;
+  const reasoningEffort = (given.reasoningEffort as string | null | undefined) ?? model.reasoningEffort;
+  checkModelSettings({ supportsTemperature: model.supportsTemperature, reasoningLevels: model.reasoningLevels }, { temperature, reasoningEffort });
+  if (temperature != null) body.temperature = temperature;
+  if (reasoningEffort != null) body.reasoning_effort = reasoningEffort;
+}
+
 async function chatCompletion(deps: AppDeps, run: OpenRun, scope: ReturnType<typeof spaceScopeOf>, raw: Buffer, res: Response): Promise<Reply> {
   let body: Record<string, unknown>;
   try {
@@ -109,6 +129,7 @@ async function chatCompletion(deps: AppDeps, run: OpenRun, scope: ReturnType<typ
 
   const model = await resolveRunModel(scope, deps.secrets, run.model_id);
   body.model = model.model;
+  applyModelSettings(body, model);
   const streaming = body.stream === true;
   if (streaming) body.stream_options = { ...((body.stream_options as object | undefined) ?? {}), include_usage: true };
 
@@ -122,8 +143,11 @@ async function chatCompletion(deps: AppDeps, run: OpenRun, scope: ReturnType<typ
       body: JSON.stringify(body),
       signal: abort.signal,
       timeoutMs: 600_000,
+      // the organization's default proxy, when it has one (api/modules/core-providers/proxies.ts)
+      proxy: model.proxy,
     }, { allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints });
   } catch (err) {
+    if (err instanceof ProxyFailure) throw proxyFailureProblem(err);
     if (err instanceof EgressRefusal) {
       throw problem(err.kind === 'unresolvable' ? 'upstream_unresolvable' : 'blocked_target', { detail: `The model provider: ${err.message}` });
     }

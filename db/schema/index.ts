@@ -10,3 +10,4 @@ export * from './files.ts';
 export * from './realtime.ts';
 export * from './oauth.ts';
 export * from './sign-in.ts';
+export * from './proxies.ts';

@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { searchOpenRouterModels } from '../../api/modules/core-providers/openrouter.ts';
 import { probeChatCompletion } from '../../api/modules/core-providers/provider-client.ts';
 import { isProblem } from '../../lib/problem.ts';
+import { newRunEventSecret } from '../../lib/run-events.ts';
+import { aKey } from '../support/builders.ts';
+import { call } from '../support/http.ts';
 import { aClosedPort, aCredential, aModel, aModelWorld, aScriptedProvider, PROVIDER_KEY } from './models-harness.ts';
 
 const w = await aModelWorld();
@@ -122,4 +125,76 @@ test('the OpenRouter catalog search filters by id and caps the count (against a 
   assert.deepEqual(found.data.map((m) => m.id), ['fake-text']);
   const capped = await searchOpenRouterModels(pdeps, { limit: 2 }, w.model.url);
   assert.equal(capped.data.length, 2);
+});
+
+test('over HTTP: 409 model_needs_reconnection when the stored key cannot be opened here; 409 model_disabled for a run whose model was disabled', async () => {
+  const pool = w.app.deps.database.pool;
+  const cred = await aCredential(w, { name: 'Foreign key' });
+  const model = await aModel(w, cred.id, { model: 'fake', name: 'Foreign', is_default: false });
+  const runId = `run_codes_${Date.now()}`;
+  await pool.query(
+    `INSERT INTO runs (id, org_id, space_id, agent_id, agent_version, status, trigger_kind, actor_user_id, timeout_seconds, event_secret, sink_expires_at, model_id)
+     VALUES ($1, $2, $3, '@acme/agent', '1.0.0', 'running', 'member', $4, 60, $5, now() + interval '1 hour', $6)`,
+    [runId, w.org.orgId, w.org.spaceId, w.org.ownerId, w.app.deps.secrets.seal(newRunEventSecret()), model.id],
+  );
+  const key = (await aKey(pool, { orgId: w.org.orgId, spaceId: w.org.spaceId, userId: w.org.ownerId, scopes: ['llm-proxy:call'] })).key;
+  const completion = () => call(w.app.url, 'POST', '/api/llm-proxy/chat/completions', {
+    key, headers: { 'x-run-id': runId }, body: { model: 'x', messages: [{ role: 'user', content: 'hi' }] },
+  });
+  assert.equal((await completion()).status, 200);
+
+  await pool.query('UPDATE model_provider_credentials SET api_key_sealed = $2 WHERE id = $1', [cred.id, 'v1.AAAA.BBBB.CCCC']);
+  const stored = await (await w.freshApi()).post(`/api/models/${model.id}/test`);
+  assert.equal(stored.status, 409);
+  assert.equal(stored.body.code, 'model_needs_reconnection');
+  const viaRun = await completion();
+  assert.equal(viaRun.status, 409);
+  assert.equal(viaRun.body.code, 'model_needs_reconnection');
+  assert.equal(viaRun.text.includes('v1.AAAA'), false);
+
+  assert.equal((await w.api.patch(`/api/model-provider-credentials/${cred.id}`, { api_key: PROVIDER_KEY })).status, 200);
+  assert.equal((await completion()).status, 200);
+  assert.equal((await w.api.patch(`/api/models/${model.id}`, { enabled: false })).status, 200);
+  const disabled = await completion();
+  assert.equal(disabled.status, 409);
+  assert.equal(disabled.body.code, 'model_disabled');
+});
+
+test('a run\'s model call takes the model\'s default settings and is refused settings the model does not accept', async () => {
+  const pool = w.app.deps.database.pool;
+  const cred = await aCredential(w, { name: 'Settings' });
+  const reasoner = await aModel(w, cred.id, { model: 'fake', name: 'Reasoner', is_default: false, supports_temperature: false, reasoning_levels: ['low', 'high'], reasoning_effort: 'low' });
+  const plain = await aModel(w, cred.id, { model: 'fake-text', name: 'Plain', is_default: false, temperature: 0.3 });
+  const key = (await aKey(pool, { orgId: w.org.orgId, spaceId: w.org.spaceId, userId: w.org.ownerId, scopes: ['llm-proxy:call'] })).key;
+  const runOf = async (modelId: string) => {
+    const runId = `run_settings_${modelId}`;
+    await pool.query(
+      `INSERT INTO runs (id, org_id, space_id, agent_id, agent_version, status, trigger_kind, actor_user_id, timeout_seconds, event_secret, sink_expires_at, model_id)
+       VALUES ($1, $2, $3, '@acme/agent', '1.0.0', 'running', 'member', $4, 60, $5, now() + interval '1 hour', $6)`,
+      [runId, w.org.orgId, w.org.spaceId, w.org.ownerId, w.app.deps.secrets.seal(newRunEventSecret()), modelId],
+    );
+    return (extra: Record<string, unknown> = {}) => call(w.app.url, 'POST', '/api/llm-proxy/chat/completions', {
+      key, headers: { 'x-run-id': runId }, body: { model: 'x', messages: [{ role: 'user', content: 'hi' }], ...extra },
+    });
+  };
+  const reason = await runOf(reasoner.id);
+  assert.equal((await reason()).status, 200);
+  assert.equal(w.model.requests.at(-1)?.body.reasoning_effort, 'low');
+  assert.equal((await reason({ reasoning_effort: 'high' })).status, 200);
+  assert.equal(w.model.requests.at(-1)?.body.reasoning_effort, 'high');
+  const refused = async (send: () => Promise<any>, code: string) => {
+    const before = w.model.requests.length;
+    const res = await send();
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.code, code);
+    assert.equal(w.model.requests.length, before, 'a refused call never reaches the provider');
+  };
+  await refused(() => reason({ reasoning_effort: 'medium' }), 'reasoning_level_unsupported');
+  await refused(() => reason({ temperature: 0.5 }), 'temperature_unsupported');
+
+  const simple = await runOf(plain.id);
+  assert.equal((await simple()).status, 200);
+  assert.equal(w.model.requests.at(-1)?.body.temperature, 0.3);
+  await refused(() => simple({ reasoning_effort: 'low' }), 'reasoning_unsupported');
+  await refused(() => simple({ temperature: 'hot' }), 'invalid_request');
 });

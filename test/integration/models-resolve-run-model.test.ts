@@ -26,7 +26,8 @@ test('the default model, or the one named, with its base URL and opened key', as
   const first = await aModel(w, cred.id, { model: 'fake' });
   const second = await aModel(w, cred.id, { model: 'fake-text', temperature: 0.3 });
   assert.deepEqual(await resolve(), {
-    modelId: first.id, model: 'fake', baseUrl: w.model.url, apiKey: PROVIDER_KEY, provider: 'openai-compatible', temperature: null, reasoningEffort: null,
+    modelId: first.id, model: 'fake', baseUrl: w.model.url, apiKey: PROVIDER_KEY, provider: 'openai-compatible', temperature: null, reasoningEffort: null, proxy: null,
+    supportsTemperature: true, reasoningLevels: [],
   });
   const named = await resolve(second.id);
   assert.deepEqual([named.modelId, named.model, named.temperature], [second.id, 'fake-text', 0.3]);

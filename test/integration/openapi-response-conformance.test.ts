@@ -68,6 +68,14 @@ test('the first run: claim, key, model, import, launch, wait, list, logs', async
   const model = await checked('POST', '/api/models', { key, body: { credential_id: cred.body.id, model: 'fake', is_default: true } });
   await checked('GET', '/api/models', { key });
   await checked('GET', `/api/models/${model.body.id}`, { key });
+  // a name resolves only at call time: saving it contacts nothing
+  const prx = await checked('POST', '/api/proxies', { key, body: { name: 'office', url: 'http://proxy.example.test:3128', username: 'u', password: 'p' } });
+  assert.equal(prx.status, 201, prx.text);
+  await checked('GET', '/api/proxies', { key });
+  await checked('GET', `/api/proxies/${prx.body.id}`, { key });
+  await checked('PATCH', `/api/proxies/${prx.body.id}`, { key, body: { is_default: true } });
+  await checked('POST', `/api/proxies/${prx.body.id}/test`, { key, body: { target_url: 'http://127.0.0.1:9/' } });
+  await checked('PATCH', `/api/proxies/${prx.body.id}`, { key, body: { is_default: false } });
 
   const form = new FormData();
   form.append('file', new Blob([buildFixtureArchive('agent-echo')]), 'agent-echo.afps');

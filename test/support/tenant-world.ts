@@ -39,6 +39,8 @@ export interface Tenant {
   skillName: string;
   credentialId: string;
   modelId: string;
+  /** an outbound proxy of the organization */
+  proxyId: string;
   /** an integration package in s1 and the owner's connection to it there */
   integrationName: string;
   connectionId: string;
@@ -127,6 +129,8 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   );
   const modelId = `mdl_${tag}`;
   await pool.query(`INSERT INTO models (id, org_id, credential_id, model, name) VALUES ($1, $2, $3, 'fake', 'Fake')`, [modelId, org.orgId, credentialId]);
+  const proxyId = `prx_${tag}`;
+  await pool.query(`INSERT INTO proxies (id, org_id, name, url) VALUES ($1, $2, 'Office', 'http://127.0.0.1:9')`, [proxyId, org.orgId]);
 
   const scheduleId = `sched_${tag}`;
   await pool.query(
@@ -165,7 +169,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     memberId, invitationId, roleId, endUserId,
     runId, runSecret, s2RunId, s2RunSecret,
     integrationName, connectionId: connection[0].id,
-    packageScope, agentName, skillName, credentialId, modelId, scheduleId, fileId,
+    packageScope, agentName, skillName, credentialId, modelId, proxyId, scheduleId, fileId,
   };
 }
 

@@ -33,7 +33,7 @@ export function credentialRoutes(deps: AppDeps) {
       method: 'post', path: '/api/model-provider-credentials/test', summary: 'Test a credential without storing it', tag: TAG, tenant: 'org',
       permission: 'models:write', rateLimit: TEST_LIMIT, body: CredentialTestBody,
       responses: { 200: { description: 'The provider answered its model list', schema: CredentialTestResult } },
-      handler: async ({ body }) => ok(await probes.testCredentialInput(pdeps, body)),
+      handler: async ({ ctx, body }) => ok(await probes.testCredentialInput(orgScopeOf(ctx, deps.database), pdeps, body)),
     }),
     route({
       method: 'post', path: '/api/model-provider-credentials/discover', summary: 'List the models a credential offers', tag: TAG, tenant: 'org',

@@ -20,7 +20,10 @@ export function modelRoutes(deps: AppDeps) {
       method: 'get', path: '/api/models/openrouter', summary: 'Search OpenRouter\'s model catalog', tag: TAG, tenant: 'org',
       permission: 'models:read', rateLimit: { perMinute: 10 }, query: OpenRouterQuery,
       responses: { 200: { description: 'Matching catalog models', schema: OfferedModelList } },
-      handler: async ({ query }) => ok(await searchOpenRouterModels(pdeps, { q: query.q, limit: pageLimit(query.limit) })),
+      handler: async ({ ctx, query }) => {
+        const call = { ...(await probes.callOptionsFor(orgScopeOf(ctx, deps.database), pdeps)), timeoutMs: deps.config.OPENROUTER_TIMEOUT_MS };
+        return ok(await searchOpenRouterModels(call, { q: query.q, limit: pageLimit(query.limit) }, deps.config.OPENROUTER_BASE_URL));
+      },
     }),
     route({
       method: 'post', path: '/api/models/test', summary: 'Test a model of a credential with a one-token completion', tag: TAG, tenant: 'org',

@@ -1,7 +1,7 @@
-// Live search of OpenRouter's public model catalog, to pick a model id before adding it. The
-// catalog is read without a key and kept for a few minutes per process.
-import type { ProvidersDeps } from './module-deps.ts';
-import { listProviderModels, type OfferedModel } from './provider-client.ts';
+// Live search of OpenRouter's public model catalog (OPENROUTER_BASE_URL), to pick a model id
+// before adding it. The catalog is read without a key, through the caller's organization's
+// default proxy when it has one, and kept for a few minutes per process.
+import { listProviderModels, type OfferedModel, type ProviderCallOptions } from './provider-client.ts';
 import { providerAdapter } from './providers.ts';
 
 const FRESH_MS = 10 * 60_000;
@@ -11,13 +11,13 @@ export const OPENROUTER_BASE_URL = providerAdapter('openrouter')!.defaultBaseUrl
 
 /** Models whose id or name contains `q` (case-insensitive), at most `limit`. */
 export async function searchOpenRouterModels(
-  pdeps: ProvidersDeps,
+  call: ProviderCallOptions,
   query: { q?: string; limit: number },
   baseUrl: string = OPENROUTER_BASE_URL,
 ): Promise<{ object: 'list'; data: OfferedModel[] }> {
   let entry = cache.get(baseUrl);
   if (!entry || Date.now() - entry.at > FRESH_MS) {
-    const { models } = await listProviderModels({ provider: 'openrouter', baseUrl, apiKey: null }, { egress: pdeps.egress });
+    const { models } = await listProviderModels({ provider: 'openrouter', baseUrl, apiKey: null }, call);
     entry = { at: Date.now(), models };
     cache.set(baseUrl, entry);
   }

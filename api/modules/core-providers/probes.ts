@@ -5,7 +5,8 @@ import type { OrgScope } from '../../../db/tenant.ts';
 import { inlineTarget, storedTarget, type CredentialInput } from './credentials.ts';
 import type { ProvidersDeps } from './module-deps.ts';
 import { modelCallFacts } from './models.ts';
-import { listProviderModels, probeChatCompletion, type OfferedModel, type ProviderTarget } from './provider-client.ts';
+import { listProviderModels, probeChatCompletion, type OfferedModel, type ProviderCallOptions, type ProviderTarget } from './provider-client.ts';
+import { defaultProxyOf } from './proxies.ts';
 
 export interface CredentialTestResult {
   ok: true;
@@ -25,18 +26,23 @@ export interface ModelTestResult {
   latency_ms: number;
 }
 
-async function testTarget(pdeps: ProvidersDeps, target: ProviderTarget): Promise<CredentialTestResult> {
-  const { models, latencyMs } = await listProviderModels(target, { egress: pdeps.egress });
+/** Egress policy and the organization's default proxy, for a provider call made for it. */
+export async function callOptionsFor(scope: Pick<OrgScope, 'pool' | 'orgId'>, pdeps: ProvidersDeps): Promise<ProviderCallOptions> {
+  return { egress: pdeps.egress, proxy: await defaultProxyOf(scope, pdeps) };
+}
+
+async function testTarget(scope: OrgScope, pdeps: ProvidersDeps, target: ProviderTarget): Promise<CredentialTestResult> {
+  const { models, latencyMs } = await listProviderModels(target, await callOptionsFor(scope, pdeps));
   return { ok: true, models: models.map((m) => m.id), latency_ms: latencyMs };
 }
 
 /** Tests a credential described in the body; nothing is stored. */
-export async function testCredentialInput(pdeps: ProvidersDeps, input: CredentialInput): Promise<CredentialTestResult> {
-  return testTarget(pdeps, await inlineTarget(pdeps, input));
+export async function testCredentialInput(scope: OrgScope, pdeps: ProvidersDeps, input: CredentialInput): Promise<CredentialTestResult> {
+  return testTarget(scope, pdeps, await inlineTarget(pdeps, input));
 }
 
 export async function testStoredCredential(scope: OrgScope, pdeps: ProvidersDeps, id: string): Promise<CredentialTestResult> {
-  return testTarget(pdeps, await storedTarget(scope, pdeps, id));
+  return testTarget(scope, pdeps, await storedTarget(scope, pdeps, id));
 }
 
 /** The models a credential offers; for a stored one, each says which model of ours it already is. */
@@ -59,7 +65,7 @@ export async function discoverModels(
       errors: [{ field: 'credential_id', code: 'required', message: 'credential_id or provider is required.' }],
     });
   }
-  const { models, latencyMs } = await listProviderModels(target, { egress: pdeps.egress });
+  const { models, latencyMs } = await listProviderModels(target, await callOptionsFor(scope, pdeps));
   return { object: 'list', data: models.map((m) => ({ ...m, model_id: added.get(m.id) ?? null })), latency_ms: latencyMs };
 }
 
@@ -70,7 +76,7 @@ async function testModelOn(
 ): Promise<ModelTestResult> {
   const target = await storedTarget(scope, pdeps, call.credentialId);
   if (!target.apiKey) throw problem('model_credential_missing', { detail: 'The credential holds no API key; set one first.' });
-  const { latencyMs, finishReason } = await probeChatCompletion(target, call.model, call, { egress: pdeps.egress });
+  const { latencyMs, finishReason } = await probeChatCompletion(target, call.model, call, await callOptionsFor(scope, pdeps));
   return { ok: true, model: call.model, finish_reason: finishReason, latency_ms: latencyMs };
 }
 

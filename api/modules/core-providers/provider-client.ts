@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { EgressRefusal, guardedFetch, type EgressOptions } from '../../../lib/egress.ts';
 import { isProblem, problem } from '../../../lib/problem.ts';
+import { ProxyFailure, type OutboundProxy } from '../../../lib/proxy-tunnel.ts';
 import { normalizeBaseUrl, providerAdapter } from './providers.ts';
 
 export interface ProviderTarget {
@@ -17,6 +18,8 @@ export interface ProviderCallOptions {
   egress: EgressOptions;
   /** deadline of the whole call, answer included */
   timeoutMs?: number;
+  /** the organization's default proxy: the call goes through it */
+  proxy?: OutboundProxy | null;
 }
 
 export interface OfferedModel {
@@ -113,11 +116,16 @@ async function send(target: ProviderTarget, path: string, body: unknown, opts: P
       // the socket's idle timer stays behind the deadline, so a slow answer reads as a timeout
       timeoutMs: timeoutMs + 1_000,
       maxRedirects: 2,
+      proxy: opts.proxy ?? null,
     }, opts.egress);
     const text = await readCapped(res);
     return { status: res.status, json: parseJson(text), latencyMs: Math.round(performance.now() - started) };
   } catch (err) {
     if (err instanceof EgressRefusal) throw egressRefusalProblem(err);
+    if (err instanceof ProxyFailure) {
+      if (err.kind === 'timeout' || deadline.signal.aborted) throw problem('timeout', { detail: `The provider did not answer within ${Math.round(timeoutMs / 100) / 10} s (through the organization's proxy).` });
+      throw problem('network_error', { detail: `The provider could not be reached through the organization's default proxy: ${err.message}` });
+    }
     if (isProblem(err)) throw err;
     if (deadline.signal.aborted) throw problem('timeout', { detail: `The provider did not answer within ${Math.round(timeoutMs / 100) / 10} s.` });
     const code = (err as { code?: string }).code ?? (err as { cause?: { code?: string } }).cause?.code;

@@ -1,8 +1,11 @@
-// The model a run uses: the one it names, else the organization's default. One query.
+// The model a run uses: the one it names, else the organization's default, with the
+// organization's default proxy when it has one. One query.
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { problem } from '../../../lib/problem.ts';
+import type { OutboundProxy } from '../../../lib/proxy-tunnel.ts';
 import type { OrgScope } from '../../../db/tenant.ts';
 import { providerAdapter } from './providers.ts';
+import { openProxy } from './proxies.ts';
 
 export interface RunModel {
   modelId: string;
@@ -15,6 +18,11 @@ export interface RunModel {
   /** the model's default call settings */
   temperature: number | null;
   reasoningEffort: string | null;
+  /** what the model accepts (checkModelSettings) */
+  supportsTemperature: boolean;
+  reasoningLevels: string[];
+  /** the organization's default proxy, through which the model is called; null: direct */
+  proxy: OutboundProxy | null;
 }
 
 interface Row {
@@ -23,9 +31,13 @@ interface Row {
   enabled: boolean;
   temperature: number | null;
   reasoning_effort: string | null;
+  supports_temperature: boolean;
+  reasoning_levels: string[];
   provider: string;
   base_url: string;
   api_key_sealed: string | null;
+  proxy_url: string | null;
+  proxy_credentials_sealed: string | null;
 }
 
 /**
@@ -36,8 +48,10 @@ interface Row {
  */
 export async function resolveRunModel(scope: OrgScope, secrets: SecretBox, modelId?: string | null): Promise<RunModel> {
   const { rows } = await scope.pool.query<Row>(
-    `SELECT m.id, m.model, m.enabled, m.temperature, m.reasoning_effort, c.provider, c.base_url, c.api_key_sealed
+    `SELECT m.id, m.model, m.enabled, m.temperature, m.reasoning_effort, m.supports_temperature, m.reasoning_levels, c.provider, c.base_url, c.api_key_sealed,
+            p.url AS proxy_url, p.credentials_sealed AS proxy_credentials_sealed
        FROM models m JOIN model_provider_credentials c ON c.id = m.credential_id AND c.org_id = m.org_id
+       LEFT JOIN proxies p ON p.org_id = m.org_id AND p.is_default
       WHERE m.org_id = $1 AND (CASE WHEN $2::text IS NULL THEN m.is_default ELSE m.id = $2 END)`,
     [scope.orgId, modelId ?? null],
   );
@@ -64,5 +78,8 @@ export async function resolveRunModel(scope: OrgScope, secrets: SecretBox, model
     provider: row.provider,
     temperature: row.temperature,
     reasoningEffort: row.reasoning_effort,
+    supportsTemperature: row.supports_temperature,
+    reasoningLevels: row.reasoning_levels,
+    proxy: row.proxy_url === null ? null : openProxy(secrets, row.proxy_url, row.proxy_credentials_sealed),
   };
 }

@@ -90,3 +90,48 @@ export const CredentialTestResult = z.object({ ok: z.literal(true), models: z.ar
 export const DiscoverResult = z.object({ object: z.literal('list'), data: z.array(OfferedModel.extend({ model_id: z.string().nullable() })), latency_ms: z.number() });
 export const ModelTestResult = z.object({ ok: z.literal(true), model: z.string(), finish_reason: z.string().nullable(), latency_ms: z.number() });
 export const OfferedModelList = z.object({ object: z.literal('list'), data: z.array(OfferedModel) });
+
+// ---------------------------------------------------------------- proxies
+
+const ProxyUrl = z.string().min(1).max(2048).describe('http://host:port of an HTTP CONNECT proxy; credentials go in username and password');
+const ProxyUser = z.string().min(1).max(512);
+const ProxySecret = z.string().min(1).max(4096);
+
+export const ProxyCreateBody = z.object({
+  name: Name,
+  url: ProxyUrl,
+  username: ProxyUser.optional(),
+  password: ProxySecret.optional().describe('needs username; stored sealed, never returned'),
+  is_default: z.boolean().optional().describe('the organization\'s model traffic goes through its default proxy; at most one'),
+}).strict();
+
+export const ProxyPatchBody = z.object({
+  name: Name.optional(),
+  url: ProxyUrl.optional(),
+  username: ProxyUser.nullable().optional().describe('replaces the credentials with password; null removes them'),
+  password: ProxySecret.nullable().optional(),
+  is_default: z.boolean().optional(),
+}).strict();
+
+export const ProxyTestBody = z.object({
+  target_url: z.string().min(1).max(2048).describe('an http(s) URL fetched once (GET) through the proxy'),
+}).strict();
+
+export const ProxyRecord = z.object({
+  id: z.string(),
+  object: z.literal('proxy'),
+  name: z.string(),
+  url: z.string(),
+  credentials_set: z.boolean().describe('whether a user name and password are stored (never returned)'),
+  is_default: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+}).meta({ id: 'Proxy' });
+
+export const ProxyTestResult = z.object({
+  ok: z.literal(true),
+  proxy_id: z.string(),
+  target: z.string(),
+  status: z.number().int().describe('the target\'s own status'),
+  latency_ms: z.number(),
+});
