@@ -9,3 +9,4 @@ export * from './webhooks.ts';
 export * from './files.ts';
 export * from './realtime.ts';
 export * from './oauth.ts';
+export * from './chat.ts';
