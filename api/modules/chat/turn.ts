@@ -14,7 +14,7 @@ import { spaceScopeOf, type SpaceScope } from '../../../db/tenant.ts';
 import { handled, type Reply } from '../../route.ts';
 import { launchContext } from '../../routes/runs.ts';
 import { publishChatSessionUpdate } from '../../services/realtime/publish.ts';
-import { resolveRunModel } from '../core-providers/index.ts';
+import { resolveRunModel, type RunModel } from '../core-providers/index.ts';
 import { agentTools, callAgent, type AgentTool } from './agent-tools.ts';
 import { streamCompletion, type ModelMessage } from './model-stream.ts';
 import { appendMessages, getSessionRow, listMessages, toSessionWire, type NewMessage, type SessionRow } from './sessions.ts';
@@ -72,10 +72,26 @@ async function announce(deps: AppDeps, session: SessionRow, change: string): Pro
   await publishChatSessionUpdate(deps, { orgId: session.org_id, spaceId: session.space_id, userId: session.user_id, session: { ...toSessionWire(session), change } });
 }
 
+/** The value of a settled look-up, or its error thrown. */
+function valueOf<T>(r: PromiseSettledResult<T>): T {
+  if (r.status === 'rejected') throw r.reason;
+  return r.value;
+}
+
 export async function postTurn(input: TurnInput): Promise<Reply> {
   const { ctx, deps, engine } = input;
   const scope = spaceScopeOf(ctx, deps.database);
-  const session = await getSessionRow(scope, input.sessionId);
+  // Everything a turn reads is asked at once (one round trip's wait before the model is called);
+  // errors still come in a fixed order: the session first. The default model is read on the guess
+  // that the session names none, and read again when it does.
+  const looked = await Promise.allSettled([
+    getSessionRow(scope, input.sessionId),
+    loadEnforcedSkills(scope),
+    agentTools(scope, ctx.permissions),
+    listMessages(scope, input.sessionId),
+    resolveRunModel(scope, deps.secrets, null),
+  ]);
+  const session = valueOf(looked[0]);
   const refusal = await firstUsageRefusal(deps, { orgId: scope.orgId, spaceId: scope.spaceId, userId: scope.actor.userId, sessionId: session.id });
   if (refusal) return usageRefusalReply(deps.config.ERROR_TYPE_BASE, refusal);
   if (engine.live.has(session.id)) throw problem('chat_turn_in_progress', { detail: 'A turn of this session is still streaming; wait for its done event.' });
@@ -84,23 +100,35 @@ export async function postTurn(input: TurnInput): Promise<Reply> {
   }
   engine.live.add(session.id);
   try {
-    return await runTurn(input, scope, session);
+    const enforced = valueOf(looked[1]);
+    const drafts = await loadInjectedDrafts(scope, session.injected_drafts);
+    const model = session.model_id === null ? valueOf(looked[4]) : await resolveRunModel(scope, deps.secrets, session.model_id);
+    const prepared: Prepared = { session, enforced, drafts, model, tools: valueOf(looked[2]), history: valueOf(looked[3]) };
+    return await runTurn(input, scope, prepared, () => engine.live.delete(session.id));
   } finally {
     engine.live.delete(session.id);
   }
 }
 
-async function runTurn(input: TurnInput, scope: SpaceScope, session: SessionRow): Promise<Reply> {
+interface Prepared {
+  session: SessionRow;
+  enforced: SkillText[];
+  drafts: SkillText[];
+  model: RunModel;
+  tools: AgentTool[];
+  history: Awaited<ReturnType<typeof listMessages>>;
+}
+
+/** `release` frees the session's place before the stream ends, so a client's next turn finds it free. */
+async function runTurn(input: TurnInput, scope: SpaceScope, prepared: Prepared, release: () => void): Promise<Reply> {
   const { ctx, deps, res } = input;
-  const [enforced, drafts, model, tools, history] = await Promise.all([
-    loadEnforcedSkills(scope),
-    loadInjectedDrafts(scope, session.injected_drafts),
-    resolveRunModel(scope, deps.secrets, session.model_id),
-    agentTools(scope, ctx.permissions),
-    listMessages(scope, session.id),
-  ]);
+  const { session, enforced, drafts, model, tools, history } = prepared;
   const messages: ModelMessage[] = [{ role: 'system', content: systemPrompt(tools, enforced, drafts) }, ...historyOf(history), { role: 'user', content: input.content }];
-  let current = await appendMessages(scope, session.id, [{ role: 'user', content: input.content }]);
+  // The member's message is stored while the model is asked; the answer's own write waits for
+  // it, so the answer's id sorts after it.
+  const userStored = appendMessages(scope, session.id, [{ role: 'user', content: input.content }]);
+  userStored.catch(() => {});
+  let current = session;
 
   const stop = new AbortController();
   // the response's close: the client went away before the turn ended
@@ -114,8 +142,8 @@ async function runTurn(input: TurnInput, scope: SpaceScope, session: SessionRow)
   const keepAlive = setInterval(() => {
     if (!res.writableEnded && !res.destroyed) res.write(': keep-alive\n\n');
   }, KEEP_ALIVE_MS);
-  send('turn', toSessionWire(current));
-  void announce(deps, current, 'turn_started');
+  send('turn', toSessionWire(session));
+  void announce(deps, session, 'turn_started');
 
   const byName = new Map(tools.map((t) => [t.name, t]));
   const egress = { allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints };
@@ -126,6 +154,7 @@ async function runTurn(input: TurnInput, scope: SpaceScope, session: SessionRow)
     let answer = '';
     for (let call = 0; call < deps.config.CHAT_MAX_MODEL_CALLS_PER_TURN; call++) {
       const completion = await streamCompletion(model, messages, tools.map((t) => t.tool), egress, (text) => send('token', { text }), stop.signal);
+      current = await userStored;
       if (completion.toolCalls.length === 0) {
         answer = completion.content;
         current = await appendMessages(scope, session.id, [{ role: 'assistant', content: completion.content }]);
@@ -157,8 +186,10 @@ async function runTurn(input: TurnInput, scope: SpaceScope, session: SessionRow)
     const p: ProblemError = isProblem(err) ? err : problem('internal_error');
     if (!isProblem(err)) deps.log.error('chat turn failed', { sessionId: session.id, requestId: ctx.requestId, error: String(err) });
     send('error', problemBody(p, ctx.requestId, deps.config.ERROR_TYPE_BASE));
+    current = await userStored.catch(() => current);
   } finally {
     clearInterval(keepAlive);
+    release();
     res.end();
   }
   await announce(deps, current, 'turn_finished');
