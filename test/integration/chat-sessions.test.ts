@@ -267,6 +267,14 @@ test("a session injects a skill's draft; once the draft changes its turns answer
   assert.equal(edit.status, 200, edit.text);
   const echo = (await client(app.url, { key }).get('/api/packages?type=agent')).body.data[0].id;
   expectProblem(await as(owner).post('/api/chat/sessions', { draft_skills: [echo] }), 400, 'validation_failed');
+  // a role that cannot read skills cannot read a draft into a chat either
+  const role = await call(app.url, 'POST', `/api/orgs/${org.orgId}/roles`, { cookie: owner.cookie, body: { key: 'talker', name: 'Talker', permissions: ['spaces:read'] } });
+  assert.equal(role.status, 201, role.text);
+  const pool = app.deps.database.pool;
+  const talker = { cookie: (await aSession(pool, await aMember(pool, org.orgId, 'member', { spaceId: org.spaceId, roleKey: 'talker' }))).cookie, 'x-org-id': org.orgId, 'x-space-id': org.spaceId };
+  expectProblem(await as(talker).post('/api/chat/sessions', { draft_skills: ['@acme/drafty'] }), 403, 'forbidden');
+  assert.equal((await as(talker).post('/api/chat/sessions', {})).status, 201);
+
   const made = await as(owner).post('/api/chat/sessions', { draft_skills: ['@acme/drafty'] });
   assert.equal(made.status, 201, made.text);
   assert.deepEqual(made.body.injected_drafts, ['@acme/drafty']);

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { spaceScopeOf } from '../../../db/tenant.ts';
 import type { AppDeps } from '../../deps.ts';
 import { CursorQuery, cursorList, cursorPage, limitParam } from '../../lists.ts';
+import { problem } from '../../../lib/problem.ts';
 import { created, noContent, ok, route } from '../../route.ts';
 import { publishChatSessionUpdate } from '../../services/realtime/publish.ts';
 import { createSession, deleteSession, getSessionRow, listMessages, listSessions, toSessionWire } from './sessions.ts';
@@ -64,6 +65,8 @@ export function chatRoutes(deps: AppDeps, engine: ChatEngine) {
       responses: { 201: { description: 'The session', schema: ChatSession } },
       handler: async ({ ctx, body, deps }) => {
         const scope = spaceScopeOf(ctx, deps.database);
+        // a draft is read into the chat: it takes the permission that reads it
+        if (body.draft_skills?.length && !ctx.permissions.has('skills:read')) throw problem('forbidden', { detail: 'Injecting a skill draft needs skills:read in this space.' });
         const injected = await noteInjectedDrafts(scope, body.draft_skills ?? []);
         const row = await createSession(scope, { title: body.title, modelId: body.model_id, injected });
         await publishChatSessionUpdate(deps, { orgId: row.org_id, spaceId: row.space_id, userId: row.user_id, session: { ...toSessionWire(row), change: 'created' } });
