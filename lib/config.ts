@@ -211,6 +211,16 @@ export const ConfigSchema = z.object({
   SHUTDOWN_DRAIN_SECONDS: intFromEnv(25),
   /** seconds without another frame after which a realtime stream gets a ping (spec: 30) */
   REALTIME_PING_SECONDS: z.coerce.number().positive().max(3600).default(30),
+  /** chat module: sessions whose turn may stream at once in this process (beyond: 429 chat_capacity) */
+  CHAT_MAX_LIVE_SESSIONS: z.coerce.number().int().positive().default(100),
+  /** chat module: turns one member may post per minute */
+  CHAT_TURN_RATE_PER_MIN: z.coerce.number().int().positive().default(20),
+  /** chat module: skills a space may enforce in every chat (beyond: 409 enforced_skills_limit) */
+  CHAT_ENFORCED_SKILLS_MAX: z.coerce.number().int().positive().default(5),
+  /** chat module: bytes of SKILL.md all enforced skills may add to a chat together (beyond: 409 enforced_skills_budget) */
+  CHAT_ENFORCED_SKILLS_BUDGET_BYTES: z.coerce.number().int().positive().default(32 * 1024),
+  /** chat module: model calls one turn may make (each tool round is one) */
+  CHAT_MAX_MODEL_CALLS_PER_TURN: z.coerce.number().int().positive().max(50).default(8),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

@@ -235,6 +235,7 @@ export const errorCatalog = {
   local_integration_unavailable: { status: 409, title: 'Integration runs a local MCP server, which this execution backend cannot start' },
   run_budget_exceeded: { status: 402, title: "The run used up its organization's per-run model token or cost budget" },
   org_budget_exceeded: { status: 402, title: 'The organization used up its monthly model token or cost budget' },
+  chat_turn_in_progress: { status: 409, title: 'A turn of this chat session is still streaming' },
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ErrorCode = keyof typeof errorCatalog;

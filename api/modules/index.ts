@@ -2,6 +2,7 @@
 import type { ApiModule } from '../app.ts';
 import type { AppDeps } from '../deps.ts';
 import type { ModuleName } from '../../lib/config.ts';
+import { loadChat } from './chat/index.ts';
 import { loadCoreProviders } from './core-providers/index.ts';
 import { loadMcp } from './mcp/index.ts';
 import { loadOidc } from './oidc/index.ts';
@@ -11,6 +12,7 @@ type ModuleLoader = (deps: AppDeps) => Promise<ApiModule>;
 
 /** Modules this build ships; a configured name without a loader here loads nothing. */
 const LOADERS: Partial<Record<ModuleName, ModuleLoader>> = {
+  chat: loadChat,
   'core-providers': loadCoreProviders,
   mcp: loadMcp,
   oidc: loadOidc,

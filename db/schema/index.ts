@@ -11,3 +11,4 @@ export * from './realtime.ts';
 export * from './oauth.ts';
 export * from './sign-in.ts';
 export * from './proxies.ts';
+export * from './chat.ts';

@@ -202,6 +202,27 @@ test('identity: sign-up, sign-in, an invitation accepted, a second organization,
   conforms();
 });
 
+test('chat: sessions, a streamed turn, refusals and enforced skills', async () => {
+  const session = { cookie: owner.cookie, org: owner.org, space: owner.space };
+  const made = await checked('POST', '/api/chat/sessions', { ...session, body: { title: 'conformance' } });
+  assert.equal(made.status, 201, made.text);
+  await checked('POST', '/api/chat/sessions', { ...session, body: { title: '' } });
+  await checked('GET', '/api/chat/sessions?limit=1', session);
+  await checked('GET', `/api/chat/sessions/${made.body.id}`, session);
+  const turn = await checked('POST', `/api/chat/sessions/${made.body.id}/messages`, { ...session, body: { content: 'hello' } });
+  assert.equal(turn.status, 200, turn.text);
+  assert.match(turn.text, /event: done/);
+  await checked('GET', `/api/chat/sessions/${made.body.id}`, session);
+  await checked('POST', '/api/chat/sessions/chat_missing/messages', { ...session, body: { content: 'hello' } });
+  await checked('GET', '/api/chat/sessions', { key });
+  await checked('GET', '/api/chat/enforced-skills', session);
+  await checked('PUT', '/api/chat/enforced-skills', { ...session, body: { skills: ['@fixtures/agent-echo'] } });
+  await checked('PUT', '/api/chat/enforced-skills', { ...session, body: { skills: [] } });
+  await checked('DELETE', `/api/chat/sessions/${made.body.id}`, session);
+  await checked('DELETE', `/api/chat/sessions/${made.body.id}`, session);
+  conforms();
+});
+
 test('public resources', async () => {
   await checked('GET', '/api/openapi.json');
   await checked('GET', '/health/live');
@@ -245,7 +266,9 @@ test('every numeric query parameter in the document refuses a value that is not 
       for (const p of (op.parameters ?? []).filter((p: any) => p.in === 'query' && numeric(p.schema))) {
         probed++;
         const path = template.replace(/\{scope\}/g, '@fixtures').replace(/\{[^}]+\}/g, 'x');
-        const res = await checked(method.toUpperCase(), `${path}?${p.name}=abc`, { key });
+        // session-only operations refuse a key before reading the query: they are asked with the session
+        const credential = JSON.stringify(op.security) === JSON.stringify([{ session: [] }]) ? { cookie: owner.cookie, org: owner.org, space: owner.space } : { key };
+        const res = await checked(method.toUpperCase(), `${path}?${p.name}=abc`, credential);
         if (res.status !== 400 || res.body.code !== 'invalid_request' || res.body.param !== p.name) refused.push(`${method} ${template} ${p.name}: ${res.status} ${res.body.code} ${res.body.param}`);
       }
     }

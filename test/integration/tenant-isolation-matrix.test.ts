@@ -195,6 +195,15 @@ const CASES: Record<string, Case> = {
   'PUT /api/credential-proxy/proxy': PROXY,
   'PATCH /api/credential-proxy/proxy': PROXY,
   'DELETE /api/credential-proxy/proxy': PROXY,
+  // chat module: sessions are their owner's own; enforced skills belong to one space
+  'POST /api/chat/sessions': OWN_SPACE,
+  'GET /api/chat/sessions': { lists: (a) => a.chatSessionId },
+  'GET /api/chat/sessions/{id}': {},
+  'POST /api/chat/sessions/{id}/messages': { body: () => ({ content: 'hello' }) },
+  'DELETE /api/chat/sessions/{id}': {},
+  'GET /api/chat/enforced-skills': { lists: (a) => a.enforcedSkillId },
+  'PUT /api/chat/enforced-skills': { exempt: "replaces the enforced skills of the caller's own space (X-Space-Id); a package not reachable there is not_found (chat-sessions.test.ts)" },
+
   // webhooks: authority follows the webhook's space, not X-Space-Id (A's owner reaches s1's webhook from anywhere)
   'POST /api/webhooks': { s2Member: true, byBody: true, body: (a) => ({ level: 'space', spaceId: a.s1, url: 'https://hooks.example.test/x', events: ['run.success'] }) },
   'GET /api/webhooks': { lists: (a) => a.webhookId, query: '?all=true' },
@@ -244,7 +253,7 @@ function fillPath(path: string, a: Tenant): string {
     'model-provider-credentials/{id}': a.credentialId, 'models/{id}': a.modelId, 'proxies/{id}': a.proxyId, 'o/{org}': a.orgId,
     'schedules/{id}': a.scheduleId,
     'webhooks/{id}': a.webhookId, 'notifications/{id}': a.notificationId, 'clients/{id}': a.oauthClientId,
-    'files/{id}': a.fileId,
+    'files/{id}': a.fileId, 'sessions/{id}': a.chatSessionId,
   };
   return segs.map((s, i) => {
     if (!/^\{\w+\}$/.test(s)) return s;

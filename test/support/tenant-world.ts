@@ -53,6 +53,9 @@ export interface Tenant {
   fileId: string;
   /** a space-level OAuth client in s1 */
   oauthClientId: string;
+  /** the owner's chat session in s1 (with one message), and the skill s1 enforces in its chats */
+  chatSessionId: string;
+  enforcedSkillId: string;
 }
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string>): Buffer {
@@ -159,8 +162,17 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   }).then((r) => r.json()) as { uploadUrl: string };
   const fileId = ((await fetch(staged.uploadUrl, { method: 'PUT', body: 'notes' }).then((r) => r.json())) as { id: string }).id;
 
+  const chatSessionId = `chat_${tag}`;
+  await pool.query(`INSERT INTO chat_sessions (id, org_id, space_id, user_id, title) VALUES ($1, $2, $3, $4, 'Private chat')`, [chatSessionId, org.orgId, org.spaceId, org.ownerId]);
+  await pool.query(`INSERT INTO chat_messages (id, session_id, org_id, role, content) VALUES ($1, $2, $3, 'user', 'a private question')`, [`cmsg_${tag}`, chatSessionId, org.orgId]);
+  const enforcedSkillId = `@${packageScope}/${skillName}`;
+  await pool.query(
+    `INSERT INTO chat_enforced_skills (org_id, space_id, package_id, position, created_by) VALUES ($1, $2, $3, 0, $4)`,
+    [org.orgId, org.spaceId, enforcedSkillId, org.ownerId],
+  );
+
   return {
-    webhookId, notificationId, oauthClientId,
+    webhookId, notificationId, oauthClientId, chatSessionId, enforcedSkillId,
     orgId: org.orgId, s1: org.spaceId, s2, ownerId: org.ownerId,
     ownerCookie: (await aSession(pool, org.ownerId)).cookie,
     ownerKey1: k1.key, ownerKey2: k2.key, keyId: k1.keyId,

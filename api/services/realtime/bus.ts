@@ -13,7 +13,8 @@ import { REALTIME_CHANNEL } from '../runs/status-feed.ts';
 export type RealtimeMessage =
   | { kind: 'run_log'; spaceId: string; runId: string; entry: { sequence: number; level: string; message: string; data?: unknown; createdAt: string } }
   | { kind: 'run_metric'; spaceId: string; runId: string; cost: { usd: number; prompt_tokens: number; completion_tokens: number } }
-  | { kind: 'connection_update'; spaceId: string; orgId: string; userId: string | null; endUserId: string | null; connection: Record<string, unknown> };
+  | { kind: 'connection_update'; spaceId: string; orgId: string; userId: string | null; endUserId: string | null; connection: Record<string, unknown> }
+  | { kind: 'chat_session_update'; spaceId: string; orgId: string; userId: string; session: Record<string, unknown> };
 
 export interface RealtimeBus {
   readonly kind: 'postgres' | 'redis';

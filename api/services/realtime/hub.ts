@@ -296,6 +296,15 @@ export function createRealtimeHub(deps: HubDeps): RealtimeHub {
       }
       return;
     }
+    if (m.kind === 'chat_session_update') {
+      // the owner's own streams, and only those opened with a session cookie (spec: needs a session)
+      const data = JSON.stringify(m.session);
+      for (const s of streams) {
+        const a = s.opts.audience;
+        if (a.orgId === m.orgId && a.userId === m.userId && a.endUserId === null && s.opts.credentialKey.startsWith('s:')) s.send('chat_session_update', data);
+      }
+      return;
+    }
     const meta = await metaOf(m.runId);
     if (!meta || meta.spaceId !== m.spaceId) return;
     if (m.kind === 'run_metric') {

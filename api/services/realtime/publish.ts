@@ -56,3 +56,22 @@ export async function publishConnectionUpdate(deps: PublishDeps, change: Connect
     deps.log.warn('realtime publish failed', { type: 'connection_update', error: String(err) });
   }
 }
+
+export interface ChatSessionChange {
+  orgId: string;
+  spaceId: string;
+  /** the session's owner */
+  userId: string;
+  /** what changed: the session record as its routes show it, with the change's name */
+  session: Record<string, unknown>;
+}
+
+/** chat_session_update: one of a member's chat sessions changed; their session streams hear it. */
+export async function publishChatSessionUpdate(deps: PublishDeps, change: ChatSessionChange): Promise<void> {
+  if (!deps.realtime) return;
+  try {
+    await deps.realtime.publish({ kind: 'chat_session_update', ...change });
+  } catch (err) {
+    deps.log.warn('realtime publish failed', { type: 'chat_session_update', error: String(err) });
+  }
+}
