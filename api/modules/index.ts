@@ -4,6 +4,7 @@ import type { AppDeps } from '../deps.ts';
 import type { ModuleName } from '../../lib/config.ts';
 import { loadCoreProviders } from './core-providers/index.ts';
 import { loadMcp } from './mcp/index.ts';
+import { loadOidc } from './oidc/index.ts';
 import { loadWebhooks } from './webhooks/index.ts';
 
 type ModuleLoader = (deps: AppDeps) => Promise<ApiModule>;
@@ -12,6 +13,7 @@ type ModuleLoader = (deps: AppDeps) => Promise<ApiModule>;
 const LOADERS: Partial<Record<ModuleName, ModuleLoader>> = {
   'core-providers': loadCoreProviders,
   mcp: loadMcp,
+  oidc: loadOidc,
   webhooks: loadWebhooks,
 };
 
