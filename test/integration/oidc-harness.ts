@@ -111,10 +111,10 @@ export class Browser {
     let next: { url: string; method?: string; form?: Record<string, string> } | null = { url };
     for (let hops = 0; next && hops < 30; hops++) {
       const res = await this.go(next.url, { method: next.method, form: next.form });
-      const base = next.url;
+      const base: string = next.url;
       next = null;
       if (res.status >= 300 && res.status < 400) {
-        const location = new URL(res.headers.get('location')!, base).toString();
+        const location: string = new URL(res.headers.get('location')!, base).toString();
         if (location.startsWith(stopAt)) return location;
         next = { url: location };
         continue;
