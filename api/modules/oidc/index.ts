@@ -16,7 +16,20 @@ import { oauthRateLimit, type OAuthLimitedEndpoint } from './rate-limit.ts';
 import { createOidcVerifier } from './verifier.ts';
 
 export { oauthRateLimit, OAUTH_RATE_LIMITS } from './rate-limit.ts';
-export { rotateSigningKey } from './keys.ts';
+
+/** The oidc modules of this process (one per app), told to reload after a rotation made here. */
+const loaded = new Set<() => void>();
+
+/**
+ * Rotates the signing key (see keys.ts) and makes every oidc module of this process sign with the
+ * new one at once. Other processes notice within KEY_CHECK_MS of their next OAuth request (and
+ * their verifiers on the first token carrying the new kid). Operators: bin/oidc-rotate-key.ts.
+ */
+export async function rotateOidcSigningKey(deps: Pick<AppDeps, 'database' | 'secrets'>): Promise<string> {
+  const kid = await rotateSigningKey(deps.database.pool, deps.secrets);
+  for (const reload of loaded) reload();
+  return kid;
+}
 
 /** The auth library's client-management endpoints: never served, whoever asks. */
 const LIBRARY_CLIENT_ENDPOINTS = new Set(['create-client', 'get-client', 'get-clients', 'update-client', 'delete-client', 'client/rotate-secret']);
@@ -30,6 +43,8 @@ const DISCOVERY = '/.well-known/openid-configuration';
 const AS_METADATA = '/.well-known/oauth-authorization-server';
 const OAUTH_PREFIX = '/api/auth/oauth2/';
 const MAX_ISSUERS = 8;
+/** how often a process looks for a key rotated elsewhere, at most (only when OAuth endpoints are used) */
+export const KEY_CHECK_MS = 60_000;
 
 export interface OidcModule extends ApiModule {
   /** rotates the signing key and makes this process sign with the new one */
@@ -43,6 +58,16 @@ export async function loadOidc(deps: AppDeps): Promise<OidcModule> {
   const providers = new Map<string, Promise<BuiltProvider>>();
   let keyRing: Promise<Map<string, KeyObject>> | null = null;
   let lastReload = 0;
+  let lastKeyCheck = Date.now();
+
+  /** A rotation made by another process: rebuild the providers when the active key changed. */
+  async function checkActiveKey(built: BuiltProvider): Promise<void> {
+    if (Date.now() - lastKeyCheck < KEY_CHECK_MS) return;
+    lastKeyCheck = Date.now();
+    const { rows } = await pool.query('SELECT kid FROM oidc_signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC LIMIT 1');
+    const active = built.keys.find((k) => !k.retired)?.kid;
+    if (rows[0] && rows[0].kid !== active) reloadKeys();
+  }
 
   /** PUBLIC_URL; without it, the address this request reached (the socket's, not the Host header). */
   function issuerFor(req: Request): string {
@@ -98,6 +123,7 @@ export async function loadOidc(deps: AppDeps): Promise<OidcModule> {
     if (limited && (await oauthRateLimit(deps, req, res, limited))) return true;
 
     const issuer = issuerFor(req);
+    await checkActiveKey(await providerFor(issuer));
     const built = await providerFor(issuer);
     if (path.startsWith(`${PATHS.interaction}/`)) {
       const uid = path.slice(PATHS.interaction.length + 1);
@@ -120,16 +146,14 @@ export async function loadOidc(deps: AppDeps): Promise<OidcModule> {
     lastReload = 0;
   }
 
+  loaded.add(reloadKeys);
+
   return {
     name: 'oidc',
     routes: [],
     handler: () => handler,
     oidcVerifier: verifier,
-    async rotateKeys() {
-      const kid = await rotateSigningKey(pool, deps.secrets);
-      reloadKeys();
-      return kid;
-    },
+    rotateKeys: () => rotateOidcSigningKey(deps),
     reloadKeys,
   };
 }

@@ -139,6 +139,17 @@ export function createInteractionHandler(deps: AppDeps, providerOf: (req: Reques
       try {
         const person = await personOf(deps, req, form);
         const accountId = await accountFor(deps, client, person);
+        const current = details.session as { accountId?: string; cookie?: string } | undefined;
+        if (current?.accountId && current.accountId !== accountId) {
+          // another account signs in (an end-user's provider session, say): the provider session
+          // is replaced rather than ended through a scripted logout page
+          const pending = await provider.Interaction.find(uid);
+          if (pending) {
+            delete (pending as { session?: unknown }).session;
+            await pending.save(Math.max(1, pending.exp - Math.floor(Date.now() / 1000)));
+          }
+          if (current.cookie) await (provider.Session as unknown as { adapter: { destroy(id: string): Promise<void> } }).adapter.destroy(current.cookie);
+        }
         await provider.interactionFinished(req, res, { login: { accountId } }, { mergeWithLastSubmission: false });
       } catch (err) {
         if (!(err instanceof SignInRefused)) throw err;
