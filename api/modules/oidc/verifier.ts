@@ -90,12 +90,30 @@ function headerValue(req: Request, name: string): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
+/** Signatures already checked: the same token string skips the ECDSA verification until it expires. */
+const VERIFIED_MAX = 10_000;
+
 export function createOidcVerifier(deps: AppDeps, keys: KeyRing) {
   const { authCache } = deps;
   const pool = deps.database.pool;
+  const verified = new Map<string, { claims: AccessClaims; iss: string }>();
 
   /** The claims of a token this issuer signed and that is still valid; null when it is not ours. */
   async function claimsOf(token: string, req: Request): Promise<AccessClaims | null> {
+    const seen = verified.get(token);
+    if (seen) {
+      if (seen.claims.exp > Math.floor(Date.now() / 1000) && seen.iss === keys.issuerFor(req)) return seen.claims;
+      verified.delete(token);
+    }
+    const claims = await checkToken(token, req);
+    if (claims) {
+      if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+      verified.set(token, { claims, iss: claims.iss });
+    }
+    return claims;
+  }
+
+  async function checkToken(token: string, req: Request): Promise<AccessClaims | null> {
     const [h, p, s] = token.split('.');
     const header = decodeJson(h);
     if (!header || header.alg !== 'ES256' || typeof header.kid !== 'string') return null;
