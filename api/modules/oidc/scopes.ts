@@ -19,7 +19,3 @@ export function resourceScopes(c: Pick<OAuthClientRecord, 'level' | 'scopes'>): 
   const registered = new Set(c.scopes);
   return levelScopes(c.level).filter((s) => registered.has(s));
 }
-
-export function clientScopes(c: Pick<OAuthClientRecord, 'level' | 'scopes'>): string[] {
-  return [...OIDC_SCOPES, ...resourceScopes(c)];
-}
