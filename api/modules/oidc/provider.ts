@@ -4,7 +4,8 @@
 // (<issuer>/api) or one organization's MCP endpoint (<issuer>/api/mcp/o/{org}).
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Provider, { errors, interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type pg from 'pg';
 import type { AppDeps } from '../../deps.ts';
 import { adapterFactory } from './adapter.ts';
@@ -89,6 +90,8 @@ export interface BuiltProvider {
 
 export async function buildProvider(deps: AppDeps, issuer: string): Promise<BuiltProvider> {
   const pool = deps.database.pool;
+  // loaded on first use: an app that never serves OAuth never pays for the library
+  const { default: ProviderClass, errors, interactionPolicy } = await import('oidc-provider');
   const keys = await loadSigningKeys(pool, deps.secrets);
   const api = apiResource(issuer);
 
@@ -215,7 +218,7 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
       },
     },
   };
-  const provider = new Provider(issuer, configuration);
+  const provider = new ProviderClass(issuer, configuration);
   provider.proxy = deps.config.TRUST_PROXY !== 'false' && deps.config.TRUST_PROXY !== '';
   provider.on('server_error', (_ctx, err) => deps.log.error('oidc provider error', { error: String(err) }));
   return { provider, callback: provider.callback() as never, issuer, keys };
