@@ -16,6 +16,10 @@ export interface Principal {
   boundOrgId?: string;
   boundSpaceId?: string;
   keyScopes?: readonly string[];
+  /** an OIDC access token: the client it was issued to, its level and its scopes */
+  oauthClientId?: string;
+  oauthLevel?: 'instance' | 'org' | 'space';
+  tokenScopes?: readonly string[];
   /** a refreshed session cookie to send back */
   refreshedCookie?: string;
 }

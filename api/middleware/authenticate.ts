@@ -15,8 +15,12 @@ import { sessionCookieName, extendSessionIfDue } from '../services/session-cooki
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A verifier the oidc module installs for JWT bearer tokens. */
-export type OidcVerifier = (token: string, req: Request) => Promise<Principal | null>;
+/**
+ * A verifier the oidc module installs for JWT bearer tokens: null when the token is not one of its
+ * own; otherwise it sets the principal, organization, space and permissions for the route (or
+ * throws the route's problem).
+ */
+export type OidcVerifier = (token: string, req: Request, def: RouteDef<any, any, any>) => Promise<Principal | null>;
 
 function unauthorized(detail = 'A valid credential is required.') {
   return problem('unauthorized', { detail });
@@ -146,7 +150,7 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
       const bearer = m[1];
       if (bearer.startsWith('apst_')) return withApiKey(req, def, bearer, sse);
       if (oidc.verify && bearer.split('.').length === 3) {
-        const principal = await oidc.verify(bearer, req);
+        const principal = await oidc.verify(bearer, req, def);
         if (principal) {
           req.ctx.principal = principal;
           return;

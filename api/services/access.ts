@@ -41,12 +41,12 @@ export interface SessionFacts extends MembershipFacts {
   extendedAt: Date;
 }
 
-const MEMBERSHIP_COLUMNS = `
+export const MEMBERSHIP_COLUMNS = `
   om.role AS org_role, o.id AS org_id, o.api_version AS org_api_version, (o.deleting_at IS NOT NULL) AS org_deleting,
   s.id AS space_id, s.kind AS space_kind, s.owner_user_id AS space_owner, sm.role_key AS space_role_key,
   sr.permissions AS custom_permissions`;
 
-function membership(row: Record<string, unknown>): MembershipFacts {
+export function membership(row: Record<string, unknown>): MembershipFacts {
   return {
     orgId: (row.org_id as string) ?? null,
     orgRole: (row.org_role as OrgRole) ?? null,

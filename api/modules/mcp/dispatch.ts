@@ -3,6 +3,7 @@
 // are the pipeline's, never re-implemented here.
 import http from 'node:http';
 import type { Request } from '../../http.ts';
+import { DISPATCH_PROOF_HEADER, dispatchProof } from '../../services/mcp-dispatch-proof.ts';
 
 /** Response bodies past this are cut (an MCP tool result is read by a model). */
 export const MAX_BODY_CHARS = 256 * 1024;
@@ -25,6 +26,8 @@ export function callerOf(req: Request, org: string): Caller {
     if (typeof v === 'string') headers[name] = v;
   }
   headers['x-org-id'] = org;
+  // an OIDC token bound to this endpoint's resource is honored by the inner request on this proof
+  if (headers.authorization) headers[DISPATCH_PROOF_HEADER] = dispatchProof(org, headers.authorization);
   headers['user-agent'] = `mcp-endpoint (${typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'].slice(0, 200) : 'unknown client'})`;
   const local = req.socket.localAddress ?? '127.0.0.1';
   return { hostname: local.startsWith('::ffff:') ? local.slice(7) : local, port: req.socket.localPort ?? 0, headers };
