@@ -3,6 +3,7 @@
 // both the proxy and the target), and the default proxy carrying the organization's model traffic.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { aKey } from '../support/builders.ts';
 import { call } from '../support/http.ts';
@@ -108,6 +109,29 @@ test('test failures: wrong credentials (407), a target the guard refuses (never 
   assert.equal(unreachable.body.code, 'upstream_unreachable');
 
   assert.equal((await w.api.post('/api/proxies/prx_nothing/test', { target_url: `${w.model.url}/models` })).status, 404);
+});
+
+test('test failures at the target: a name that cannot resolve (502 upstream_unresolvable), a target that never answers (504 upstream_timeout)', async () => {
+  const api = await w.freshApi();
+  const good = await aProxy();
+  // a 64-character label: the resolver refuses it on this machine, without asking any name server
+  const unresolvable = await api.post(`/api/proxies/${good.id}/test`, { target_url: `http://${'a'.repeat(64)}.test/` });
+  assert.equal(unresolvable.status, 502, unresolvable.text);
+  assert.equal(unresolvable.body.code, 'upstream_unresolvable');
+
+  // a loopback target (allowed by name) that takes the connection through the proxy and never answers
+  const silent = net.createServer(() => {});
+  const port = w.sparePort();
+  await new Promise<void>((r) => silent.listen(port, '127.0.0.1', () => r()));
+  try {
+    const started = Date.now();
+    const hung = await api.post(`/api/proxies/${good.id}/test`, { target_url: `http://127.0.0.1:${port}/` });
+    assert.equal(hung.status, 504, hung.text);
+    assert.equal(hung.body.code, 'upstream_timeout');
+    assert.ok(Date.now() - started < 15_000, 'the test route gives up at its deadline');
+  } finally {
+    silent.close();
+  }
 });
 
 test('the test route allows 5 calls a minute per caller', async () => {

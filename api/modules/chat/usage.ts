@@ -2,6 +2,7 @@
 // turn. A refusal answers with the module's own code and status (403 when it names none) under the
 // type usage-not-allowed, without instance or request_id (spec: usage_not_allowed).
 import { problemType } from '../../../lib/problem.ts';
+import { recordProblemCode } from '../../../lib/problem-log.ts';
 import type { AppDeps } from '../../deps.ts';
 import type { Reply } from '../../route.ts';
 
@@ -52,6 +53,7 @@ const CODE = /^[a-z][a-z0-9_]{0,63}$/;
 export function usageRefusalReply(typeBase: string, refusal: UsageRefusal): Reply {
   const status = Number.isInteger(refusal.status) && refusal.status! >= 400 && refusal.status! <= 599 ? refusal.status! : 403;
   const code = CODE.test(refusal.code) ? refusal.code : 'usage_not_allowed';
+  recordProblemCode('usage_not_allowed');
   return {
     status,
     headers: { 'Content-Type': 'application/problem+json; charset=utf-8' },
