@@ -39,6 +39,7 @@ const SIDECAR_MEMORY_MB = SIDECAR_HEAP_MB + 128;
 const AGENT_PIDS = 128;
 const SIDECAR_PIDS = 64;
 const STDERR_TAIL_CHARS = 4000;
+const HEAP_EXHAUSTED = /heap out of memory|Reached heap limit/i;
 
 export interface DockerAdapterOptions {
   /** folders bound into the containers go under it: <workDir>/<sandboxId>/{workspace,files} */
@@ -68,6 +69,8 @@ class AttachedProgram {
   private listener: ((line: Record<string, unknown>) => void) | null = null;
   private ended = false;
   private stderr = '';
+  /** the program's V8 heap ran out (its fatal error was printed) */
+  heapExhausted = false;
 
   constructor(
     readonly label: string,
@@ -78,7 +81,11 @@ class AttachedProgram {
     const err = new PassThrough();
     docker.modem.demuxStream(stream, out, err);
     out.setEncoding('utf8').on('data', (chunk: string) => this.take(chunk));
-    err.setEncoding('utf8').on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-STDERR_TAIL_CHARS)));
+    err.setEncoding('utf8').on('data', (chunk: string) => {
+      // V8's fatal line comes before a long stack trace: look for it as it passes, not in the tail
+      if (HEAP_EXHAUSTED.test(this.stderr.slice(-100) + chunk)) this.heapExhausted = true;
+      this.stderr = (this.stderr + chunk).slice(-STDERR_TAIL_CHARS);
+    });
     const end = () => {
       this.ended = true;
       this.waiter?.();
@@ -483,8 +490,7 @@ async function reportMemoryOverrun(agent: Docker.Container, program: AttachedPro
   try {
     await agent.wait();
     const info = await agent.inspect();
-    const heapExhausted = /heap out of memory|Reached heap limit/i.test(program.stderrTail());
-    if (!info.State.OOMKilled && !heapExhausted) return;
+    if (!info.State.OOMKilled && !program.heapExhausted) return;
     const message = `The agent went over its memory ceiling of ${memoryMb} MiB (agent_memory_ceiling_mb) and was stopped.`;
     const { request } = await import('node:http');
     await new Promise<void>((resolve, reject) => {

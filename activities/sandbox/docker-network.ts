@@ -32,6 +32,8 @@ export async function closeHostPorts(bridge: string, allowTcpPorts: number[] = [
   if (!v4) throw new Error(`iptables could not close the host's ports to ${bridge}: the docker backend needs iptables as root`);
   // the bridge has an IPv6 link-local address: close that way in too (no ip6tables: no IPv6 to close)
   await tableCommand('ip6tables', ['-I', 'INPUT', '1', '-i', bridge, ...comment, '-j', 'DROP']);
+  // answers to connections the host opened (the adapter telling a sidecar of its agent's end) pass
+  await tableCommand('iptables', ['-I', 'INPUT', '1', '-i', bridge, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', ...comment, '-j', 'ACCEPT']);
   for (const port of allowTcpPorts) await allowHostPort(bridge, port);
 }
 

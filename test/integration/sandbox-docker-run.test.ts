@@ -9,12 +9,15 @@ import { networkInterfaces } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import DockerClient from 'dockerode';
 import type Docker from 'dockerode';
+import { DEFAULT_AGENT_IMAGE, DEFAULT_SIDECAR_IMAGE, ensureSandboxImages } from '../../activities/sandbox/docker-images.ts';
+import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
 import { createDockerAdapter, EGRESS_NETWORK, LABEL_RUN, LABEL_SANDBOX, MEMORY_EXCEEDED_CODE, type DockerSandboxAdapter } from '../../activities/sandbox/docker-adapter.ts';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
-import { startEventReceiver, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
+import { REPO, startEventReceiver, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
 import { aSandboxSpec, MODEL_KEY } from './sandbox-process-harness.ts';
 
 const unavailable = await dockerForTests();
@@ -40,7 +43,7 @@ Promise.all(targets.map((t) => new Promise((resolve) => {
   const i = t.lastIndexOf(':');
   const s = net.connect({ host: t.slice(0, i), port: Number(t.slice(i + 1)) });
   const done = (r) => { s.destroy(); resolve([t, r]); };
-  s.setTimeout(1500, () => done('timeout'));
+  s.setTimeout(1000, () => done('timeout'));
   s.on('connect', () => done('connected'));
   s.on('error', (e) => done(e.code || 'error'));
 }))).then((r) => console.log(JSON.stringify(Object.fromEntries(r))));`;
@@ -54,6 +57,7 @@ function hostAddresses(): string[] {
 
 describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
   let model: FakeModel;
+  let slowModel: FakeModel;
   let receiver: EventReceiver;
   let adapter: DockerSandboxAdapter;
   let workDir: string;
@@ -64,8 +68,9 @@ describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
     receiver.deliveries.filter((d) => d.path.includes(`/runs/${runId}/`) && d.status < 300 && d.event).map((d) => d.event!);
 
   before(async () => {
-    // every model turn takes a while, so the agent is still there while the test looks at it
-    model = await startFakeModel({ latencyMs: 600 });
+    model = await startFakeModel({});
+    // every turn takes a while: the adopted run is still going when its first worker goes away
+    slowModel = await startFakeModel({ latencyMs: 700 });
     receiver = await startEventReceiver(secret);
     workDir = await mkdtemp(join(tmpdir(), 'sbx-docker-'));
     adapter = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
@@ -79,6 +84,7 @@ describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
     await adapter?.close();
     await receiver?.close();
     await model?.close();
+    await slowModel?.close();
     hostListener?.close();
     await rm(workDir, { recursive: true, force: true });
   });
@@ -185,7 +191,7 @@ describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
   });
 
   test('a pair outlives its worker: the next adapter adopts it, re-opens its relays, and the run completes', async () => {
-    const spec = aSandboxSpec({ runId: 'run_docker_adopted', eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
+    const spec = aSandboxSpec({ runId: 'run_docker_adopted', eventsBaseUrl: receiver.url, secret, modelUrl: slowModel.url, memoryMb: 256 });
     const first = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
     const { sandboxId } = await first.start(spec);
     // the worker goes away: its attach streams and relays with it, the containers stay
@@ -218,3 +224,30 @@ async function waitForSidecarPort(docker: Docker, sidecar: string): Promise<stri
   }
   throw new Error('no ready line from the sidecar');
 }
+
+describe('the docker backend boot check', { skip: unavailable ?? false }, () => {
+  const OLD = 'agent-platform/test-protocol-mismatch:p0';
+  before(() => {
+    // an image of another protocol version, built from the local base image
+    execFileSync('docker', ['build', '-q', '-t', OLD, '--label', `${PROTOCOL_LABEL}=0`, '-'], { input: `FROM agent-platform/base:p${SANDBOX_PROTOCOL_VERSION}\n` });
+  });
+  after(() => {
+    execFileSync('docker', ['image', 'rm', '-f', OLD]);
+  });
+
+  test('configured images of another protocol version, or missing ones, stop the boot with a clear message', async () => {
+    const docker = new DockerClient();
+    await assert.rejects(
+      ensureSandboxImages(docker, { root: REPO, sidecarImage: OLD, agentImage: AGENT_IMAGE }),
+      new RegExp(`DOCKER_SIDECAR_IMAGE=${OLD} speaks sandbox protocol 0, but this platform speaks version ${SANDBOX_PROTOCOL_VERSION}`),
+    );
+    await assert.rejects(
+      ensureSandboxImages(docker, { root: REPO, sidecarImage: SIDECAR_IMAGE, agentImage: 'agent-platform/none-such:p1' }),
+      /DOCKER_AGENT_IMAGE=agent-platform\/none-such:p1: no such image/,
+    );
+    await assert.rejects(ensureSandboxImages(docker, { root: REPO, sidecarImage: SIDECAR_IMAGE }), /set together/);
+    assert.deepEqual(await ensureSandboxImages(docker, { root: REPO, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE }), { sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+    // none configured: the defaults, current with this checkout's bundles
+    assert.deepEqual(await ensureSandboxImages(docker, { root: REPO }), { sidecarImage: DEFAULT_SIDECAR_IMAGE, agentImage: DEFAULT_AGENT_IMAGE });
+  });
+});
