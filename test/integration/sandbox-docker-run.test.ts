@@ -1,6 +1,6 @@
 // RUN_ADAPTER=docker at the adapter: a run in its container pair, the pair's confinement, what the
-// agent's network reaches (its sidecar, nothing else), a run over its memory ceiling, and a pair
-// that outlives its worker and is adopted by the next one.
+// agent's network reaches (its sidecar, nothing else), a run over its memory ceiling, the boot
+// check of the images. A pair outliving its worker: test/e2e/run-docker-worker-restart.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -57,7 +57,6 @@ function hostAddresses(): string[] {
 
 describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
   let model: FakeModel;
-  let slowModel: FakeModel;
   let receiver: EventReceiver;
   let adapter: DockerSandboxAdapter;
   let workDir: string;
@@ -69,8 +68,6 @@ describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
 
   before(async () => {
     model = await startFakeModel({});
-    // every turn takes a while: the adopted run is still going when its first worker goes away
-    slowModel = await startFakeModel({ latencyMs: 700 });
     receiver = await startEventReceiver(secret);
     workDir = await mkdtemp(join(tmpdir(), 'sbx-docker-'));
     adapter = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
@@ -84,7 +81,6 @@ describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
     await adapter?.close();
     await receiver?.close();
     await model?.close();
-    await slowModel?.close();
     hostListener?.close();
     await rm(workDir, { recursive: true, force: true });
   });
@@ -188,24 +184,6 @@ describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
     } finally {
       await adapter.stop(sandboxId);
     }
-  });
-
-  test('a pair outlives its worker: the next adapter adopts it, re-opens its relays, and the run completes', async () => {
-    const spec = aSandboxSpec({ runId: 'run_docker_adopted', eventsBaseUrl: receiver.url, secret, modelUrl: slowModel.url, memoryMb: 256 });
-    const first = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
-    const { sandboxId } = await first.start(spec);
-    // the worker goes away: its attach streams and relays with it, the containers stay
-    await first.close();
-    const second = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
-    try {
-      assert.deepEqual(second.sandboxes().filter((s) => s.sandboxId === sandboxId), [{ sandboxId, runId: 'run_docker_adopted' }]);
-      assert.notEqual(await second.state(sandboxId), 'gone');
-      await waitUntil(() => eventsOf('run_docker_adopted').some((e) => e.type === 'completed'), 30_000);
-    } finally {
-      await second.stop(sandboxId);
-      await second.close();
-    }
-    assert.equal(await adapter.state(sandboxId), 'gone');
   });
 });
 
