@@ -10,13 +10,30 @@ import { createRunActivities } from '../activities/run-activities.ts';
 import { runIntegrations } from '../api/services/integrations/run-credentials.ts';
 import { inputFilesForWorkspace } from '../api/services/files/run-files.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
+import { createDockerAdapter } from '../activities/sandbox/docker-adapter.ts';
+import { ensureSandboxImages } from '../activities/sandbox/docker-images.ts';
+import { projectRoot } from '../lib/project-root.ts';
+import Docker from 'dockerode';
 import type { SandboxAdapter } from '../activities/sandbox/adapter.ts';
 import type { RunActivities } from '../workflows/run-types.ts';
 
 export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Promise<SandboxAdapter> {
   const { config } = deps;
+  if (config.RUN_ADAPTER === 'docker') {
+    const docker = new Docker({ socketPath: config.DOCKER_SOCKET });
+    try {
+      await docker.ping();
+    } catch (err) {
+      throw new Error(`RUN_ADAPTER=docker: no docker engine answers on ${config.DOCKER_SOCKET} (${(err as Error).message})`);
+    }
+    const images = await ensureSandboxImages(docker, {
+      root: projectRoot(), sidecarImage: config.DOCKER_SIDECAR_IMAGE, agentImage: config.DOCKER_AGENT_IMAGE, log: deps.log,
+    });
+    // unlike the process backend's, these folders outlive the worker: a restarted worker adopts the pairs
+    return createDockerAdapter({ workDir: path.join(dataDir, 'docker-sandboxes'), socketPath: config.DOCKER_SOCKET, log: deps.log, ...images });
+  }
   if (config.RUN_ADAPTER !== 'process') {
-    throw new Error(`RUN_ADAPTER=${config.RUN_ADAPTER} is not available in this build; use RUN_ADAPTER=process.`);
+    throw new Error(`RUN_ADAPTER=${config.RUN_ADAPTER} is not available in this build; use RUN_ADAPTER=process or docker.`);
   }
   const workDir = path.join(dataDir, 'sandboxes');
   // Sandboxes do not outlive the process that started them: folders left by a crash are stale.

@@ -173,6 +173,11 @@ export const ConfigSchema = z.object({
   AUTH_SOCIAL_NAME: z.string().trim().min(1).max(100).default('OpenID Connect'),
   ORG_CREATION_DISABLED: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   SANDBOX_WARM_POOL: intFromEnv(2),
+  /** RUN_ADAPTER=docker: the sidecar and agent images (set both, or neither: then built from this checkout) */
+  DOCKER_SIDECAR_IMAGE: z.string().min(1).optional(),
+  DOCKER_AGENT_IMAGE: z.string().min(1).optional(),
+  /** RUN_ADAPTER=docker: the Engine API's unix socket */
+  DOCKER_SOCKET: z.string().min(1).default('/var/run/docker.sock'),
   /**
    * true gives the agent its shell tool on a process sandbox that is not confined (no bubblewrap):
    * its commands then run as the platform's user, with the host's files and network. Unsafe.

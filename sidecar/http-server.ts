@@ -104,10 +104,11 @@ export class SidecarHttpServer {
     });
   };
 
-  listen(): Promise<number> {
+  /** host: 127.0.0.1 unless the sandbox puts the agent elsewhere (the docker backend: its run network) */
+  listen(host = '127.0.0.1'): Promise<number> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(0, '127.0.0.1', () => {
+      this.server.listen(0, host, () => {
         this.port = (this.server.address() as AddressInfo).port;
         resolve(this.port);
       });

@@ -13,7 +13,9 @@ import { announceEndHeld, announceReady, exitWhenStdinEnds, readFirstLine } from
 async function main(): Promise<void> {
   prepareOutputValidator();
   const sidecar = new SidecarHttpServer();
-  const port = await sidecar.listen();
+  // the docker backend's agent is in another container: SIDECAR_LISTEN_HOST=0.0.0.0 (its networks
+  // hold only its agent and, with inter-container traffic off, the egress network)
+  const port = await sidecar.listen(process.env.SIDECAR_LISTEN_HOST || undefined);
   // node's HTTP client (no fetch: lib/outbound-http.ts) runs once against our own port, so the
   // run's first event does not pay for loading it
   await requestText(`http://127.0.0.1:${port}/warm`).catch(() => undefined);

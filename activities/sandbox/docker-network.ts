@@ -1,0 +1,141 @@
+// Host-side network plumbing of the docker backend.
+// - Host firewall: a container reaches every port the host listens on through its network's
+//   gateway address, --internal or not. Each network of the backend gets INPUT rules, keyed by its
+//   bridge interface, that drop such traffic (a run network: all of it; the egress network: all
+//   but the platform relays' ports). They are removed with the network.
+// - Relays: the platform (and any loopback service the run must reach, as a local model server)
+//   listens on 127.0.0.1, which a container cannot reach. A relay listens on the egress
+//   network's gateway address and forwards to one loopback target; the sidecar's URLs are
+//   rewritten to go through it. Only the sidecar is on the egress network.
+import { execFile } from 'node:child_process';
+import net from 'node:net';
+import { promisify } from 'node:util';
+import type { Logger } from '../../lib/log.ts';
+
+const run = promisify(execFile);
+const TABLES = ['iptables', 'ip6tables'] as const;
+const RULE_TAG = 'agent-platform sandbox';
+
+async function tableCommand(table: (typeof TABLES)[number], args: string[]): Promise<boolean> {
+  try {
+    await run(table, ['-w', '5', ...args]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Drops everything that enters the host from `bridge`, except TCP to the given ports. */
+export async function closeHostPorts(bridge: string, allowTcpPorts: number[] = []): Promise<void> {
+  const comment = ['-m', 'comment', '--comment', `${RULE_TAG} ${bridge}`];
+  const v4 = await tableCommand('iptables', ['-I', 'INPUT', '1', '-i', bridge, ...comment, '-j', 'DROP']);
+  if (!v4) throw new Error(`iptables could not close the host's ports to ${bridge}: the docker backend needs iptables as root`);
+  // the bridge has an IPv6 link-local address: close that way in too (no ip6tables: no IPv6 to close)
+  await tableCommand('ip6tables', ['-I', 'INPUT', '1', '-i', bridge, ...comment, '-j', 'DROP']);
+  // answers to connections the host opened (the adapter telling a sidecar of its agent's end) pass
+  await tableCommand('iptables', ['-I', 'INPUT', '1', '-i', bridge, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', ...comment, '-j', 'ACCEPT']);
+  for (const port of allowTcpPorts) await allowHostPort(bridge, port);
+}
+
+/** Lets `bridge` reach one TCP port of the host (a relay), ahead of its drop rule. */
+export async function allowHostPort(bridge: string, port: number): Promise<void> {
+  const ok = await tableCommand('iptables', [
+    '-I', 'INPUT', '1', '-i', bridge, '-p', 'tcp', '--dport', String(port), '-m', 'comment', '--comment', `${RULE_TAG} ${bridge}`, '-j', 'ACCEPT',
+  ]);
+  if (!ok) throw new Error(`iptables could not open relay port ${port} to ${bridge}`);
+}
+
+async function disallowHostPort(bridge: string, port: number): Promise<void> {
+  await tableCommand('iptables', [
+    '-D', 'INPUT', '-i', bridge, '-p', 'tcp', '--dport', String(port), '-m', 'comment', '--comment', `${RULE_TAG} ${bridge}`, '-j', 'ACCEPT',
+  ]);
+}
+
+/** Removes every rule this module added for `bridge`. */
+export async function removeHostRules(bridge: string): Promise<void> {
+  for (const table of TABLES) {
+    let listed: string;
+    try {
+      listed = (await run(table, ['-w', '5', '-S', 'INPUT'])).stdout;
+    } catch {
+      continue;
+    }
+    for (const line of listed.split('\n')) {
+      if (!line.startsWith('-A INPUT ') || !line.includes(`"${RULE_TAG} ${bridge}"`)) continue;
+      // the rule as listed, quotes removed, deleted by its own specification
+      const spec = line.slice('-A INPUT '.length).match(/"[^"]*"|\S+/g)?.map((part) => part.replace(/^"|"$/g, '')) ?? [];
+      await tableCommand(table, ['-D', 'INPUT', ...spec]);
+    }
+  }
+}
+
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host === '::1' || (net.isIPv4(host) && host.startsWith('127.'));
+}
+
+/** TCP relays from the egress network's gateway address to loopback targets of this host. */
+export class LoopbackRelays {
+  private readonly relays = new Map<string, { server: net.Server; port: number }>();
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(
+    readonly listenHost: string,
+    private readonly bridge: string,
+    private readonly log?: Logger,
+  ) {}
+
+  /** The relay's port for `target` (host:port), opened on first use; `port` asks for a given one (re-attach). */
+  async portFor(target: string, port = 0): Promise<number> {
+    const open = this.relays.get(target);
+    if (open) return open.port;
+    const [host, targetPort] = splitHostPort(target);
+    const server = net.createServer((inbound) => {
+      const outbound = net.connect({ host, port: targetPort });
+      inbound.pipe(outbound).pipe(inbound);
+      this.sockets.add(inbound).add(outbound);
+      const close = () => {
+        inbound.destroy();
+        outbound.destroy();
+        this.sockets.delete(inbound);
+        this.sockets.delete(outbound);
+      };
+      inbound.on('close', close);
+      outbound.on('close', close);
+      inbound.on('error', close);
+      outbound.on('error', close);
+    });
+    const listening = await new Promise<number>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, this.listenHost, () => resolve((server.address() as net.AddressInfo).port));
+    });
+    // a concurrent caller may have opened one meanwhile: keep the first
+    const raced = this.relays.get(target);
+    if (raced) {
+      server.close();
+      return raced.port;
+    }
+    this.relays.set(target, { server, port: listening });
+    await allowHostPort(this.bridge, listening);
+    this.log?.debug('sandbox relay opened', { target, port: listening });
+    return listening;
+  }
+
+  entries(): Array<{ target: string; port: number }> {
+    return [...this.relays].map(([target, r]) => ({ target, port: r.port }));
+  }
+
+  async close(): Promise<void> {
+    const closing = [...this.relays.values()].map((r) => new Promise<void>((resolve) => r.server.close(() => resolve())));
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+    await Promise.all(closing);
+    for (const r of this.relays.values()) await disallowHostPort(this.bridge, r.port);
+    this.relays.clear();
+  }
+}
+
+function splitHostPort(target: string): [string, number] {
+  const colon = target.lastIndexOf(':');
+  return [target.slice(0, colon).replace(/^\[|\]$/g, ''), Number(target.slice(colon + 1))];
+}

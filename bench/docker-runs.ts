@@ -1,0 +1,87 @@
+// The docker run backend beside the process backend, in the same run, at the adapter (no API, no
+// engine: the sandbox's own cost): start() -> the sidecar's `started` event (launch -> running) and
+// -> `completed` (launch -> success), p50/p99 over sequential runs, then sustained runs/s with two
+// runs in flight. The model is the scripted fake on loopback (no latency), the events go to a
+// signed receiver on loopback. Needs a docker engine (docker/build-images.sh builds the images).
+//   npm run bench -- docker-runs          BENCH_DOCKER_RUNS=8 BENCH_DOCKER_SUSTAINED=8
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SandboxAdapter } from '../activities/sandbox/adapter.ts';
+import { createDockerAdapter } from '../activities/sandbox/docker-adapter.ts';
+import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
+import { newRunEventSecret } from '../lib/run-events.ts';
+import { startFakeModel } from '../test/fixtures/fake-model/server.ts';
+import { AGENT_IMAGE, dockerForTests, SIDECAR_IMAGE } from '../test/support/docker.ts';
+import { aSandboxSpec } from '../test/integration/sandbox-process-harness.ts';
+import { startEventReceiver, waitUntil } from '../test/integration/sidecar-run-harness.ts';
+import { emit, note, round, spread } from './support.ts';
+
+const RUNS = Number(process.env.BENCH_DOCKER_RUNS ?? 8);
+const SUSTAINED = Number(process.env.BENCH_DOCKER_SUSTAINED ?? 8);
+
+const why = await dockerForTests();
+if (why) {
+  emit({ benchmark: 'docker-runs', skipped: why });
+  process.exit(0);
+}
+const secret = newRunEventSecret();
+const model = await startFakeModel({});
+const receiver = await startEventReceiver(secret);
+let serial = 0;
+
+/** one run: answers ms from start() to its started and completed events */
+async function oneRun(adapter: SandboxAdapter, backend: string): Promise<{ runningMs: number; successMs: number }> {
+  const runId = `run_bench_${backend}_${++serial}`;
+  const arrived = (type: string) => receiver.deliveries.findIndex((d) => d.path.includes(`/runs/${runId}/`) && d.event?.type === type);
+  const t0 = performance.now();
+  const { sandboxId } = await adapter.start(aSandboxSpec({ runId, eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 512 }));
+  await waitUntil(() => arrived('completed') >= 0, 60_000);
+  // the receiver stamps each accepted event on arrival
+  const at = (type: string) => receiver.arrivedAtMs[receiver.events.indexOf(receiver.deliveries[arrived(type)].event!)] - t0;
+  const figures = { runningMs: at('started'), successMs: at('completed') };
+  await adapter.stop(sandboxId);
+  return figures;
+}
+
+async function measure(backend: 'process' | 'docker'): Promise<object> {
+  const workDir = await mkdtemp(join(tmpdir(), `bench-${backend}-`));
+  const adapter =
+    backend === 'docker'
+      ? await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE })
+      : await createProcessAdapter({ workDir, warmPool: 2, poolMemoryMb: 512 });
+  try {
+    if (backend === 'process') await (adapter as Awaited<ReturnType<typeof createProcessAdapter>>).whenWarm();
+    await oneRun(adapter, backend); // warm-up: code caches, page cache
+    const running: number[] = [];
+    const success: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const r = await oneRun(adapter, backend);
+      running.push(r.runningMs);
+      success.push(r.successMs);
+    }
+    note(`${backend}: ${RUNS} sequential runs done`);
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all([0, 1].map(async () => {
+      while (next < SUSTAINED) {
+        next++;
+        await oneRun(adapter, backend);
+      }
+    }));
+    const seconds = (performance.now() - t0) / 1000;
+    return { launch_to_running_ms: spread(running), launch_to_success_ms: spread(success), sustained: { runs: SUSTAINED, in_flight: 2, seconds: round(seconds, 2), runs_per_s: round(SUSTAINED / seconds, 2) } };
+  } finally {
+    await adapter.close();
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+try {
+  const processFigures = await measure('process');
+  const dockerFigures = await measure('docker');
+  emit({ benchmark: 'docker-runs', runs: RUNS, process: processFigures, docker: dockerFigures });
+} finally {
+  await receiver.close();
+  await model.close();
+}

@@ -1,0 +1,76 @@
+// RUN_ADAPTER=docker through the whole platform: a run completes in its container pair, and a
+// run whose worker is killed (SIGKILL) mid-run is re-attached by the restarted worker and succeeds.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import Docker from 'dockerode';
+import pg from 'pg';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDockerAdapter, LABEL_RUN } from '../../activities/sandbox/docker-adapter.ts';
+import { LoopbackRelays } from '../../activities/sandbox/docker-network.ts';
+import { startFakeModel } from '../fixtures/fake-model/server.ts';
+import { aKey, anOrg } from '../support/builders.ts';
+import { AGENT_IMAGE, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
+import { client } from '../support/http.ts';
+import { freePort, startPlatformProcess } from '../support/platform-process.ts';
+import { aDefaultModel, importFixture } from '../support/runs.ts';
+
+const unavailable = await dockerForTests();
+
+async function waitForStatus(api: ReturnType<typeof client>, runId: string, wanted: (s: string) => boolean, ms: number): Promise<any> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const res = await api.get(`/api/runs/${runId}`).catch(() => null);
+    if (res?.status === 200 && wanted(res.body.status)) return res.body;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach the wanted status (last: ${res?.body?.status})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('runs on the docker backend', { skip: unavailable ?? false }, () => {
+  test('the worker killed with SIGKILL mid-run is restarted, re-attaches to the live pair, and the run succeeds', async () => {
+    // each model turn takes 1.5 s: the run is still going while the worker is down
+    const fake = await startFakeModel({ latencyMs: 1500 });
+    const docker = new Docker();
+    // The model provider stands outside the worker, as a real one would: the test's own relay on the
+    // egress network (the worker's relays go down with it) leads to the fake model on loopback.
+    const gateway = await createDockerAdapter({ workDir: await mkdtemp(join(tmpdir(), 'docker-e2e-')), sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE })
+      .then(async (a) => (await a.close(), a.gateway));
+    const modelRelay = new LoopbackRelays(gateway, 'ap-egress0');
+    const relayPort = await modelRelay.portFor(new URL(fake.url).host, await freePort());
+    const modelUrl = fake.url.replace(new URL(fake.url).host, `${gateway}:${relayPort}`);
+    const platform = await startPlatformProcess({
+      env: { RUN_ADAPTER: 'docker', RUN_HEARTBEAT_SECONDS: '1', RUN_BOOT_SECONDS: '30', EGRESS_ALLOW_INTERNAL_HOSTS: `${gateway}:${relayPort}` },
+    });
+    const pool = new pg.Pool({ connectionString: platform.db.url, max: 2 });
+    try {
+      const org = await anOrg(pool);
+      const { key } = await aKey(pool, { ...org, userId: org.ownerId });
+      await importFixture(platform.url, key, 'agent-echo');
+      await aDefaultModel(platform.url, key, modelUrl, 'fake');
+      const api = client(platform.url, { key });
+      const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
+      await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
+      const pair = await docker.listContainers({ filters: { label: [`${LABEL_RUN}=${run.id}`] } });
+      assert.equal(pair.length, 2, 'an agent and a sidecar container run for the run');
+
+      await platform.kill('SIGKILL');
+      // the pair is still there while no worker is
+      assert.equal((await docker.listContainers({ filters: { label: [`${LABEL_RUN}=${run.id}`] } })).length, 2);
+      await platform.restart();
+      const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 60_000);
+      assert.equal(ended.status, 'success', JSON.stringify(ended.error ?? ended));
+      // torn down once the run ended
+      for (let i = 0; i < 100 && (await docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${run.id}`] } })).length > 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal((await docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${run.id}`] } })).length, 0);
+    } finally {
+      await pool.end();
+      await platform.stop();
+      await modelRelay.close();
+      await fake.close();
+    }
+  });
+});

@@ -1,0 +1,231 @@
+// RUN_ADAPTER=docker at the adapter: a run in its container pair, the pair's confinement, what the
+// agent's network reaches (its sidecar, nothing else), a run over its memory ceiling, the boot
+// check of the images. A pair outliving its worker: test/e2e/run-docker-worker-restart.test.ts.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import DockerClient from 'dockerode';
+import type Docker from 'dockerode';
+import { DEFAULT_AGENT_IMAGE, DEFAULT_SIDECAR_IMAGE, ensureSandboxImages } from '../../activities/sandbox/docker-images.ts';
+import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
+import { createDockerAdapter, EGRESS_NETWORK, LABEL_RUN, LABEL_SANDBOX, MEMORY_EXCEEDED_CODE, type DockerSandboxAdapter } from '../../activities/sandbox/docker-adapter.ts';
+import { newRunEventSecret } from '../../lib/run-events.ts';
+import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
+import { REPO, startEventReceiver, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
+import { aSandboxSpec, MODEL_KEY } from './sandbox-process-harness.ts';
+
+const unavailable = await dockerForTests();
+
+/** Runs a node script in a container as its own user; answers what it prints as JSON. */
+async function execNode(docker: Docker, container: string, script: string): Promise<unknown> {
+  const exec = await docker.getContainer(container).exec({ Cmd: ['/usr/bin/node', '-e', script], AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const { PassThrough } = await import('node:stream');
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (c: Buffer) => (text += c.toString()));
+  docker.modem.demuxStream(stream, out, new PassThrough());
+  await new Promise((resolve) => stream.on('end', resolve));
+  return JSON.parse(text);
+}
+
+/** node source that tries a TCP connection to each target and prints {target: 'connected' | error code} */
+const probeScript = (targets: string[]) => `
+const net = require('net');
+const targets = ${JSON.stringify(targets)};
+Promise.all(targets.map((t) => new Promise((resolve) => {
+  const i = t.lastIndexOf(':');
+  const s = net.connect({ host: t.slice(0, i), port: Number(t.slice(i + 1)) });
+  const done = (r) => { s.destroy(); resolve([t, r]); };
+  s.setTimeout(1000, () => done('timeout'));
+  s.on('connect', () => done('connected'));
+  s.on('error', (e) => done(e.code || 'error'));
+}))).then((r) => console.log(JSON.stringify(Object.fromEntries(r))));`;
+
+function hostAddresses(): string[] {
+  return Object.values(networkInterfaces())
+    .flat()
+    .filter((a) => a && a.family === 'IPv4' && !a.internal)
+    .map((a) => a!.address);
+}
+
+describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
+  let model: FakeModel;
+  let receiver: EventReceiver;
+  let adapter: DockerSandboxAdapter;
+  let workDir: string;
+  let hostListener: Server;
+  let hostPort: number;
+  const secret = newRunEventSecret();
+  const eventsOf = (runId: string) =>
+    receiver.deliveries.filter((d) => d.path.includes(`/runs/${runId}/`) && d.status < 300 && d.event).map((d) => d.event!);
+
+  before(async () => {
+    model = await startFakeModel({});
+    receiver = await startEventReceiver(secret);
+    workDir = await mkdtemp(join(tmpdir(), 'sbx-docker-'));
+    adapter = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+    // a service of the host on every address: what a container must not reach
+    hostListener = createServer((s) => s.end('host service\n'));
+    await new Promise<void>((resolve) => hostListener.listen(0, '0.0.0.0', resolve));
+    hostPort = (hostListener.address() as { port: number }).port;
+  });
+  after(async () => {
+    for (const s of adapter?.sandboxes() ?? []) await adapter.stop(s.sandboxId);
+    await adapter?.close();
+    await receiver?.close();
+    await model?.close();
+    hostListener?.close();
+    await rm(workDir, { recursive: true, force: true });
+  });
+
+  test('the pair is confined, the run completes through the relays, stop removes containers, network and firewall rules', async () => {
+    const spec = aSandboxSpec({ runId: 'run_docker_one', eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
+    spec.limits.cpus = 1;
+    const { sandboxId } = await adapter.start(spec);
+    const names = adapter.containers(sandboxId);
+    assert.equal(await adapter.state(sandboxId), 'running');
+    const agent = await adapter.docker.getContainer(names.agent).inspect();
+    const sidecar = await adapter.docker.getContainer(names.sidecar).inspect();
+    for (const c of [agent, sidecar]) {
+      assert.equal(c.Config.User, '10001:10001');
+      assert.equal(c.HostConfig.ReadonlyRootfs, true);
+      assert.deepEqual(c.HostConfig.CapDrop, ['ALL']);
+      assert.ok(c.HostConfig.SecurityOpt?.includes('no-new-privileges'));
+      assert.equal(c.Config.Labels[LABEL_SANDBOX], sandboxId);
+      assert.equal(c.Config.Labels[LABEL_RUN], 'run_docker_one');
+      for (const value of [...(c.Config.Env ?? []), ...(c.Config.Cmd ?? [])]) {
+        assert.ok(!value.includes('whsec_') && !value.includes(MODEL_KEY), value);
+      }
+    }
+    assert.equal(agent.HostConfig.Memory, 256 * 1024 * 1024);
+    assert.equal(agent.HostConfig.NanoCpus, 1e9);
+    assert.equal(agent.HostConfig.PidsLimit, 128);
+    assert.deepEqual(Object.keys(agent.NetworkSettings.Networks), [names.network]);
+    assert.deepEqual(Object.keys(sidecar.NetworkSettings.Networks).sort(), [EGRESS_NETWORK, names.network].sort());
+    const network = await adapter.docker.getNetwork(names.network).inspect();
+    assert.equal(network.Internal, true);
+    assert.equal(network.Labels?.[LABEL_SANDBOX], sandboxId);
+
+    await waitUntil(() => eventsOf('run_docker_one').some((e) => e.type === 'completed'), 30_000);
+    const output = eventsOf('run_docker_one').find((e) => e.type === 'output');
+    assert.deepEqual(output?.type === 'output' && output.data.output, { summary: 'three apples', count: 3 });
+    for (const r of model.requests) assert.equal(r.authorization, `Bearer ${MODEL_KEY}`);
+
+    const bridge = `apr${sandboxId.slice(4, 16)}`;
+    assert.match(execFileSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' }), new RegExp(bridge));
+    await adapter.stop(sandboxId);
+    await adapter.stop(sandboxId);
+    assert.equal(await adapter.state(sandboxId), 'gone');
+    for (const name of [names.agent, names.sidecar]) await assert.rejects(adapter.docker.getContainer(name).inspect(), /404|no such container/i);
+    await assert.rejects(adapter.docker.getNetwork(names.network).inspect(), /404|not found/i);
+    assert.doesNotMatch(execFileSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' }), new RegExp(bridge));
+  });
+
+  test("an agent reaches its sidecar only: not the host's ports, not another run's network, not outside; the sidecar reaches the relays only", async () => {
+    const hang = (runId: string) => {
+      const spec = aSandboxSpec({ runId, eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
+      spec.sidecar.model = { ...spec.sidecar.model!, model: 'fake-hang' };
+      return spec;
+    };
+    const [a, b] = await Promise.all([adapter.start(hang('run_docker_net_a')), adapter.start(hang('run_docker_net_b'))]);
+    try {
+      const netOf = async (sandboxId: string) => {
+        const names = adapter.containers(sandboxId);
+        const sidecar = await adapter.docker.getContainer(names.sidecar).inspect();
+        const network = await adapter.docker.getNetwork(names.network).inspect();
+        const nets = sidecar.NetworkSettings.Networks as Record<string, { IPAddress: string }>;
+        return { names, runIp: nets[names.network].IPAddress, egressIp: nets[EGRESS_NETWORK].IPAddress, gateway: network.IPAM?.Config?.[0]?.Gateway as string };
+      };
+      const [na, nb] = await Promise.all([netOf(a.sandboxId), netOf(b.sandboxId)]);
+      const sidecarPort = Number(new URL(await waitForSidecarPort(adapter.docker, na.names.sidecar)).port);
+      // the host answers on these addresses itself: a refusal below is the sandbox's, not a dead port
+      const hostTargets = [...hostAddresses(), adapter.gateway, na.gateway].map((ip) => `${ip}:${hostPort}`);
+      const relays = JSON.parse((await adapter.docker.getContainer(na.names.sidecar).inspect()).Config.Labels['org.agent-platform.relays']) as Array<{ port: number }>;
+      const relayPort = relays[0].port;
+
+      const fromAgent = (await execNode(adapter.docker, na.names.agent, probeScript([
+        `${na.runIp}:${sidecarPort}`, ...hostTargets, `${nb.runIp}:${sidecarPort}`, `${nb.egressIp}:${sidecarPort}`, `${adapter.gateway}:${relayPort}`, '192.0.2.1:80',
+      ]))) as Record<string, string>;
+      assert.equal(fromAgent[`${na.runIp}:${sidecarPort}`], 'connected', JSON.stringify(fromAgent));
+      for (const [target, result] of Object.entries(fromAgent)) {
+        if (target !== `${na.runIp}:${sidecarPort}`) assert.notEqual(result, 'connected', `the agent reached ${target}: ${JSON.stringify(fromAgent)}`);
+      }
+
+      const fromSidecar = (await execNode(adapter.docker, na.names.sidecar, probeScript([
+        ...hostTargets, `${nb.egressIp}:${sidecarPort}`, `${adapter.gateway}:${relayPort}`,
+      ]))) as Record<string, string>;
+      assert.equal(fromSidecar[`${adapter.gateway}:${relayPort}`], 'connected', JSON.stringify(fromSidecar));
+      for (const [target, result] of Object.entries(fromSidecar)) {
+        if (target !== `${adapter.gateway}:${relayPort}`) assert.notEqual(result, 'connected', `the sidecar reached ${target}: ${JSON.stringify(fromSidecar)}`);
+      }
+    } finally {
+      await Promise.all([adapter.stop(a.sandboxId), adapter.stop(b.sandboxId)]);
+    }
+  });
+
+  test('a run whose agent goes over its memory ceiling fails with agent_memory_exceeded', async () => {
+    const spec = aSandboxSpec({ runId: 'run_docker_oom', eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 128 });
+    // an input far larger than the agent's 96 MiB heap: reading and parsing it goes over the ceiling
+    const big = { summary: 'x'.repeat(48 * 1024 * 1024), count: 1, more: 'y'.repeat(48 * 1024 * 1024) };
+    spec.workspace = spec.workspace.map((f) => (f.path === 'input.json' ? { path: f.path, content: Buffer.from(JSON.stringify(big)) } : f));
+    const { sandboxId } = await adapter.start(spec);
+    try {
+      await waitUntil(() => eventsOf('run_docker_oom').some((e) => e.type === 'failed'), 30_000);
+      const failed = eventsOf('run_docker_oom').find((e) => e.type === 'failed');
+      assert.equal(failed?.type === 'failed' && failed.data.code, MEMORY_EXCEEDED_CODE, JSON.stringify(failed));
+      assert.match(JSON.stringify(failed), /memory ceiling of 128 MiB/);
+    } finally {
+      await adapter.stop(sandboxId);
+    }
+  });
+});
+
+test('the docker backend is tested here when CI requires it', () => {
+  if (DOCKER_REQUIRED) assert.equal(unavailable, null);
+  else if (unavailable) assert.match(unavailable, /docker/);
+});
+
+/** the sidecar's port, from its ready line in the container's log */
+async function waitForSidecarPort(docker: Docker, sidecar: string): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    const log = ((await docker.getContainer(sidecar).logs({ stdout: true, stderr: false })) as Buffer).toString('latin1');
+    const port = /"port":(\d+)/.exec(log)?.[1];
+    if (port) return `http://sidecar:${port}`;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('no ready line from the sidecar');
+}
+
+describe('the docker backend boot check', { skip: unavailable ?? false }, () => {
+  const OLD = 'agent-platform/test-protocol-mismatch:p0';
+  before(() => {
+    // an image of another protocol version, built from the local base image
+    execFileSync('docker', ['build', '-q', '-t', OLD, '--label', `${PROTOCOL_LABEL}=0`, '-'], { input: `FROM agent-platform/base:p${SANDBOX_PROTOCOL_VERSION}\n` });
+  });
+  after(() => {
+    execFileSync('docker', ['image', 'rm', '-f', OLD]);
+  });
+
+  test('configured images of another protocol version, or missing ones, stop the boot with a clear message', async () => {
+    const docker = new DockerClient();
+    await assert.rejects(
+      ensureSandboxImages(docker, { root: REPO, sidecarImage: OLD, agentImage: AGENT_IMAGE }),
+      new RegExp(`DOCKER_SIDECAR_IMAGE=${OLD} speaks sandbox protocol 0, but this platform speaks version ${SANDBOX_PROTOCOL_VERSION}`),
+    );
+    await assert.rejects(
+      ensureSandboxImages(docker, { root: REPO, sidecarImage: SIDECAR_IMAGE, agentImage: 'agent-platform/none-such:p1' }),
+      /DOCKER_AGENT_IMAGE=agent-platform\/none-such:p1: no such image/,
+    );
+    await assert.rejects(ensureSandboxImages(docker, { root: REPO, sidecarImage: SIDECAR_IMAGE }), /set together/);
+    assert.deepEqual(await ensureSandboxImages(docker, { root: REPO, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE }), { sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+    // none configured: the defaults, current with this checkout's bundles
+    assert.deepEqual(await ensureSandboxImages(docker, { root: REPO }), { sidecarImage: DEFAULT_SIDECAR_IMAGE, agentImage: DEFAULT_AGENT_IMAGE });
+  });
+});
