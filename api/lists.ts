@@ -100,6 +100,23 @@ export interface CursorPage {
   endingBefore?: string;
 }
 
+/**
+ * The keyset condition of a cursor page over `<column> COLLATE "C"` (ids sort bytewise): appends the
+ * cursor to params and answers the condition to AND onto the query and the order to read in
+ * (DESC when paging backwards; cursorList puts the rows back in order).
+ */
+export function cursorCondition(page: CursorPage, params: unknown[], column = 'id'): { condition: string; order: 'ASC' | 'DESC' } {
+  if (page.startingAfter) {
+    params.push(page.startingAfter);
+    return { condition: ` AND ${column} COLLATE "C" > $${params.length}`, order: 'ASC' };
+  }
+  if (page.endingBefore) {
+    params.push(page.endingBefore);
+    return { condition: ` AND ${column} COLLATE "C" < $${params.length}`, order: 'DESC' };
+  }
+  return { condition: '', order: 'ASC' };
+}
+
 export function cursorPage(query: Record<string, unknown>, limits: PageLimits = DEFAULT_PAGE): CursorPage {
   const s = typeof query.startingAfter === 'string' && query.startingAfter !== '' ? query.startingAfter : undefined;
   const e = typeof query.endingBefore === 'string' && query.endingBefore !== '' ? query.endingBefore : undefined;

@@ -2,7 +2,7 @@
 import { newId } from '../../lib/ids.ts';
 import { problem } from '../../lib/problem.ts';
 import type { SpaceScope } from '../../db/tenant.ts';
-import type { CursorPage } from '../lists.ts';
+import { cursorCondition, type CursorPage } from '../lists.ts';
 
 export interface EndUser {
   id: string;
@@ -78,15 +78,8 @@ export async function listEndUsers(scope: SpaceScope, page: CursorPage, filter: 
     params.push(filter.externalId);
     where += ` AND external_id = $${params.length}`;
   }
-  let order = 'ASC';
-  if (page.startingAfter) {
-    params.push(page.startingAfter);
-    where += ` AND id COLLATE "C" > $${params.length}`;
-  } else if (page.endingBefore) {
-    params.push(page.endingBefore);
-    where += ` AND id COLLATE "C" < $${params.length}`;
-    order = 'DESC';
-  }
+  const { condition, order } = cursorCondition(page, params);
+  where += condition;
   const { rows } = await scope.pool.query<Row>(`SELECT ${COLUMNS} FROM end_users WHERE ${where} ORDER BY id COLLATE "C" ${order} LIMIT $3`, params);
   return rows.map(toWire);
 }

@@ -4,7 +4,7 @@
 import type pg from 'pg';
 import type { SpaceScope } from '../../db/tenant.ts';
 import { problem } from '../../lib/problem.ts';
-import type { CursorPage } from '../lists.ts';
+import { cursorCondition, type CursorPage } from '../lists.ts';
 
 export type NotificationKind = 'run_ended' | 'schedule_disabled' | 'connection_needs_reconnection';
 
@@ -58,15 +58,8 @@ export async function listNotifications(scope: SpaceScope, page: CursorPage, fil
   const params: unknown[] = [scope.orgId, scope.spaceId, scope.actor.userId, page.limit + 1];
   let where = 'org_id = $1 AND space_id = $2 AND user_id = $3';
   if (filter.unread) where += ' AND read_at IS NULL';
-  let order = 'ASC';
-  if (page.startingAfter) {
-    params.push(page.startingAfter);
-    where += ` AND id COLLATE "C" > $${params.length}`;
-  } else if (page.endingBefore) {
-    params.push(page.endingBefore);
-    where += ` AND id COLLATE "C" < $${params.length}`;
-    order = 'DESC';
-  }
+  const { condition, order } = cursorCondition(page, params);
+  where += condition;
   const { rows } = await scope.pool.query<{ n: Notification }>(
     `SELECT ${WIRE} AS n FROM notifications WHERE ${where} ORDER BY id COLLATE "C" ${order} LIMIT $4`,
     params,

@@ -9,6 +9,7 @@ import type { SpaceScope } from '../../../db/tenant.ts';
 import { requirePackageInSpace } from '../../services/packages/placement.ts';
 import { readTree } from '../../services/packages/store.ts';
 import type { PackageRow } from '../../services/packages/rows.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 
 const SKILL_FILE = 'SKILL.md';
 
@@ -85,9 +86,7 @@ export async function setEnforcedSkills(scope: SpaceScope, config: Config, packa
   if (bytes > config.CHAT_ENFORCED_SKILLS_BUDGET_BYTES) {
     throw problem('enforced_skills_budget', { detail: `The enforced skills hold ${bytes} bytes of SKILL.md; the budget is ${config.CHAT_ENFORCED_SKILLS_BUDGET_BYTES}.` });
   }
-  const client = await scope.pool.connect();
-  try {
-    await client.query('BEGIN');
+  await inTransaction(scope.pool, async (client) => {
     await client.query('DELETE FROM chat_enforced_skills WHERE org_id = $1 AND space_id = $2', [scope.orgId, scope.spaceId]);
     for (const [position, id] of ids.entries()) {
       await client.query(
@@ -95,13 +94,7 @@ export async function setEnforcedSkills(scope: SpaceScope, config: Config, packa
         [scope.orgId, scope.spaceId, id, position, scope.actor.userId],
       );
     }
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
   return listEnforcedSkills(scope);
 }
 

@@ -13,6 +13,7 @@ import type { SecretBox } from '../../../lib/crypto.ts';
 import { AUTH_CHANGED_CHANNEL } from '../../services/auth-cache.ts';
 import { findOAuthClient, type OAuthClientRecord } from '../../services/oauth-clients/store.ts';
 import { OIDC_SCOPES, resourceScopes } from './scopes.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 
 type Payload = Record<string, any>;
 
@@ -98,18 +99,10 @@ export function adapterFactory(deps: { pool: pg.Pool; secrets: SecretBox }) {
     async destroy(id: string): Promise<void> {
       if (this.name === 'Grant') {
         // a grant's end is an identity change: every instance drops the access tokens it had vouched for
-        const client = await pool.connect();
-        try {
-          await client.query('BEGIN');
+        await inTransaction(pool, async (client) => {
           await client.query('DELETE FROM oidc_payloads WHERE model = $1 AND id = $2', [this.name, id]);
           await client.query(`NOTIFY ${AUTH_CHANGED_CHANNEL}`);
-          await client.query('COMMIT');
-        } catch (err) {
-          await client.query('ROLLBACK').catch(() => {});
-          throw err;
-        } finally {
-          client.release();
-        }
+        });
         return;
       }
       await pool.query('DELETE FROM oidc_payloads WHERE model = $1 AND id = $2', [this.name, id]);

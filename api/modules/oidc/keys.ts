@@ -5,6 +5,7 @@
 import { generateKeyPairSync, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
 import type pg from 'pg';
 import type { SecretBox } from '../../../lib/crypto.ts';
+import { inTransaction } from '../../../db/transaction.ts';
 
 /** Tokens signed by a key live at most this long after it was retired (access and ID tokens: 1 h). */
 export const RETIRED_KEY_GRACE_SECONDS = 2 * 3600;
@@ -39,19 +40,11 @@ export async function loadSigningKeys(pool: pg.Pool, secrets: SecretBox): Promis
   let { rows } = await read();
   if (!rows.some((r) => r.retired_at === null)) {
     // two instances starting at once: the advisory lock lets one create the key, the other reads it
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
+    await inTransaction(pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext('oidc_signing_keys'))");
       const again = await client.query('SELECT 1 FROM oidc_signing_keys WHERE retired_at IS NULL');
       if (!again.rowCount) await insertKey(client, secrets);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
     ({ rows } = await read());
   }
   return rows.map((r) => {

@@ -10,7 +10,7 @@ import { newId } from '../../../lib/ids.ts';
 import type { Permission } from '../../../lib/permissions.ts';
 import { isProblem, problem } from '../../../lib/problem.ts';
 import type { RequestContext } from '../../context.ts';
-import type { CursorPage } from '../../lists.ts';
+import { cursorCondition, type CursorPage } from '../../lists.ts';
 import { reachSpace } from '../../services/space-access.ts';
 import { newWebhookSecret } from './signing.ts';
 
@@ -179,15 +179,8 @@ export async function listWebhooks(scope: OrgScope, ctx: RequestContext, filter:
   }
   if (reach.length === 0) return [];
   let where = `org_id = $1 AND (${reach.join(' OR ')})`;
-  let order = 'ASC';
-  if (page.startingAfter) {
-    params.push(page.startingAfter);
-    where += ` AND id COLLATE "C" > $${params.length}`;
-  } else if (page.endingBefore) {
-    params.push(page.endingBefore);
-    where += ` AND id COLLATE "C" < $${params.length}`;
-    order = 'DESC';
-  }
+  const { condition, order } = cursorCondition(page, params);
+  where += condition;
   const { rows } = await scope.pool.query<Row>(`SELECT ${COLUMNS} FROM webhooks WHERE ${where} ORDER BY id COLLATE "C" ${order} LIMIT $2`, params);
   return rows.map(toWire);
 }
@@ -271,15 +264,8 @@ export async function listDeliveries(scope: OrgScope, ctx: RequestContext, id: s
 export async function deliveriesOf(pool: pg.Pool, orgId: string, webhookId: string, page: CursorPage): Promise<Delivery[]> {
   const params: unknown[] = [webhookId, orgId, page.limit + 1];
   let where = 'd.webhook_id = $1 AND d.org_id = $2';
-  let order = 'ASC';
-  if (page.startingAfter) {
-    params.push(page.startingAfter);
-    where += ` AND d.id COLLATE "C" > $${params.length}`;
-  } else if (page.endingBefore) {
-    params.push(page.endingBefore);
-    where += ` AND d.id COLLATE "C" < $${params.length}`;
-    order = 'DESC';
-  }
+  const { condition, order } = cursorCondition(page, params, 'd.id');
+  where += condition;
   const { rows } = await pool.query<{ delivery: Delivery }>(
     `SELECT json_build_object('id', d.id, 'object', 'webhook_delivery', 'webhookId', d.webhook_id, 'runId', d.run_id, 'event', d.event,
               'status', d.status, 'attempt_count', d.attempt_count, 'next_attempt_at', wire_time(d.next_attempt_at),

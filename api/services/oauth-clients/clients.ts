@@ -12,10 +12,12 @@ import { newId } from '../../../lib/ids.ts';
 import type { Permission } from '../../../lib/permissions.ts';
 import { isProblem, problem, type FieldError } from '../../../lib/problem.ts';
 import type { RequestContext } from '../../context.ts';
-import type { CursorPage } from '../../lists.ts';
+import { cursorCondition, type CursorPage } from '../../lists.ts';
 import { reachSpace } from '../space-access.ts';
 import { grantTypesProblem, nameProblem, redirectUrisProblem, scopesProblem, unique } from './client-metadata.ts';
 import type { TokenEndpointAuthMethod } from './store.ts';
+import { inTransaction } from '../../../db/transaction.ts';
+import { AUTH_CHANGED_CHANNEL } from '../auth-cache.ts';
 
 export type ApiClientLevel = 'org' | 'space';
 
@@ -211,15 +213,8 @@ export async function listClients(scope: OrgScope, ctx: RequestContext, spaceHea
   }
   if (reach.length === 0) return [];
   let where = `${MANAGED} AND (${reach.join(' OR ')})`;
-  let order = 'ASC';
-  if (page.startingAfter) {
-    params.push(page.startingAfter);
-    where += ` AND id COLLATE "C" > $${params.length}`;
-  } else if (page.endingBefore) {
-    params.push(page.endingBefore);
-    where += ` AND id COLLATE "C" < $${params.length}`;
-    order = 'DESC';
-  }
+  const { condition, order } = cursorCondition(page, params);
+  where += condition;
   const { rows } = await scope.pool.query<Row>(`SELECT ${COLUMNS} FROM oauth_clients WHERE ${where} ORDER BY id COLLATE "C" ${order} LIMIT $1`, params);
   return rows.map(toWire);
 }
@@ -264,18 +259,12 @@ export async function updateClient(scope: OrgScope, ctx: RequestContext, id: str
 /** Deletes the client and everything the provider issued to it (grants, tokens, codes). */
 export async function deleteClient(scope: OrgScope, ctx: RequestContext, id: string): Promise<void> {
   await reachable(scope, ctx, id, 'delete');
-  const client = await scope.pool.connect();
-  try {
-    await client.query('BEGIN');
+  await inTransaction(scope.pool, async (client) => {
     await client.query(`DELETE FROM oauth_clients WHERE id = $1 AND ${MANAGED}`, [id, scope.orgId]);
     await client.query("DELETE FROM oidc_payloads WHERE payload->>'clientId' = $1", [id]);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+    // every instance drops the access tokens it had vouched for under the client's grants
+    await client.query(`NOTIFY ${AUTH_CHANGED_CHANNEL}`);
+  });
 }
 
 /** A new secret replaces the old one at once; public clients have none to rotate. */
