@@ -183,3 +183,23 @@ test('device flow (RFC 8628): the person approves on the verification page, the 
   assert.ok(rows.some((r) => r.account_id === person.userId), 'the device code row names its account');
   assert.ok(DEVICE_GRANT);
 });
+
+test('a password change ends what the provider issued to the account: its access token and refresh token stop working at once', async () => {
+  const p = await aUserWithPassword(pool(), { password: 'an old password to change' });
+  await pool().query(`INSERT INTO org_members (org_id, user_id, role) VALUES ($1, $2, 'member')`, [orgId, p.userId]);
+  const flow = await codeFlow(rp, p, { scope: 'openid offline_access spaces:read', resource: `${issuer}/api` });
+  assert.ok(flow.tokens, flow.browser.lastPage()?.html);
+  const { access_token: access, refresh_token: refresh } = flow.tokens;
+  assert.equal((await spaces(access)).status, 200);
+  assert.ok(refresh);
+
+  const { cookie } = await aSession(pool(), p.userId);
+  const changed = await call(issuer, 'POST', '/api/auth/change-password', { cookie, body: { currentPassword: p.password, newPassword: 'a brand new password 2026' } });
+  assert.equal(changed.status, 204, changed.text);
+
+  const after = await spaces(access);
+  assert.equal(after.status, 401, after.text);
+  await assert.rejects(oidc.refreshTokenGrant(rp, refresh!), (err: any) => err.error === 'invalid_grant');
+  const { rows } = await pool().query('SELECT count(*)::int AS n FROM oidc_payloads WHERE account_id = $1', [p.userId]);
+  assert.equal(rows[0].n, 0);
+});
