@@ -93,6 +93,18 @@ test('Idempotency-Key replays the creation; a second fork to a taken id is name_
   expectProblem(await api.post('/api/packages/@acme/bot/fork', { name: 'no-scope' }), 400, 'validation_failed');
 });
 
+test('two forks racing for one id: one is made, the other is name_collision', async () => {
+  const [one, two] = [await ownerApi(), await ownerApi()];
+  const answers = await Promise.all([
+    one.post('/api/packages/@acme/bot/fork', { name: '@acme/bot-race' }),
+    two.post('/api/packages/@acme/bot/fork', { name: '@acme/bot-race', version: '1.0.0' }),
+  ]);
+  assert.deepEqual(answers.map((r) => r.status).sort(), [201, 409], answers.map((r) => r.text).join('\n'));
+  assert.equal(answers.find((r) => r.status === 409)!.body.code, 'name_collision');
+  const files = await one.get('/api/packages/@acme/bot-race/files');
+  assert.equal(files.status, 200);
+});
+
 test('a deleted package\'s id can be taken by a fork', async () => {
   const api = await ownerApi();
   assert.equal((await api.post('/api/packages/@acme/bot/fork', { name: '@acme/bot-gone' })).status, 201);
