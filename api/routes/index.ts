@@ -15,6 +15,7 @@ import { spaceRoutes } from './spaces.ts';
 import { packageRoutes } from './packages.ts';
 import { packageDraftRoutes } from './package-drafts.ts';
 import { packagePlacementRoutes } from './package-placement.ts';
+import { packageForkRoutes } from './package-forks.ts';
 import { packageBundleRoutes } from './package-bundles.ts';
 import { packageDistTagRoutes } from './package-dist-tags.ts';
 import { integrationRoutes } from './integrations.ts';
@@ -42,6 +43,7 @@ export function allRoutes(): RouteDef<any, any, any>[] {
     ...packageRoutes,
     ...packageDraftRoutes,
     ...packagePlacementRoutes,
+    ...packageForkRoutes,
     ...packageBundleRoutes,
     ...packageDistTagRoutes,
     ...integrationRoutes,

@@ -63,6 +63,7 @@ export const PackageRecord = PackageSummary.extend({
   draft: z.object({ base_version: z.string().nullable(), has_unarchived_changes: z.boolean(), etag: z.string(), updatedAt: z.string() }),
   home_writable: z.boolean(),
   home_deletable: z.boolean(),
+  forked_from: z.string().nullable().describe('the package this one was forked from (POST /api/packages/{scope}/{name}/fork), null otherwise'),
 }).meta({ id: 'Package' });
 
 export const DraftRecord = z.object({

@@ -17,6 +17,10 @@ const Space = z.object({
   isDefault: z.boolean(),
   ownerUserId: z.string().nullable(),
   roleKey: z.string().nullable(),
+  visibility: z.enum(['private', 'org']).nullable().describe('team spaces: private (members only) or org (every organization member may see and join it); null for personal spaces'),
+  default_role: z.string().nullable().describe('team spaces: the space role a member joining by themselves receives; null for personal spaces'),
+  package_copy: z.enum(['members', 'restricted']).describe('who may fork packages out of this space: members (whoever reads the package) or restricted (holders of the package type\'s write permission here)'),
+  is_member: z.boolean().describe('false: an organization-visible team space the caller may join (POST /api/spaces/{spaceId}/join)'),
   createdAt: z.string(),
   updatedAt: z.string(),
 }).meta({ id: 'Space' });
@@ -64,14 +68,20 @@ export const spaceRoutes = [
     responses: { 200: { description: 'The space', schema: Space } },
     handler: async ({ ctx, deps, params }) => {
       const { access } = await reach(ctx, deps, params.spaceId);
-      requireSpacePermission(access, 'spaces:read');
+      if (!access.joinable) requireSpacePermission(access, 'spaces:read');
       return ok(access.space);
     },
   }),
   route({
-    method: 'patch', path: '/api/spaces/{spaceId}', summary: 'Rename a space, or make a team space the default', tag: TAG,
+    method: 'patch', path: '/api/spaces/{spaceId}', summary: 'Rename a space; for a team space: make it the default, set its visibility, default role and package copying', tag: TAG,
     tenant: 'org', permission: null, params: SpaceParams,
-    body: z.object({ name: z.string().trim().min(1).max(200).optional(), isDefault: z.literal(true).optional() }).strict(),
+    body: z.object({
+      name: z.string().trim().min(1).max(200).optional(),
+      isDefault: z.literal(true).optional(),
+      visibility: z.enum(['private', 'org']).optional(),
+      default_role: RoleKey.optional().describe('a preset or a role of the organization that does not administer the space'),
+      package_copy: z.enum(['members', 'restricted']).optional(),
+    }).strict(),
     responses: { 200: { description: 'The space', schema: Space } },
     handler: async ({ ctx, deps, params, body }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
@@ -128,6 +138,23 @@ export const spaceRoutes = [
     handler: async ({ ctx, deps, params, body }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
       return ok(await members.updateSpaceMember(scope, access, params.userId, body.roleKey));
+    },
+  }),
+  route({
+    method: 'post', path: '/api/spaces/{spaceId}/join', summary: 'Join an organization-visible team space with its default role', tag: TAG,
+    location: (b, p) => `/api/spaces/${p.spaceId}/members/${b.userId}`,
+    tenant: 'org', permission: null, sessionOnly: true, params: SpaceParams,
+    body: z.object({
+      visibility: z.enum(['private', 'org']).describe('the visibility the space showed when the caller chose to join'),
+      default_role: RoleKey.describe('the default role the space showed when the caller chose to join'),
+    }).strict(),
+    responses: {
+      201: { description: 'Joined: the caller\'s membership, with the space\'s default role', schema: SpaceMember },
+      409: { description: 'space_access_changed (visibility or default role differ from what the body says), space_member_exists, redundant_space_role, personal_space_has_no_members' },
+    },
+    handler: async ({ ctx, deps, params, body }) => {
+      const p = ctx.principal!;
+      return created(await members.joinSpace(scopeFor(ctx, deps), { userId: p.userId, boundSpaceId: p.boundSpaceId }, params.spaceId, body));
     },
   }),
   route({

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { orgRoleCoversSpaces, type OrgRole } from '../../lib/permissions.ts';
 import { problem } from '../../lib/problem.ts';
 import { changeIdentity, type IdentityOrgScope } from './identity-change.ts';
-import { requireSpacePermission, type SpaceAccess } from './space-access.ts';
+import { SPACE_COLUMNS, joinableBy, requireSpacePermission, type SpaceAccess, type SpaceVisibility } from './space-access.ts';
 import { roleExists } from './space-roles.ts';
 
 export interface SpaceMember {
@@ -85,5 +85,56 @@ export async function removeSpaceMember(scope: IdentityOrgScope, access: SpaceAc
   await changeIdentity(scope, async (client) => {
     const { rowCount } = await client.query('DELETE FROM space_members WHERE space_id = $1 AND org_id = $2 AND user_id = $3', [access.space.id, scope.orgId, userId]);
     if (!rowCount) throw memberNotFound();
+  });
+}
+
+/** What the joiner was shown of the space: the join happens only if both still hold. */
+export interface ShownAccess {
+  visibility: SpaceVisibility;
+  default_role: string;
+}
+
+/**
+ * A member of the organization joins an organization-visible team space by themselves, with its
+ * default role. The space row is read FOR SHARE in the transaction that inserts the membership, so
+ * a concurrent change of its visibility or default role (an UPDATE of that row) waits for this
+ * join or is seen by it: what the joiner was shown is compared with what they receive, and a
+ * difference answers 409 space_access_changed with nothing changed. A space the caller cannot
+ * see (another organization's, a private one, any space for a guest) is 404.
+ */
+export async function joinSpace(scope: IdentityOrgScope, caller: { userId: string; boundSpaceId?: string }, spaceId: string, shown: ShownAccess): Promise<SpaceMember> {
+  const notFound = () => problem('not_found', { detail: 'No such space.' });
+  return changeIdentity(scope, async (client) => {
+    const { rows } = await client.query(
+      `SELECT ${SPACE_COLUMNS}, sm.role_key, om.role AS org_role, u.email, u.name AS user_name
+         FROM spaces s
+         JOIN org_members om ON om.org_id = s.org_id AND om.user_id = $3
+         JOIN users u ON u.id = om.user_id
+         LEFT JOIN space_members sm ON sm.space_id = s.id AND sm.user_id = $3
+        WHERE s.id = $1 AND s.org_id = $2
+        FOR SHARE OF s, om`,
+      [spaceId, scope.orgId, caller.userId],
+    );
+    const row = rows[0];
+    if (!row) throw notFound();
+    if (row.kind === 'personal') {
+      if (row.owner_user_id === caller.userId) throw problem('personal_space_has_no_members', { detail: 'Your personal space is yours alone; nobody joins it.' });
+      throw notFound();
+    }
+    if (orgRoleCoversSpaces(row.org_role)) throw problem('redundant_space_role', { detail: `As an organization ${row.org_role}, you already hold every team space.` });
+    if (row.role_key !== null) throw problem('space_member_exists', { detail: 'You are already a member of this space.' });
+    if (!joinableBy(row.org_role, row, caller.boundSpaceId)) throw notFound();
+    if (row.visibility !== shown.visibility || row.default_role !== shown.default_role) {
+      throw problem('space_access_changed', {
+        detail: `The space's access changed since it was shown to you: it is now ${row.visibility}-visible with default role "${row.default_role}". Read it again and join if you still want to.`,
+      });
+    }
+    const inserted = await client.query(
+      `INSERT INTO space_members (space_id, user_id, org_id, role_key) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (space_id, user_id) DO NOTHING RETURNING created_at`,
+      [spaceId, caller.userId, scope.orgId, row.default_role],
+    );
+    if (!inserted.rows[0]) throw problem('space_member_exists', { detail: 'You are already a member of this space.' });
+    return { userId: caller.userId, email: row.email, name: row.user_name, orgRole: row.org_role, roleKey: row.default_role, createdAt: inserted.rows[0].created_at.toISOString() };
   });
 }

@@ -73,7 +73,11 @@ export async function updateSpaceRole(scope: IdentityOrgScope, roleId: string, p
   refusePreset(roleId);
   const permissions = patch.permissions ? checkPermissions(patch.permissions) : null;
   return changeIdentity(scope, async (client) => {
-    await lockRole(client, scope, roleId);
+    const role = await lockRole(client, scope, roleId);
+    if (permissions && permissions.some((p) => ADMINISTERING.has(p))) {
+      const spaces = await spacesJoiningAs(client, scope.orgId, role.key);
+      if (spaces.length) throw problem('role_in_use', { detail: `Members joining ${spaces.join(', ')} receive this role: it cannot administer a space while it is a default role.` });
+    }
     const { rows } = await client.query(
       `UPDATE space_roles SET name = COALESCE($3, name), permissions = COALESCE($4, permissions), updated_at = now()
         WHERE id = $1 AND org_id = $2 RETURNING id, key, name, permissions, created_at, updated_at`,
@@ -89,6 +93,8 @@ export async function deleteSpaceRole(scope: IdentityOrgScope, roleId: string): 
     const role = await lockRole(client, scope, roleId);
     const held = await client.query('SELECT count(*)::int AS n FROM space_members WHERE org_id = $1 AND role_key = $2', [scope.orgId, role.key]);
     if (held.rows[0].n > 0) throw problem('role_in_use', { detail: `${held.rows[0].n} space member(s) hold this role; give them another first.` });
+    const spaces = await spacesJoiningAs(client, scope.orgId, role.key);
+    if (spaces.length) throw problem('role_in_use', { detail: `This role is the default role of ${spaces.join(', ')}; choose another default first.` });
     await client.query('DELETE FROM space_roles WHERE id = $1 AND org_id = $2', [roleId, scope.orgId]);
   });
 }
@@ -98,4 +104,34 @@ export async function roleExists(client: pg.PoolClient, orgId: string, key: stri
   if (presetRole(key)) return true;
   const { rowCount } = await client.query('SELECT 1 FROM space_roles WHERE org_id = $1 AND key = $2 FOR SHARE', [orgId, key]);
   return Boolean(rowCount);
+}
+
+/**
+ * Permissions that administer a space (its members, its settings, its removal). A role holding one
+ * cannot be a space's default role: whoever may see an organization-visible space could make
+ * themselves its administrator by joining.
+ */
+const ADMINISTERING = new Set<string>(['space-members:write', 'spaces:write', 'spaces:delete']);
+
+/** Team spaces of the organization whose self-joining members receive `key`. */
+async function spacesJoiningAs(client: pg.PoolClient, orgId: string, key: string): Promise<string[]> {
+  const { rows } = await client.query(`SELECT id FROM spaces WHERE org_id = $1 AND kind = 'team' AND default_role = $2 ORDER BY id FOR SHARE`, [orgId, key]);
+  return rows.map((r) => r.id as string);
+}
+
+/**
+ * `key` may be a default role: a preset or a role of this organization (locked until commit) that
+ * does not administer the space. validation_failed on `field` otherwise.
+ */
+export async function assertJoinRole(client: pg.PoolClient, orgId: string, key: string, field: string): Promise<void> {
+  const refuse = (message: string) => problem('validation_failed', { detail: `"${key}" cannot be a default role: ${message}`, errors: [{ field, code: 'invalid_value', message }] });
+  const preset = presetRole(key);
+  let permissions: readonly string[];
+  if (preset) permissions = preset.permissions;
+  else {
+    const { rows } = await client.query('SELECT permissions FROM space_roles WHERE org_id = $1 AND key = $2 FOR SHARE', [orgId, key]);
+    if (!rows[0]) throw refuse('not a preset or a role of this organization');
+    permissions = rows[0].permissions;
+  }
+  if (permissions.some((p) => ADMINISTERING.has(p))) throw refuse('it administers the space (members, settings or removal), which nobody may take by joining');
 }

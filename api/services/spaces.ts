@@ -7,27 +7,29 @@ import { newId } from '../../lib/ids.ts';
 import { problem } from '../../lib/problem.ts';
 import type { Principal } from '../context.ts';
 import { changeIdentity, type IdentityOrgScope } from './identity-change.ts';
-import { requireSpacePermission, toSpace, type Space, type SpaceAccess } from './space-access.ts';
+import {
+  SPACE_COLUMNS, SPACE_RETURNING as RETURNING, requireSpacePermission, toSpace, type PackageCopy, type Space, type SpaceAccess, type SpaceVisibility,
+} from './space-access.ts';
+import { assertJoinRole } from './space-roles.ts';
 import { assertSpaceRemovable, removeSpace } from './space-removal.ts';
-
-const SPACE_COLUMNS = 's.id, s.name, s.kind, s.is_default, s.owner_user_id, s.created_at, s.updated_at';
-const RETURNING = 'id, name, kind, is_default, owner_user_id, created_at, updated_at';
 
 /**
  * The spaces the caller can see: every team space for owners and admins, the team spaces they
- * are a member of otherwise, plus their own personal space. An API key sees only its own space.
+ * are a member of otherwise, plus their own personal space. Organization members (not guests)
+ * also see the organization-visible team spaces they may join (is_member false). An API key sees
+ * only its own space.
  */
 export async function listSpaces(scope: OrgScope, principal: Principal, orgRole: OrgRole): Promise<Space[]> {
   const { rows } = await scope.pool.query(
-    `SELECT ${SPACE_COLUMNS}, sm.role_key
+    `SELECT ${SPACE_COLUMNS}, sm.role_key, (s.kind = 'personal' OR $3 OR sm.user_id IS NOT NULL) AS is_member
        FROM spaces s
        LEFT JOIN space_members sm ON sm.space_id = s.id AND sm.user_id = $2
       WHERE s.org_id = $1
         AND ($4::text IS NULL OR s.id = $4)
         AND CASE WHEN s.kind = 'personal' THEN s.owner_user_id = $2 OR (s.owner_user_id IS NULL AND $3)
-                 ELSE $3 OR sm.user_id IS NOT NULL END
+                 ELSE $3 OR sm.user_id IS NOT NULL OR ($5 AND s.visibility = 'org') END
       ORDER BY s.is_default DESC, s.kind DESC, s.created_at, s.id`,
-    [scope.orgId, principal.userId, orgRoleCoversSpaces(orgRole), principal.boundSpaceId ?? null],
+    [scope.orgId, principal.userId, orgRoleCoversSpaces(orgRole), principal.boundSpaceId ?? null, orgRole === 'member' && principal.boundSpaceId === undefined],
   );
   return rows.map(toSpace);
 }
@@ -48,22 +50,35 @@ export async function createSpace(scope: IdentityOrgScope, orgRole: OrgRole, inp
   });
 }
 
-export async function updateSpace(scope: IdentityOrgScope, access: SpaceAccess, patch: { name?: string; isDefault?: true }): Promise<Space> {
+export interface SpacePatch {
+  name?: string;
+  isDefault?: true;
+  visibility?: SpaceVisibility;
+  default_role?: string;
+  package_copy?: PackageCopy;
+}
+
+export async function updateSpace(scope: IdentityOrgScope, access: SpaceAccess, patch: SpacePatch): Promise<Space> {
   requireSpacePermission(access, 'spaces:write');
   const { space } = access;
-  if (space.kind === 'personal' && patch.isDefault !== undefined) {
-    throw problem('personal_space_immutable', { detail: 'Only the name of a personal space can change.' });
+  const teamOnly = (['isDefault', 'visibility', 'default_role', 'package_copy'] as const).filter((k) => patch[k] !== undefined);
+  if (space.kind === 'personal' && teamOnly.length) {
+    throw problem('personal_space_immutable', { detail: `Only the name of a personal space can change (not ${teamOnly.join(', ')}).` });
   }
   if (patch.isDefault && !orgRoleCoversSpaces(access.orgRole)) {
     throw problem('forbidden', { detail: 'Only organization owners and admins choose the default space.' });
   }
   return changeIdentity(scope, async (client) => {
+    // the role stays what it is (FOR SHARE) until this commits; joiners wait on the space row
+    if (patch.default_role !== undefined) await assertJoinRole(client, scope.orgId, patch.default_role, 'default_role');
     if (patch.isDefault) await client.query('UPDATE spaces SET is_default = false, updated_at = now() WHERE org_id = $1 AND is_default AND id <> $2', [scope.orgId, space.id]);
     const { rows } = await client.query(
-      `UPDATE spaces SET name = COALESCE($3, name), is_default = is_default OR $4, updated_at = now()
+      `UPDATE spaces SET name = COALESCE($3, name), is_default = is_default OR $4, visibility = COALESCE($6, visibility),
+              default_role = COALESCE($7, default_role), package_copy = COALESCE($8, package_copy), updated_at = now()
         WHERE id = $1 AND org_id = $2
-        RETURNING ${RETURNING}, $5::text AS role_key`,
-      [space.id, scope.orgId, patch.name?.trim() ?? null, patch.isDefault === true, space.roleKey],
+        RETURNING ${RETURNING}, $5::text AS role_key, $9::boolean AS is_member`,
+      [space.id, scope.orgId, patch.name?.trim() ?? null, patch.isDefault === true, space.roleKey,
+        patch.visibility ?? null, patch.default_role ?? null, patch.package_copy ?? null, space.is_member],
     );
     if (!rows[0]) throw problem('not_found', { detail: 'No such space.' });
     return toSpace(rows[0]);

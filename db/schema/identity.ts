@@ -59,10 +59,19 @@ export const spaces = pgTable('spaces', {
   kind: text('kind').notNull().default('team'),
   ownerUserId: text('owner_user_id').references(() => users.id, { onDelete: 'set null' }),
   isDefault: boolean('is_default').notNull().default(false),
+  /** team spaces: private (members only) or org (every organization member may see and join it) */
+  visibility: text('visibility').notNull().default('private'),
+  /** team spaces: the space role a member joining by themselves receives */
+  defaultRole: text('default_role').notNull().default('viewer'),
+  /** members: whoever reads a package homed here may fork it; restricted: only <type>:write holders here */
+  packageCopy: text('package_copy').notNull().default('members'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 }, (t) => [
   index('spaces_org_idx').on(t.orgId),
+  index('spaces_org_visible_idx').on(t.orgId).where(sql`visibility = 'org'`),
+  check('spaces_visibility_ck', sql`visibility IN ('private', 'org') AND (kind = 'team' OR visibility = 'private')`),
+  check('spaces_package_copy_ck', sql`package_copy IN ('members', 'restricted')`),
   // each member holds one personal space per organization
   uniqueIndex('spaces_personal_uq').on(t.orgId, t.ownerUserId).where(sql`kind = 'personal'`),
 ]);

@@ -186,6 +186,8 @@ describe('the document says what the server does', () => {
     assert.deepEqual(sessionOnly.sort(), [
       'delete /api/api-keys/{id}', 'get /api/api-keys', 'get /api/api-keys/available-scopes', 'get /api/auth/link/social', 'get /api/auth/session',
       'post /api/api-keys', 'post /api/auth/change-password', 'post /api/auth/set-password', 'post /api/orgs',
+      // joining a space acts for the person (a key is pinned to its own space)
+      'post /api/spaces/{spaceId}/join',
       // chat module
       'delete /api/chat/sessions/{id}', 'get /api/chat/enforced-skills', 'get /api/chat/sessions', 'get /api/chat/sessions/{id}',
       'post /api/chat/sessions', 'post /api/chat/sessions/{id}/messages', 'put /api/chat/enforced-skills',

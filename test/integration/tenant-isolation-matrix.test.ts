@@ -120,6 +120,8 @@ const CASES: Record<string, Case> = {
   'POST /api/spaces/{spaceId}/members': { s2Member: true, body: (a) => ({ userId: a.memberId, roleKey: 'viewer' }) },
   'PATCH /api/spaces/{spaceId}/members/{userId}': { s2Member: true, body: () => ({ roleKey: 'viewer' }) },
   'DELETE /api/spaces/{spaceId}/members/{userId}': { s2Member: true },
+  // s1 is private: neither B nor a member of the organization holding no role in s1 sees or joins it
+  'POST /api/spaces/{spaceId}/join': { s2Member: true, body: () => ({ visibility: 'org', default_role: 'viewer' }) },
   'POST /api/spaces/{spaceId}/packages': { s2Member: true, body: (a) => ({ packageId: `@${a.packageScope}/${a.agentName}` }) },
   'PATCH /api/spaces/{spaceId}/packages/{scope}/{name}': { s2Member: true, body: () => ({ active: false }) },
   'DELETE /api/spaces/{spaceId}/packages/{scope}/{name}': { s2Member: true },
@@ -148,6 +150,7 @@ const CASES: Record<string, Case> = {
   'POST /api/packages/{scope}/{name}/publish': { s2Member: true, body: () => ({}) },
   'POST /api/packages/skills/{scope}/{name}/versions/{version}/restore': { s2Member: true },
   'PUT /api/packages/{scope}/{name}/home': { s2Member: true, body: () => ({}) },
+  'POST /api/packages/{scope}/{name}/fork': { s2Member: true, body: (a) => ({ name: `@${a.packageScope}/probe-fork` }) },
   'GET /api/agents/{scope}/{name}/bundle': { s2Member: true },
   'PUT /api/packages/{scope}/{name}/dist-tags/{tag}': { s2Member: true, body: () => ({ version: '1.0.0' }) },
   'DELETE /api/packages/{scope}/{name}/dist-tags/{tag}': { s2Member: true },

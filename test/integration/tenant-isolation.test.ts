@@ -66,6 +66,8 @@ const SAMPLE_BODY: Record<string, (b: Tenant) => unknown> = {
   'PATCH /api/orgs/{orgId}/roles/{roleId}': () => ({ name: 'Hijacked' }),
   'PATCH /api/spaces/{spaceId}': () => ({ name: 'Hijacked' }),
   'POST /api/spaces/{spaceId}/members': (b) => ({ userId: b.memberId, roleKey: 'viewer' }),
+  'POST /api/spaces/{spaceId}/join': () => ({ visibility: 'org', default_role: 'viewer' }),
+  'POST /api/packages/{scope}/{name}/fork': (b) => ({ name: `@${b.packageScope}/probe-fork` }),
   'PATCH /api/spaces/{spaceId}/members/{userId}': () => ({ roleKey: 'viewer' }),
   'PATCH /api/end-users/{id}': () => ({ name: 'Hijacked' }),
   'POST /api/spaces/{spaceId}/packages': (b) => ({ packageId: `@${b.packageScope}/bot` }),

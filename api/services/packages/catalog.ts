@@ -34,6 +34,8 @@ export interface PackageRecord extends Omit<PackageSummary, 'placement'> {
   draft: { base_version: string | null; has_unarchived_changes: boolean; etag: string; updatedAt: string };
   home_writable: boolean;
   home_deletable: boolean;
+  /** the package this one was forked from */
+  forked_from: string | null;
 }
 
 interface SummaryRow {
@@ -122,6 +124,7 @@ export async function getPackage(scope: PackageScope, id: string): Promise<Packa
     },
     home_writable: writable,
     home_deletable: deletable,
+    forked_from: pkg.forkedFrom,
   };
 }
 
