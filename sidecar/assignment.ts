@@ -9,6 +9,10 @@ export interface ModelAssignment {
   model: string;
   /** the organization's default outbound proxy (HTTP CONNECT): model calls go through it; absent: direct */
   proxy?: { url: string; username?: string | null; password?: string | null } | null;
+  /** the run's model settings (its own, else the model's): what a call leaves unset takes these */
+  defaults?: { temperature: number | null; reasoningEffort: string | null };
+  /** what the model accepts: every call is checked against it (absent: calls pass as they come) */
+  accepts?: { supportsTemperature: boolean; reasoningLevels: string[] };
 }
 
 export type { IntegrationAssignment } from '../lib/afps/integration-assignment.ts';
@@ -116,6 +120,20 @@ export function parseAssignment(line: string): SidecarAssignment {
         return (v as string | null | undefined) ?? null;
       };
       modelAssignment.proxy = { url: httpUrl(p.url, 'model.proxy.url'), username: optionalText(p.username, 'model.proxy.username'), password: optionalText(p.password, 'model.proxy.password') };
+    }
+    if (model.defaults !== null && model.defaults !== undefined) {
+      const d = model.defaults;
+      if (!isObject(d)) fail('model.defaults must be an object or null');
+      if (d.temperature != null && (typeof d.temperature !== 'number' || !Number.isFinite(d.temperature))) fail('model.defaults.temperature must be a number or null');
+      if (d.reasoningEffort != null && typeof d.reasoningEffort !== 'string') fail('model.defaults.reasoningEffort must be a string or null');
+      modelAssignment.defaults = { temperature: (d.temperature as number | null | undefined) ?? null, reasoningEffort: (d.reasoningEffort as string | null | undefined) ?? null };
+    }
+    if (model.accepts !== null && model.accepts !== undefined) {
+      const a = model.accepts;
+      if (!isObject(a) || typeof a.supportsTemperature !== 'boolean' || !stringList(a.reasoningLevels)) {
+        fail('model.accepts must be {supportsTemperature: boolean, reasoningLevels: string[]}');
+      }
+      modelAssignment.accepts = { supportsTemperature: a.supportsTemperature, reasoningLevels: [...a.reasoningLevels] };
     }
   }
   if (outputSchema !== null && outputSchema !== undefined && !isObject(outputSchema)) fail('outputSchema must be an object or null');

@@ -18,7 +18,12 @@ export interface SidecarAssignment {
   eventsUrl: string;
   eventSecret: string;
   /** proxy: the organization's default outbound proxy, through which the sidecar calls the model */
-  model: { baseUrl: string; apiKey: string; model: string; proxy?: OutboundProxy | null } | null;
+  /** defaults: the run's model settings (else the model's); accepts: what the model takes, checked on every call */
+  model: {
+    baseUrl: string; apiKey: string; model: string; proxy?: OutboundProxy | null;
+    defaults?: { temperature: number | null; reasoningEffort: string | null };
+    accepts?: { supportsTemperature: boolean; reasoningLevels: string[] };
+  } | null;
   outputSchema: Record<string, unknown> | null;
   runtimeTools: string[];
   heartbeatSeconds: number;
