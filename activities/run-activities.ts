@@ -181,6 +181,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
           integrations: materials.integrations,
+          // the organization's default proxy (resolved with the model) carries its integration traffic too
+          proxy: model.proxy ?? null,
           budget,
         },
         limits: o.limits,

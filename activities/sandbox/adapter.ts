@@ -36,6 +36,8 @@ export interface SidecarAssignment {
   /** the platform's own endpoints, never a model provider */
   egressPlatformEndpoints?: PlatformEndpoint[];
   integrations?: IntegrationAssignment[];
+  /** the organization's default outbound proxy: the sidecar's integration calls go through it */
+  proxy?: OutboundProxy | null;
   /** model usage limits the sidecar enforces (db/budgets.ts runBudgetAtBoot); absent: none */
   budget?: { run: SpendLimit | null; org: SpendLimit | null };
 }
