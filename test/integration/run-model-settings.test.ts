@@ -94,6 +94,23 @@ describe('at launch', () => {
     }
   });
 
+  test('the LLM proxy takes a run\'s own settings before the model\'s defaults, and a call\'s own before both', async () => {
+    const launched = await api.post(RUN, { input, model_id: models.reasoner, model_settings: { reasoning_effort: 'high' } });
+    assert.equal(launched.status, 201, launched.text);
+    const complete = (extra: Record<string, unknown> = {}) => api.post('/api/llm-proxy/chat/completions',
+      { model: 'x', messages: [{ role: 'user', content: 'hi' }], ...extra }, { headers: { 'x-run-id': launched.body.id } });
+    const plain = await complete();
+    assert.equal(plain.status, 200, plain.text);
+    assert.equal(world.fake.requests.at(-1)?.body.reasoning_effort, 'high');
+    assert.equal((await complete({ reasoning_effort: 'low' })).status, 200);
+    assert.equal(world.fake.requests.at(-1)?.body.reasoning_effort, 'low');
+    const before = world.fake.requests.length;
+    const refusedCall = await complete({ temperature: 0.2 });
+    assert.equal(refusedCall.status, 400);
+    assert.equal(refusedCall.body.code, 'temperature_unsupported');
+    assert.equal(world.fake.requests.length, before);
+  });
+
   test('a launch without settings shows model_settings null', async () => {
     const res = await api.post(RUN, { input, model_id: models.reasoner });
     assert.equal(res.status, 201, res.text);
