@@ -6,6 +6,7 @@ import type { AgentManifest } from '../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../lib/crypto.ts';
 import type { PlatformEndpoint } from '../lib/egress.ts';
 import type { OutboundProxy } from '../lib/proxy-tunnel.ts';
+import { layeredSettings } from '../lib/model-settings.ts';
 import type { Logger } from '../lib/log.ts';
 import { runBudgetAtBoot } from '../db/budgets.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
@@ -17,7 +18,11 @@ import type { IntegrationAssignment, SandboxAdapter, WorkspaceFile } from './san
 export interface RunMaterials {
   /** a published version; or, for a draft run, the draft snapshot stored with the run at launch */
   agent(scope: SpaceScope, agentId: string, version: string, draftSnapshot?: unknown): Promise<{ manifest: AgentManifest; files: Map<string, Buffer>; skills: Array<{ id: string; files: Map<string, Buffer> }> }>;
-  model(scope: OrgScope, modelId: string | null): Promise<{ model: string; baseUrl: string; apiKey: string; proxy?: OutboundProxy | null }>;
+  model(scope: OrgScope, modelId: string | null): Promise<{
+    model: string; baseUrl: string; apiKey: string; proxy?: OutboundProxy | null;
+    /** the model's default settings and what it accepts (absent: the sidecar leaves calls as they come) */
+    temperature?: number | null; reasoningEffort?: string | null; supportsTemperature?: boolean; reasoningLevels?: string[];
+  }>;
   /** the skills an inline manifest declares, resolved in the run's space */
   skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
   /** the connections the run recorded at launch, decrypted for its sidecar (absent: the run uses none) */
@@ -54,6 +59,7 @@ interface BootRow {
   kind: string;
   input: unknown;
   model_id: string | null;
+  model_settings: { temperature?: number | null; reasoning_effort?: string | null } | null;
   timeout_seconds: number;
   event_secret: string;
   actor_user_id: string | null;
@@ -120,7 +126,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
   const activities: RunActivities = {
     async boot(runId): Promise<SandboxRef> {
       const { rows } = await pool.query<BootRow>(
-        `SELECT id, org_id, space_id, agent_id, agent_version, status, kind, input, model_id, timeout_seconds, event_secret,
+        `SELECT id, org_id, space_id, agent_id, agent_version, status, kind, input, model_id, model_settings, timeout_seconds, event_secret,
                 actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot
            FROM runs WHERE id = $1`,
         [runId],
@@ -157,7 +163,15 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           runId,
           eventsUrl: `${base}/events`,
           eventSecret: o.secrets.open(row.event_secret),
-          model: { baseUrl: model.baseUrl, apiKey: model.apiKey, model: model.model, proxy: model.proxy ?? null },
+          model: {
+            baseUrl: model.baseUrl, apiKey: model.apiKey, model: model.model, proxy: model.proxy ?? null,
+            // the run's own settings, else the model's: the defaults of every call the agent makes
+            defaults: layeredSettings(
+              { temperature: row.model_settings?.temperature, reasoningEffort: row.model_settings?.reasoning_effort },
+              { temperature: model.temperature, reasoningEffort: model.reasoningEffort },
+            ),
+            ...(model.supportsTemperature !== undefined ? { accepts: { supportsTemperature: model.supportsTemperature, reasoningLevels: model.reasoningLevels ?? [] } } : {}),
+          },
           outputSchema: (manifest.output?.schema as Record<string, unknown> | undefined) ?? null,
           runtimeTools: manifest.runtime_tools ?? [],
           heartbeatSeconds: o.heartbeatSeconds,
@@ -167,6 +181,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
           integrations: materials.integrations,
+          // the organization's default proxy (resolved with the model) carries its integration traffic too
+          proxy: model.proxy ?? null,
           budget,
         },
         limits: o.limits,

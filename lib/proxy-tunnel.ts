@@ -3,9 +3,12 @@
 // the proxy is asked to connect to the target's checked address (never to a name it would
 // resolve itself), and TLS to an https target runs end to end inside the tunnel, verified
 // against the target's host name.
+import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
+import { Readable } from 'node:stream';
 import tls from 'node:tls';
 import { checkEgressTarget, effectivePort, EgressRefusal, type CheckedTarget, type EgressOptions } from './egress.ts';
+import { openRequest, type OutboundInit } from './outbound-http.ts';
 
 /** An HTTP CONNECT proxy: http://host:port, and its Basic credentials when it takes some. */
 export interface OutboundProxy {
@@ -120,4 +123,48 @@ export async function openTunnel(
     clearTimeout(timer);
     init.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/** The rules each end of a proxied call answers to. */
+export interface ProxiedEgress {
+  /** the target's: an integration's also require an internal host to be named in its authorized_uris */
+  target: EgressOptions;
+  /** the proxy's: the organization's proxy answers to the operator's rules only */
+  proxy: EgressOptions;
+}
+
+/**
+ * One request through the proxy, the target and the proxy judged by their own rules: the target is
+ * checked first, so a target the guard refuses never reaches the proxy. No redirect is followed.
+ */
+export async function requestThroughProxy(
+  rawUrl: string | URL,
+  init: Omit<OutboundInit, 'lookup' | 'socket' | 'agent'>,
+  proxy: OutboundProxy,
+  egress: ProxiedEgress,
+): Promise<IncomingMessage> {
+  const target = await checkEgressTarget(rawUrl, egress.target);
+  const socket = await openTunnel(proxy, target, egress.proxy, init);
+  return openRequest(target.url, { ...init, socket });
+}
+
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+/** requestThroughProxy answered as a fetch Response (for clients that take a fetch function). */
+export async function fetchThroughProxy(
+  rawUrl: string | URL,
+  init: Omit<OutboundInit, 'lookup' | 'socket' | 'agent'>,
+  proxy: OutboundProxy,
+  egress: ProxiedEgress,
+): Promise<Response> {
+  const res = await requestThroughProxy(rawUrl, init, proxy, egress);
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const status = res.statusCode ?? 502;
+  const body = NULL_BODY_STATUSES.has(status) || (init.method ?? 'GET').toUpperCase() === 'HEAD' ? null : (Readable.toWeb(res) as ReadableStream);
+  if (!body) res.resume();
+  return new Response(body, { status, statusText: res.statusMessage, headers });
 }

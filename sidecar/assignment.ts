@@ -8,7 +8,28 @@ export interface ModelAssignment {
   apiKey: string;
   model: string;
   /** the organization's default outbound proxy (HTTP CONNECT): model calls go through it; absent: direct */
-  proxy?: { url: string; username?: string | null; password?: string | null } | null;
+  proxy?: OutboundProxyAssignment | null;
+  /** the run's model settings (its own, else the model's): what a call leaves unset takes these */
+  defaults?: { temperature: number | null; reasoningEffort: string | null };
+  /** what the model accepts: every call is checked against it (absent: calls pass as they come) */
+  accepts?: { supportsTemperature: boolean; reasoningLevels: string[] };
+}
+
+export interface OutboundProxyAssignment {
+  url: string;
+  username?: string | null;
+  password?: string | null;
+}
+
+/** A proxy entry of the assignment (messages name the field, never the credentials). */
+function parseProxy(p: unknown, field: string): OutboundProxyAssignment | null {
+  if (p === null || p === undefined) return null;
+  if (!isObject(p)) fail(`${field} must be an object or null`);
+  const optionalText = (v: unknown, name: string) => {
+    if (v !== undefined && v !== null && typeof v !== 'string') fail(`${field}.${name} must be a string or null`);
+    return (v as string | null | undefined) ?? null;
+  };
+  return { url: httpUrl(p.url, `${field}.url`), username: optionalText(p.username, 'username'), password: optionalText(p.password, 'password') };
 }
 
 export type { IntegrationAssignment } from '../lib/afps/integration-assignment.ts';
@@ -39,6 +60,8 @@ export interface SidecarAssignment {
   /** the platform's own endpoints: the model provider may never be one of them */
   egressPlatformEndpoints: PlatformEndpoint[];
   integrations: IntegrationAssignment[];
+  /** the organization's default outbound proxy (HTTP CONNECT): integration calls (api_call, remote MCP) go through it; absent: direct */
+  proxy?: OutboundProxyAssignment | null;
   /** model usage limits: the run's own, and what its organization had left of the month at boot */
   budget: { run: SpendLimit | null; org: SpendLimit | null };
 }
@@ -108,14 +131,21 @@ export function parseAssignment(line: string): SidecarAssignment {
     if (typeof model.apiKey !== 'string') fail('model.apiKey must be a string');
     if (typeof model.model !== 'string' || model.model === '') fail('model.model must be a non-empty string');
     modelAssignment = { baseUrl: httpUrl(model.baseUrl, 'model.baseUrl').replace(/\/+$/, ''), apiKey: model.apiKey, model: model.model };
-    if (model.proxy !== null && model.proxy !== undefined) {
-      const p = model.proxy;
-      if (!isObject(p)) fail('model.proxy must be an object or null');
-      const optionalText = (v: unknown, name: string) => {
-        if (v !== undefined && v !== null && typeof v !== 'string') fail(`${name} must be a string or null`);
-        return (v as string | null | undefined) ?? null;
-      };
-      modelAssignment.proxy = { url: httpUrl(p.url, 'model.proxy.url'), username: optionalText(p.username, 'model.proxy.username'), password: optionalText(p.password, 'model.proxy.password') };
+    const modelProxy = parseProxy(model.proxy, 'model.proxy');
+    if (modelProxy) modelAssignment.proxy = modelProxy;
+    if (model.defaults !== null && model.defaults !== undefined) {
+      const d = model.defaults;
+      if (!isObject(d)) fail('model.defaults must be an object or null');
+      if (d.temperature != null && (typeof d.temperature !== 'number' || !Number.isFinite(d.temperature))) fail('model.defaults.temperature must be a number or null');
+      if (d.reasoningEffort != null && typeof d.reasoningEffort !== 'string') fail('model.defaults.reasoningEffort must be a string or null');
+      modelAssignment.defaults = { temperature: (d.temperature as number | null | undefined) ?? null, reasoningEffort: (d.reasoningEffort as string | null | undefined) ?? null };
+    }
+    if (model.accepts !== null && model.accepts !== undefined) {
+      const a = model.accepts;
+      if (!isObject(a) || typeof a.supportsTemperature !== 'boolean' || !stringList(a.reasoningLevels)) {
+        fail('model.accepts must be {supportsTemperature: boolean, reasoningLevels: string[]}');
+      }
+      modelAssignment.accepts = { supportsTemperature: a.supportsTemperature, reasoningLevels: [...a.reasoningLevels] };
     }
   }
   if (outputSchema !== null && outputSchema !== undefined && !isObject(outputSchema)) fail('outputSchema must be an object or null');
@@ -152,6 +182,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     egressAllowInternalHosts: allowInternal as string[],
     egressPlatformEndpoints: (endpoints as PlatformEndpoint[]).map((e) => ({ host: e.host, port: e.port })),
     integrations: integrations.map((entry, i) => parseIntegration(entry, `integrations[${i}]`)),
+    proxy: parseProxy(raw.proxy, 'proxy'),
     budget: isObject(raw.budget)
       ? { run: parseSpendLimit(raw.budget.run, 'budget.run'), org: parseSpendLimit(raw.budget.org, 'budget.org') }
       : { run: null, org: null },

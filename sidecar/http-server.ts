@@ -131,7 +131,7 @@ export class SidecarHttpServer {
     if (this.run) throw new Error('the sidecar is already assigned');
     const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, ...hooks });
     const egress = this.egressOptions(assignment);
-    const integrations = integrationTools(assignment.integrations, { egress });
+    const integrations = integrationTools(assignment.integrations, { egress, proxy: assignment.proxy ?? null });
     const tools: SidecarTool[] = [
       ...runtimeTools({
         events,

@@ -2,8 +2,9 @@
 // source none: api_call, which puts the connection's credential on a request (delivery.http) only
 // when the target falls under a safely bound authorized_uris entry. source remote: the vendor's MCP
 // server, reached with the official SDK client, its selected tools served under the naming rule.
-// Every request goes through the egress guard; credentials never reach the agent: they are
-// scrubbed from results and errors, and a request carrying one the agent put there is refused.
+// Every request goes through the egress guard, and through the organization's default proxy when
+// it has one (the guard judges the target, then the proxy); credentials never reach the agent:
+// they are scrubbed from results and errors, and a request carrying one the agent put there is refused.
 import type { IncomingMessage } from 'node:http';
 import {
   authorizeCredentialTarget,
@@ -15,6 +16,7 @@ import {
 } from '../lib/afps/credential-delivery.ts';
 import { EgressRefusal, effectivePort, guardedFetch, guardedRequest, type EgressOptions } from '../lib/egress.ts';
 import type { McpToolResult } from '../lib/mcp/tool-shapes.ts';
+import { fetchThroughProxy, ProxyFailure, requestThroughProxy, type OutboundProxy } from '../lib/proxy-tunnel.ts';
 import type { IntegrationAssignment } from './assignment.ts';
 import { toolError, type SidecarTool, type ToolAnswer } from './tool.ts';
 
@@ -30,6 +32,8 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 export interface IntegrationToolsContext {
   /** base egress options: the operator's allowlist and the platform's own endpoints */
   egress: EgressOptions;
+  /** the organization's default outbound proxy: every integration call goes through it; null: direct */
+  proxy?: OutboundProxy | null;
 }
 
 function refusal(code: string, message: string): ToolAnswer {
@@ -38,6 +42,12 @@ function refusal(code: string, message: string): ToolAnswer {
 
 /** The code and message an outbound failure reaches the model as. */
 function outboundFailure(err: unknown, host: string): ToolAnswer {
+  if (err instanceof ProxyFailure) {
+    if (err.kind === 'blocked') return refusal('blocked_target', `the organization's proxy: ${err.message}`);
+    if (err.kind === 'unresolvable') return refusal('upstream_unresolvable', `the organization's proxy: ${err.message}`);
+    if (err.kind === 'timeout') return refusal('upstream_timeout', `the organization's proxy: ${err.message}`);
+    return refusal('upstream_unreachable', `${host} could not be reached through the organization's proxy: ${err.message}`);
+  }
   if (err instanceof EgressRefusal) {
     if (err.kind === 'unresolvable') return refusal('upstream_unresolvable', `the host ${host} does not resolve`);
     if (err.kind === 'invalid_url') return refusal('unauthorized_target', err.message);
@@ -159,7 +169,10 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
       let res: IncomingMessage;
       try {
         // redirects are not followed: the credential goes to the checked target only
-        res = await guardedRequest(target, { method, headers, body, timeoutMs: API_CALL_TIMEOUT_MS }, egress);
+        const init = { method, headers, body, timeoutMs: API_CALL_TIMEOUT_MS };
+        res = ctx.proxy
+          ? await requestThroughProxy(target, init, ctx.proxy, { target: egress, proxy: ctx.egress })
+          : await guardedRequest(target, init, egress);
       } catch (err) {
         return outboundFailure(err, target.host);
       }
@@ -214,7 +227,8 @@ function remoteConnection(integration: IntegrationAssignment, ctx: IntegrationTo
     const headers = headerRecord(init);
     if (delivered && url.origin === sourceUrl.origin) headers[delivered[0].toLowerCase()] = delivered[1];
     const body = typeof init?.body === 'string' ? init.body : undefined;
-    return guardedFetch(url, { method: init?.method ?? 'GET', headers, body, signal: init?.signal ?? undefined, timeoutMs: 600_000 }, egress);
+    const call = { method: init?.method ?? 'GET', headers, body, signal: init?.signal ?? undefined, timeoutMs: 600_000 };
+    return ctx.proxy ? fetchThroughProxy(url, call, ctx.proxy, { target: egress, proxy: ctx.egress }) : guardedFetch(url, call, egress);
   };
   let pending: Promise<RemoteClient> | undefined;
   const connect = async (): Promise<RemoteClient> => {
@@ -245,7 +259,7 @@ function remoteConnection(integration: IntegrationAssignment, ctx: IntegrationTo
 
 function remoteFailure(err: unknown, integration: IntegrationAssignment, secrets: string[]): ToolAnswer {
   const host = integration.source.kind === 'remote' ? new URL(integration.source.url).host : integration.packageId;
-  if (err instanceof EgressRefusal || /timed out/i.test((err as Error)?.message ?? '')) return outboundFailure(err, host);
+  if (err instanceof EgressRefusal || err instanceof ProxyFailure || /timed out/i.test((err as Error)?.message ?? '')) return outboundFailure(err, host);
   const message = scrubSecrets(String((err as Error)?.message ?? err), secrets).slice(0, 500);
   return refusal('upstream_unreachable', `the MCP server of ${integration.packageId} failed: ${message}`);
 }

@@ -7,6 +7,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EgressRefusal, guardedRequest, type EgressOptions } from '../lib/egress.ts';
 import { ProxyFailure } from '../lib/proxy-tunnel.ts';
 import { readBody } from '../lib/outbound-http.ts';
+import { checkModelSettings, layeredSettings } from '../lib/model-settings.ts';
+import { isProblem } from '../lib/problem.ts';
 import type { RunMetricData } from '../lib/run-events.ts';
 import type { ModelAssignment } from './assignment.ts';
 import type { EventPoster } from './event-poster.ts';
@@ -82,6 +84,31 @@ async function relayStream(upstream: IncomingMessage, res: ServerResponse): Prom
   return usage;
 }
 
+/**
+ * A call's temperature and reasoning effort: its own, else the run's; checked against what the
+ * model accepts. Answers the refusal (reasoning_unsupported, reasoning_level_unsupported,
+ * temperature_unsupported, temperature_with_reasoning_unsupported), or null once applied.
+ */
+function applyRunSettings(body: Record<string, unknown>, model: ModelAssignment): { code: string; message: string } | null {
+  if (body.temperature != null && typeof body.temperature !== 'number') return { code: 'invalid_request', message: 'temperature must be a number.' };
+  if (body.reasoning_effort != null && typeof body.reasoning_effort !== 'string') return { code: 'invalid_request', message: 'reasoning_effort must be a string.' };
+  const settings = layeredSettings(
+    { temperature: body.temperature as number | null | undefined, reasoningEffort: body.reasoning_effort as string | null | undefined },
+    model.defaults,
+  );
+  if (model.accepts) {
+    try {
+      checkModelSettings(model.accepts, settings);
+    } catch (err) {
+      if (isProblem(err)) return { code: err.code, message: err.detail };
+      throw err;
+    }
+  }
+  if (settings.temperature !== null) body.temperature = settings.temperature;
+  if (settings.reasoningEffort !== null) body.reasoning_effort = settings.reasoningEffort;
+  return null;
+}
+
 /** Ends the run failed with the budget's code (once: a later end is not queued). */
 function endOverBudget(events: EventPoster, reached: { code: string; message: string }): void {
   if (events.ended) return;
@@ -112,6 +139,8 @@ export async function proxyChatCompletion(
     return openAiError(res, 400, 'invalid_request_error', 'The body must be a JSON object.');
   }
   body.model = model.model;
+  const refused = applyRunSettings(body, model);
+  if (refused) return sendJson(res, 400, { error: { message: refused.message, type: 'invalid_request_error', code: refused.code } });
   const streaming = body.stream === true;
   if (streaming) body.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
 

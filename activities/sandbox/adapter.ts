@@ -18,7 +18,12 @@ export interface SidecarAssignment {
   eventsUrl: string;
   eventSecret: string;
   /** proxy: the organization's default outbound proxy, through which the sidecar calls the model */
-  model: { baseUrl: string; apiKey: string; model: string; proxy?: OutboundProxy | null } | null;
+  /** defaults: the run's model settings (else the model's); accepts: what the model takes, checked on every call */
+  model: {
+    baseUrl: string; apiKey: string; model: string; proxy?: OutboundProxy | null;
+    defaults?: { temperature: number | null; reasoningEffort: string | null };
+    accepts?: { supportsTemperature: boolean; reasoningLevels: string[] };
+  } | null;
   outputSchema: Record<string, unknown> | null;
   runtimeTools: string[];
   heartbeatSeconds: number;
@@ -31,6 +36,8 @@ export interface SidecarAssignment {
   /** the platform's own endpoints, never a model provider */
   egressPlatformEndpoints?: PlatformEndpoint[];
   integrations?: IntegrationAssignment[];
+  /** the organization's default outbound proxy: the sidecar's integration calls go through it */
+  proxy?: OutboundProxy | null;
   /** model usage limits the sidecar enforces (db/budgets.ts runBudgetAtBoot); absent: none */
   budget?: { run: SpendLimit | null; org: SpendLimit | null };
 }

@@ -13,7 +13,7 @@ import { problem } from '../../lib/problem.ts';
 import { readRawBody } from '../middleware/body.ts';
 import { resolveRunModel } from '../modules/core-providers/resolve-model.ts';
 import { proxyFailureProblem } from '../modules/core-providers/proxies.ts';
-import { checkModelSettings } from '../modules/core-providers/model-settings.ts';
+import { checkModelSettings, layeredSettings } from '../modules/core-providers/model-settings.ts';
 import type { RunModel } from '../modules/core-providers/resolve-model.ts';
 import { ProxyFailure } from '../../lib/proxy-tunnel.ts';
 import type { AppDeps } from '../deps.ts';
@@ -34,6 +34,8 @@ interface OpenRun {
   org_id: string;
   space_id: string;
   model_id: string | null;
+  /** the run's own model settings (launch model_settings), the defaults before the model's */
+  model_settings: { temperature?: number | null; reasoning_effort?: string | null } | null;
   prompt_tokens: string;
   completion_tokens: string;
   cost_usd: number;
@@ -46,7 +48,7 @@ async function usageContext(deps: AppDeps, header: string | string[] | undefined
     throw problem('usage_context_required', { detail: 'Platform model calls need X-Run-Id naming a run of this space.' });
   }
   const { rows } = await deps.database.pool.query<OpenRun>(
-    `SELECT id, org_id, space_id, model_id, prompt_tokens, completion_tokens, cost_usd FROM runs
+    `SELECT id, org_id, space_id, model_id, model_settings, prompt_tokens, completion_tokens, cost_usd FROM runs
       WHERE id = $1 AND org_id = $2 AND space_id = $3 AND status IN ('pending', 'running')`,
     [runId, orgId, spaceId],
   );
@@ -92,16 +94,19 @@ async function relayStream(upstream: IncomingMessage, res: Response): Promise<un
 }
 
 /**
- * The call's temperature and reasoning effort: what the request sets, else the model's defaults;
- * checked against what the model accepts (400 reasoning_unsupported, reasoning_level_unsupported,
- * temperature_unsupported, temperature_with_reasoning_unsupported).
+ * The call's temperature and reasoning effort: what the request sets, else the run's own settings,
+ * else the model's defaults; checked against what the model accepts (400 reasoning_unsupported,
+ * reasoning_level_unsupported, temperature_unsupported, temperature_with_reasoning_unsupported).
  */
-function applyModelSettings(body: Record<string, unknown>, model: RunModel): void {
+function applyModelSettings(body: Record<string, unknown>, run: OpenRun, model: RunModel): void {
   const given = { temperature: body.temperature, reasoningEffort: body.reasoning_effort };
   if (given.temperature != null && typeof given.temperature !== 'number') throw problem('invalid_request', { detail: 'temperature must be a number.' });
   if (given.reasoningEffort != null && typeof given.reasoningEffort !== 'string') throw problem('invalid_request', { detail: 'reasoning_effort must be a string.' });
-  const temperature = (given.temperature as number | null | undefined) ?? model.temperature;
-  const reasoningEffort = (given.reasoningEffort as string | null | undefined) ?? model.reasoningEffort;
+  const { temperature, reasoningEffort } = layeredSettings(
+    given as { temperature?: number | null; reasoningEffort?: string | null },
+    { temperature: run.model_settings?.temperature, reasoningEffort: run.model_settings?.reasoning_effort },
+    model,
+  );
   checkModelSettings({ supportsTemperature: model.supportsTemperature, reasoningLevels: model.reasoningLevels }, { temperature, reasoningEffort });
   if (temperature != null) body.temperature = temperature;
   if (reasoningEffort != null) body.reasoning_effort = reasoningEffort;
@@ -129,7 +134,7 @@ async function chatCompletion(deps: AppDeps, run: OpenRun, scope: ReturnType<typ
 
   const model = await resolveRunModel(scope, deps.secrets, run.model_id);
   body.model = model.model;
-  applyModelSettings(body, model);
+  applyModelSettings(body, run, model);
   const streaming = body.stream === true;
   if (streaming) body.stream_options = { ...((body.stream_options as object | undefined) ?? {}), include_usage: true };
 

@@ -14,6 +14,16 @@ export function agentIdOf(params: { scope: string; name: string }): string {
   return `${scope}/${params.name}`;
 }
 
+/** A launch's own model settings, checked against the run's model (its defaults fill what is unset). */
+export const LaunchModelSettingsBody = z.object({
+  temperature: z.number().min(0).max(2).optional(),
+  reasoning_effort: z.string().min(1).max(32).optional().describe('one of the reasoning levels the model accepts'),
+}).strict().describe(
+  'per-run model settings, the defaults of every model call of the run (a call that sets its own is checked the same way); '
+  + 'refused with 400 reasoning_unsupported, reasoning_level_unsupported, temperature_unsupported or '
+  + 'temperature_with_reasoning_unsupported when the run\'s model does not accept them together with its own defaults',
+);
+
 const RunError = z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() });
 
 export const RunSchema = z.object({
@@ -38,6 +48,8 @@ export const RunSchema = z.object({
   }),
   rerun_of: z.string().nullable(),
   model_id: z.string().nullable(),
+  model_settings: z.object({ temperature: z.number().nullable(), reasoning_effort: z.string().nullable() }).nullable()
+    .describe('the model settings the launch asked for (null: none, the model\'s defaults apply)'),
   timeout_seconds: z.number().int(),
   cost: z.object({ usd: z.number(), prompt_tokens: z.number().int(), completion_tokens: z.number().int() }),
   createdAt: z.string(),

@@ -5,13 +5,14 @@ import { created, ok, route } from '../route.ts';
 import { launchInlineRun, validateInlineRun } from '../services/runs/launch-inline.ts';
 import { launchRemoteRun } from '../services/runs/launch-remote.ts';
 import { launchContext, runChanged } from './runs.ts';
-import { RunSchema } from './run-schemas.ts';
+import { LaunchModelSettingsBody, RunSchema } from './run-schemas.ts';
 
 const InlineBody = z.object({
   manifest: z.record(z.string(), z.unknown()).describe('an AFPS 0.3 agent manifest'),
   prompt: z.string(),
   input: z.record(z.string(), z.unknown()).optional(),
   model_id: z.string().optional(),
+  model_settings: LaunchModelSettingsBody.optional(),
 }).strict();
 const INLINE_LIMIT = { perMinute: (c: { INLINE_RUN_LIMITS: { rate_per_min: number } }) => c.INLINE_RUN_LIMITS.rate_per_min };
 

@@ -14,7 +14,7 @@ import { requirePackageInSpace } from '../services/packages/placement.ts';
 import { packageScopeOf } from '../services/packages/access.ts';
 import { isProblem, problem } from '../../lib/problem.ts';
 import type { SpaceScope } from '../../db/tenant.ts';
-import { RunSchema, RunListSchema, RunLogListSchema, AgentParams, agentIdOf } from './run-schemas.ts';
+import { RunSchema, RunListSchema, RunLogListSchema, AgentParams, agentIdOf, LaunchModelSettingsBody } from './run-schemas.ts';
 
 const IdParams = z.object({ id: z.string() });
 
@@ -63,6 +63,7 @@ export const runRoutes = [
         + 'published (default): a published version. Anything else is 400 invalid_source',
       ),
       model_id: z.string().optional(),
+      model_settings: LaunchModelSettingsBody.optional(),
     }).strict(),
     responses: { 201: { description: 'The run, pending', schema: RunSchema } },
     handler: async ({ ctx, params, body, deps }) =>

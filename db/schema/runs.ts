@@ -26,6 +26,8 @@ export const runs = pgTable('runs', {
   rerunOf: text('rerun_of'),
   kind: text('kind').notNull().default('agent'),
   modelId: text('model_id'),
+  /** the run's own model settings ({ temperature, reasoning_effort }), checked at launch; null: the model's defaults */
+  modelSettings: jsonb('model_settings'),
   timeoutSeconds: integer('timeout_seconds').notNull(),
   /** the run's sealed event-signing secret */
   eventSecret: text('event_secret').notNull(),

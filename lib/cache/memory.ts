@@ -8,6 +8,15 @@ interface Entry {
 /** Process-local twin of the Redis store: not shared across replicas, lost on restart. */
 export function createMemoryStore(now: () => number = Date.now): CacheStore {
   const entries = new Map<string, Entry>();
+  /** key → member → expiry (ms) */
+  const places = new Map<string, Map<string, number>>();
+  const placesOf = (key: string): Map<string, number> => {
+    let held = places.get(key);
+    if (!held) places.set(key, (held = new Map()));
+    const t = now();
+    for (const [member, expiresAt] of held) if (expiresAt <= t) held.delete(member);
+    return held;
+  };
   let sweeps = 0;
 
   const live = (key: string): Entry | undefined => {
@@ -60,8 +69,27 @@ export function createMemoryStore(now: () => number = Date.now): CacheStore {
       e.value = String(Number(e.value) + 1);
       return { count: Number(e.value), resetMs: e.expiresAt - now() };
     },
+    async acquirePlace(key, member, limit, ttlMs) {
+      const held = placesOf(key);
+      if (held.has(member)) return 'held';
+      if (held.size >= limit) return 'full';
+      held.set(member, now() + ttlMs);
+      return 'acquired';
+    },
+    async renewPlace(key, member, ttlMs) {
+      const held = placesOf(key);
+      if (!held.has(member)) return false;
+      held.set(member, now() + ttlMs);
+      return true;
+    },
+    async releasePlace(key, member) {
+      const held = places.get(key);
+      held?.delete(member);
+      if (held?.size === 0) places.delete(key);
+    },
     async close() {
       entries.clear();
+      places.clear();
     },
   };
 }

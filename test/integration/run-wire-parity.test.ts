@@ -1,9 +1,11 @@
-// The run resource has two writers: toRunWire() for a run still in memory (the launch answer) and
-// PostgreSQL's run_wire() for every read. Both must write the same document, whatever the row holds.
+// The run resource has two writers: runWireWithSettings() (toRunWire() and the run's model settings)
+// for a run still in memory (the launch answer) and PostgreSQL's run_wire() for every read. Both
+// must write the same document, whatever the row holds.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import { RUN_COLUMNS, toRunWire, type RunRow } from '../../api/services/runs/records.ts';
+import { RUN_COLUMNS, type RunRow } from '../../api/services/runs/records.ts';
+import { runWireWithSettings } from '../../api/services/runs/model-settings.ts';
 import { newId } from '../../lib/ids.ts';
 import { anOrg, type BuiltOrg } from '../support/builders.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
@@ -37,8 +39,8 @@ async function aRun(fields: Record<string, unknown>): Promise<string> {
 }
 
 async function bothWires(id: string): Promise<{ js: unknown; sql: unknown }> {
-  const { rows } = await pool.query<RunRow & { wire: string }>(`SELECT ${RUN_COLUMNS}, run_wire(runs)::text AS wire FROM runs WHERE id = $1`, [id]);
-  return { js: JSON.parse(JSON.stringify(toRunWire(rows[0]))), sql: JSON.parse(rows[0].wire) };
+  const { rows } = await pool.query<RunRow & { model_settings: unknown; wire: string }>(`SELECT ${RUN_COLUMNS}, model_settings, run_wire(runs)::text AS wire FROM runs WHERE id = $1`, [id]);
+  return { js: JSON.parse(JSON.stringify(runWireWithSettings(rows[0]))), sql: JSON.parse(rows[0].wire) };
 }
 
 const cases: Array<[string, Record<string, unknown>]> = [
@@ -60,10 +62,11 @@ const cases: Array<[string, Record<string, unknown>]> = [
     status: 'timeout', trigger_kind: 'end_user', end_user_id: 'eu_1', api_key_id: null, schedule_id: 'sched_1', rerun_of: 'run_0', model_id: 'mdl_1', kind: 'inline',
     input: { text: 'quotes " and \\ backslashes, unicode é ✓, and a newline\n' },
   }],
+  ['a run with its own model settings', { status: 'pending', model_id: 'mdl_1', model_settings: { temperature: 0.25, reasoning_effort: null } }],
 ];
 
 for (const [name, fields] of cases) {
-  test(`run_wire() and toRunWire() agree: ${name}`, async () => {
+  test(`run_wire() and runWireWithSettings() agree: ${name}`, async () => {
     const { js, sql } = await bothWires(await aRun(fields));
     assert.deepStrictEqual(sql, js);
   });

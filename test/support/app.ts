@@ -42,6 +42,8 @@ export interface TestAppOptions {
   runs?: AppDeps['runs'];
   /** the 127.0.0.1 port to listen on; the OS picks one when absent */
   port?: number;
+  /** the instance key's box (another app's, so both open what either sealed); a fresh key when absent */
+  secrets?: AppDeps['secrets'];
 }
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -60,7 +62,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   });
   const deps: AppDeps = {
     config, log, database, cache, authCache, lifecycle,
-    secrets: createSecretBox(randomBytes(32)),
+    secrets: opts.secrets ?? createSecretBox(randomBytes(32)),
     bootstrapToken: config.BOOTSTRAP_TOKEN!,
     runFeed,
     runReads,

@@ -6,10 +6,11 @@ import type { ApiModule } from '../../app.ts';
 import type { AppDeps } from '../../deps.ts';
 import { chatRoutes } from './routes.ts';
 import type { ChatEngine } from './turn.ts';
+import { liveSessions } from './live-sessions.ts';
 
 export { addChatUsageCheck, type ChatUsageCheck, type ChatUsageQuestion, type UsageRefusal } from './usage.ts';
 
 export async function loadChat(deps: AppDeps): Promise<ApiModule> {
-  const engine: ChatEngine = { live: new Set() };
+  const engine: ChatEngine = { live: liveSessions(deps.cache, deps.config.CHAT_MAX_LIVE_SESSIONS) };
   return { name: 'chat', routes: chatRoutes(deps, engine) };
 }

@@ -20,10 +20,11 @@ import { streamCompletion, type ModelMessage } from './model-stream.ts';
 import { appendMessages, getSessionRow, listMessages, toSessionWire, type NewMessage, type SessionRow } from './sessions.ts';
 import { loadEnforcedSkills, loadInjectedDrafts, type SkillText } from './skills.ts';
 import { firstUsageRefusal, usageRefusalReply } from './usage.ts';
+import type { LiveSessions } from './live-sessions.ts';
 
-/** The sessions whose turn streams in this process now. */
 export interface ChatEngine {
-  live: Set<string>;
+  /** the sessions whose turn streams now, on any instance */
+  live: LiveSessions;
 }
 
 /** How long a turn waits for the agents it runs, all together. */
@@ -94,19 +95,15 @@ export async function postTurn(input: TurnInput): Promise<Reply> {
   const session = valueOf(looked[0]);
   const refusal = await firstUsageRefusal(deps, { orgId: scope.orgId, spaceId: scope.spaceId, userId: scope.actor.userId, sessionId: session.id });
   if (refusal) return usageRefusalReply(deps.config.ERROR_TYPE_BASE, refusal);
-  if (engine.live.has(session.id)) throw problem('chat_turn_in_progress', { detail: 'A turn of this session is still streaming; wait for its done event.' });
-  if (engine.live.size >= deps.config.CHAT_MAX_LIVE_SESSIONS) {
-    throw problem('chat_capacity', { detail: `The chat engine holds its maximum of ${deps.config.CHAT_MAX_LIVE_SESSIONS} live sessions; try again shortly.`, retryAfter: 5, headers: { 'Retry-After': '5' } });
-  }
-  engine.live.add(session.id);
+  const place = await engine.live.take(session.id);
   try {
     const enforced = valueOf(looked[1]);
     const drafts = await loadInjectedDrafts(scope, session.injected_drafts);
     const model = session.model_id === null ? valueOf(looked[4]) : await resolveRunModel(scope, deps.secrets, session.model_id);
     const prepared: Prepared = { session, enforced, drafts, model, tools: valueOf(looked[2]), history: valueOf(looked[3]) };
-    return await runTurn(input, scope, prepared, () => engine.live.delete(session.id));
+    return await runTurn(input, scope, prepared, () => place.release());
   } finally {
-    engine.live.delete(session.id);
+    await place.release();
   }
 }
 
@@ -120,7 +117,7 @@ interface Prepared {
 }
 
 /** `release` frees the session's place before the stream ends, so a client's next turn finds it free. */
-async function runTurn(input: TurnInput, scope: SpaceScope, prepared: Prepared, release: () => void): Promise<Reply> {
+async function runTurn(input: TurnInput, scope: SpaceScope, prepared: Prepared, release: () => Promise<void>): Promise<Reply> {
   const { ctx, deps, res } = input;
   const { session, enforced, drafts, model, tools, history } = prepared;
   const messages: ModelMessage[] = [{ role: 'system', content: systemPrompt(tools, enforced, drafts) }, ...historyOf(history), { role: 'user', content: input.content }];
@@ -189,7 +186,7 @@ async function runTurn(input: TurnInput, scope: SpaceScope, prepared: Prepared, 
     current = await userStored.catch(() => current);
   } finally {
     clearInterval(keepAlive);
-    release();
+    await release();
     res.end();
   }
   await announce(deps, current, 'turn_finished');

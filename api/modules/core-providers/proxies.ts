@@ -1,7 +1,8 @@
 // Outbound HTTP proxies of an organization (HTTP CONNECT). The user name and password are sealed
 // together before they are stored and never leave this file in clear except as an OutboundProxy
 // for a call; records say only whether credentials are set. The organization's default proxy
-// carries its model traffic (provider tests, discovery, the catalog search, the model proxy).
+// carries its model traffic (provider tests, discovery, the catalog search, the model proxy, a run's
+// sidecar) and its integration traffic (a run's api_call and remote MCP calls, the credential proxy).
 import type pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import { checkEgressTarget, EgressRefusal, guardedFetch } from '../../../lib/egress.ts';

@@ -1,6 +1,7 @@
 // The credential proxy for remote runners: a request to X-Target with the integration's credential
 // injected per delivery.http, only to a target authorized_uris binds safely, through the egress
-// guard; the upstream's own answer comes back with Proxy-Status. X-Session-Id groups a runner's
+// guard and the organization's default proxy when it has one; the upstream's own answer comes back
+// with Proxy-Status. X-Session-Id groups a runner's
 // calls: within CREDENTIAL_PROXY_LIMITS.session_ttl_seconds it stays with its caller and connection.
 import type { IncomingHttpHeaders } from 'node:http';
 import { authorizeCredentialTarget, deliveryHeader } from '../../../lib/afps/credential-delivery.ts';
@@ -13,6 +14,7 @@ import { integrationInSpace, literalHosts, type IntegrationDeps } from './contex
 import { readSettings } from './governance.ts';
 import { usableCredentials } from './oauth.ts';
 import { outbound } from './outbound.ts';
+import { defaultProxyOf } from '../../modules/core-providers/proxies.ts';
 
 export const PROXY_SERVICE = 'agent-platform-credential-proxy';
 const UPSTREAM_TIMEOUT_MS = 30_000;
@@ -121,9 +123,11 @@ export async function proxyCredentialCall(scope: SpaceScope, deps: IntegrationDe
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   headers[injected[0].toLowerCase()] = injected[1];
+  const proxy = await defaultProxyOf(scope, deps);
   const answer = await outbound(targetUrl.toString(), {
     method: req.method, headers, body: req.body.length ? req.body : undefined, timeoutMs: UPSTREAM_TIMEOUT_MS, maxBytes: limits.max_response_bytes,
     onTimeout: () => problem('upstream_timeout', { detail: `${targetUrl.host} did not answer within ${UPSTREAM_TIMEOUT_MS / 1000} s.` }),
+    via: proxy ? { proxy, egress: deps.egress } : null,
   }, { ...deps.egress, authorizedHosts: literalHosts(auth) });
 
   const proxyStatus = `${PROXY_SERVICE}; received-status=${answer.status}`;

@@ -1,8 +1,11 @@
 // The integration layer's own outbound requests (login, OAuth token calls, the credential proxy),
-// all through the egress guard: connected to the checked address, no redirect followed, a
-// deadline, a capped body. Refusals and failures map to the catalog.
+// all through the egress guard: connected to the checked address (or tunnelled through the
+// organization's proxy when the call names one), no redirect followed, a deadline, a capped body.
+// Refusals and failures map to the catalog.
 import type { IncomingMessage } from 'node:http';
 import { EgressRefusal, guardedRequest, type EgressOptions } from '../../../lib/egress.ts';
+import { ProxyFailure, requestThroughProxy, type OutboundProxy } from '../../../lib/proxy-tunnel.ts';
+import { proxyFailureProblem } from '../../modules/core-providers/proxies.ts';
 import { isProblem, problem, type ProblemError } from '../../../lib/problem.ts';
 
 export interface OutboundAnswer {
@@ -19,6 +22,8 @@ export interface OutboundCall {
   maxBytes: number;
   /** what a deadline overrun answers (504 timeout for a login, upstream_timeout for the proxy) */
   onTimeout: () => ProblemError;
+  /** the organization's outbound proxy and the rules it answers to (the operator's, not the target's) */
+  via?: { proxy: OutboundProxy; egress: EgressOptions } | null;
 }
 
 export function egressProblem(err: EgressRefusal): ProblemError {
@@ -32,9 +37,10 @@ export async function outbound(url: string, call: OutboundCall, egress: EgressOp
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), call.timeoutMs);
   try {
-    const res = await guardedRequest(url, {
-      method: call.method, headers: call.headers, body: call.body, signal: deadline.signal, timeoutMs: call.timeoutMs + 1000, agent: false,
-    }, egress);
+    const init = { method: call.method, headers: call.headers, body: call.body, signal: deadline.signal, timeoutMs: call.timeoutMs + 1000 };
+    const res = call.via
+      ? await requestThroughProxy(url, init, call.via.proxy, { target: egress, proxy: call.via.egress })
+      : await guardedRequest(url, { ...init, agent: false }, egress);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of res) {
@@ -50,6 +56,7 @@ export async function outbound(url: string, call: OutboundCall, egress: EgressOp
     if (err instanceof EgressRefusal) throw egressProblem(err);
     if (isProblem(err)) throw err;
     if (deadline.signal.aborted) throw call.onTimeout();
+    if (err instanceof ProxyFailure) throw proxyFailureProblem(err);
     const code = (err as { code?: string }).code;
     throw problem('upstream_unreachable', { detail: `${new URL(url).host} could not be reached${code ? ` (${code})` : ''}.` });
   } finally {

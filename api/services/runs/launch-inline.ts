@@ -8,7 +8,7 @@ import type { SpaceScope } from '../../../db/tenant.ts';
 import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
 import { resolveDeclaredSkills } from '../packages/dependencies.ts';
 import { admitAndSubmit, checkInput, clampTimeout, newRunRow, type LaunchContext } from './launch.ts';
-import type { RunWire } from './records.ts';
+import { checkLaunchModelSettings, type LaunchModelSettings, type RunWithSettings } from './model-settings.ts';
 import { linkInputFiles, resolveInputFiles } from '../files/run-files.ts';
 
 /** upload:<id> or file:<id>: a file belongs in a file field of the input, never in the prompt. */
@@ -19,6 +19,7 @@ export interface InlineRunBody {
   prompt: string;
   input?: Record<string, unknown>;
   model_id?: string;
+  model_settings?: LaunchModelSettings;
 }
 
 /** Checks an inline run without launching it; answers the normalized manifest. */
@@ -77,16 +78,18 @@ export async function validateInlineRun(scope: SpaceScope, ctx: LaunchContext, b
   return { manifest, input };
 }
 
-export async function launchInlineRun(scope: SpaceScope, ctx: LaunchContext, body: InlineRunBody): Promise<RunWire> {
+export async function launchInlineRun(scope: SpaceScope, ctx: LaunchContext, body: InlineRunBody): Promise<RunWithSettings> {
   const { manifest, input } = await validateInlineRun(scope, ctx, body);
   const inputFiles = await resolveInputFiles(scope, ctx.config, manifest.input?.schema, input);
   const model = await resolveRunModel(scope, ctx.secrets, body.model_id ?? null);
+  const modelSettings = checkLaunchModelSettings(model, body.model_settings);
   const row = newRunRow(scope, ctx, {
     agentId: manifest.name,
     agentVersion: manifest.version,
     input,
     kind: 'inline',
     modelId: model.modelId,
+    modelSettings,
     timeoutSeconds: clampTimeout(ctx.config, manifest.timeout),
     eventSecret: newRunEventSecret(),
     inlineManifest: manifest,

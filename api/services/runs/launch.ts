@@ -14,7 +14,8 @@ import type { PackageScope } from '../packages/access.ts';
 import { resolveRunnableAgent } from '../packages/dependencies.ts';
 import { resolveDraftAgent, type DraftSnapshot } from '../packages/draft-runs.ts';
 import { admitRun, type NewRunRow } from './admission.ts';
-import { getRunRow, toRunWire, type RunRow, type RunWire } from './records.ts';
+import { getRunRow, type RunRow } from './records.ts';
+import { checkLaunchModelSettings, runWireWithSettings, type LaunchModelSettings, type RunModelSettings, type RunWithSettings } from './model-settings.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 import type { RunSubmitter } from './submitter.ts';
 import { publicBaseOf, type IntegrationDeps } from '../integrations/context.ts';
@@ -50,6 +51,7 @@ export interface AgentLaunchBody {
   /** draft or published (default); any other value is invalid_source */
   source?: string;
   model_id?: string;
+  model_settings?: LaunchModelSettings;
 }
 
 function triggerKind(scope: SpaceScope, ctx: LaunchContext): RunRow['trigger_kind'] {
@@ -105,6 +107,7 @@ export function checkInput(manifest: AgentManifest, given: Record<string, unknow
 
 export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
   agentId: string; agentVersion: string; input: unknown; kind: RunRow['kind']; modelId: string | null; timeoutSeconds: number;
+  modelSettings?: RunModelSettings | null;
   rerunOf?: string | null; eventSecret: string; inlineManifest?: unknown; inlinePrompt?: string | null;
   draft?: DraftSnapshot | null;
 }): NewRunRow {
@@ -126,6 +129,7 @@ export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
     rerun_of: fields.rerunOf ?? null,
     kind: fields.kind,
     model_id: fields.modelId,
+    model_settings: fields.modelSettings ?? null,
     timeout_seconds: fields.timeoutSeconds,
     event_secret: ctx.secrets.seal(fields.eventSecret),
     sink_expires_at: new Date(now.getTime() + SINK_TTL_SECONDS * 1000).toISOString(),
@@ -148,13 +152,13 @@ export async function admitAndSubmit(
   row: NewRunRow,
   connections: ResolvedConnection[] = [],
   afterAdmit?: () => Promise<void>,
-): Promise<RunWire> {
+): Promise<RunWithSettings> {
   await admitRun(scope, ctx.config, row);
   // recorded before the engine hears of the run: its boot reads them (connections, input files)
   if (connections.length) await recordRunConnections(scope.pool, scope.orgId, row.id, connections);
   await afterAdmit?.();
   ctx.submitter?.submit(row.id);
-  return toRunWire({
+  return runWireWithSettings({
     ...(row as unknown as RunRow),
     output: null,
     error: null,
@@ -200,7 +204,7 @@ async function launchedAgent(scope: SpaceScope, ctx: LaunchContext, packageId: s
   return resolveDraftAgent(ctx.packageScope(), packageId);
 }
 
-export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, packageId: string, body: AgentLaunchBody): Promise<RunWire> {
+export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, packageId: string, body: AgentLaunchBody): Promise<RunWithSettings> {
   launchSource(body);
   // The model the body names (else the organization's default) is looked up with the agent and its
   // configuration, in one round trip's wait; only an agent configured with another model costs a
@@ -232,6 +236,7 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
   const input = checkInput(agent.manifest, given ?? {}, config.locked_input);
   const inputFiles = await resolveInputFiles(scope, ctx.config, agent.manifest.input?.schema, input);
   const model = body.model_id != null || config.model_id == null ? namedModel() : await resolveRunModel(scope, ctx.secrets, config.model_id);
+  const modelSettings = checkLaunchModelSettings(model, body.model_settings);
   const connections = await connectionsForLaunch(scope, integrationDeps(ctx), ctx.config, {
     packageId, manifest: agent.manifest, integrations: agent.integrations.map((i) => ({ id: i.id, version: i.version, manifest: i.manifest as IntegrationManifest })),
   });
@@ -241,6 +246,7 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
     input,
     kind: 'agent',
     modelId: model.modelId,
+    modelSettings,
     timeoutSeconds: clampTimeout(ctx.config, agent.manifest.timeout),
     rerunOf,
     eventSecret: newRunEventSecret(),
