@@ -30,9 +30,15 @@ export const GROUPS: Record<string, Group> = {
     tests: ['test/unit/zip-entry-names.test.ts', 'test/unit/zip-limits.test.ts', 'test/unit/zip-round-trip.test.ts', 'test/unit/zip-inflation.test.ts', 'test/unit/afps-package-archive.test.ts'],
     oneProcess: true,
   },
+  // the signature protocol against its unit tests (fast), the ingestion service against the sink's
   'run-events': {
-    mutate: ['lib/run-events.ts', 'api/services/runs/events.ts'],
-    tests: ['test/unit/run-event-signature.test.ts', 'test/integration/runs-event-sink.test.ts', 'test/integration/run-event-forgery-after-open.test.ts', 'test/integration/run-event-engine-signal.test.ts'],
+    mutate: ['lib/run-events.ts'],
+    tests: ['test/unit/run-event-signature.test.ts', 'test/unit/sidecar-event-poster.test.ts'],
+    oneProcess: true,
+  },
+  ingestion: {
+    mutate: ['api/services/runs/events.ts'],
+    tests: ['test/integration/runs-event-sink.test.ts', 'test/integration/run-event-forgery-after-open.test.ts', 'test/integration/run-event-engine-signal.test.ts'],
   },
   finalization: {
     mutate: ['db/run-finalization.ts'],
