@@ -68,7 +68,7 @@ test('length and depth are bounded: huge or deep expressions are refused at once
   const huge = `$.${'a'.repeat(1_000_000)}`;
   const started = performance.now();
   const parsed = parseJsonPathExpression(huge);
-  assert.ok(performance.now() - started < 50, 'a huge expression is refused before it is read');
+  assert.ok(performance.now() - started < 200, 'a huge expression is refused before it is read');
   assert.equal(parsed.ok, false);
   if (!parsed.ok) assert.match(parsed.reason, new RegExp(`longer than ${JSON_PATH_MAX_LENGTH}`));
 
