@@ -323,6 +323,15 @@ test('a real sidecar meeting a 401 has the platform refresh the token once and r
   assert.equal(attempts[1].authorization, `Bearer ${fresh}`);
   assert.ok(!renewed.text.includes(fresh) && !renewed.text.includes(stale), 'the echoed tokens are scrubbed');
 
+  // three calls meeting the 401 together share one refresh; each is retried once with the new token
+  issued.push('issued-elsewhere-too');
+  grants = refreshes();
+  calls = seen.length;
+  const together = await Promise.all([apiCall('/api/events'), apiCall('/api/events'), apiCall('/api/events')]);
+  for (const answer of together) assert.equal(JSON.parse(answer.text).status, 200, answer.text);
+  assert.equal(refreshes(), grants + 1, 'one refresh for the three calls');
+  assert.equal(seen.length - calls, 6, 'each call and its one retry');
+
   // an upstream that keeps answering 401: one refresh and one retry, never more
   grants = refreshes();
   calls = seen.length;
