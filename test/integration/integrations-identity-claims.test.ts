@@ -149,6 +149,14 @@ test("the login's JSON answer names the connection's account and label", async (
   assert.equal(made.body.account_id, 'ada', 'the claim wins over the typed username');
   assert.equal(made.body.label, 'Ada L.');
 
+  // the account the answer names may be the typed username (not a secret); the typed password never is
+  loginAnswer = JSON.stringify({ session: 'portal-session-7a3f', profile: { login: 'barbara', names: ['pw-barbara-42'] } });
+  const typed = await api.post('/api/integrations/@acme/portal/auths/login/connect/fields', { credentials: { username: 'barbara', password: 'pw-barbara-42' } });
+  assert.equal(typed.status, 201, typed.text);
+  assert.equal(typed.body.account_id, 'barbara');
+  assert.equal(typed.body.label, 'barbara', 'the password is never the label');
+  assert.ok(!typed.text.includes('pw-barbara-42'));
+
   // an answer that names nothing there: the previous rules apply (the typed username)
   loginAnswer = JSON.stringify({ session: 'portal-session-6f2e' });
   const plain = await api.post('/api/integrations/@acme/portal/auths/login/connect/fields', { credentials: { username: 'grace', password: 'pw-5678' } });

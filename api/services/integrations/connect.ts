@@ -82,8 +82,9 @@ async function completeFields(scope: SpaceScope, deps: IntegrationDeps, orgRole:
   if (auth.connect?.login) {
     const login = await performLogin(auth.connect.login, body.credentials, { ...deps.egress, authorizedHosts: literalHosts(auth) });
     stored = login.outputs;
-    // neither a typed field nor a login output may become the account's visible name
-    const claimed = claimedIdentity(auth, login.answer, [...Object.values(stored), ...Object.values(asText(body.credentials))]);
+    // neither a login output nor a typed field (but those that name the account already) may become its visible name
+    const typedSecrets = Object.entries(asText(body.credentials)).filter(([name]) => !IDENTITY_FIELDS.includes(name)).map(([, v]) => v);
+    const claimed = claimedIdentity(auth, login.answer, [...Object.values(stored), ...typedSecrets]);
     accountId = claimed.accountId ?? stored.account_id ?? accountId;
     label = claimed.label;
   } else {
