@@ -1,7 +1,9 @@
 // Asks the platform to refresh an OAuth connection's credential mid-run (an upstream answered 401):
-// POST <connectionsUrl>/<connectionId>/refresh?integration=<packageId>, signed like the run events.
+// POST <connectionsUrl>/<connectionId>/refresh?integration=<packageId>, signed like the run events
+// over lib/run-connection-signing.ts's payload (no body).
 // The answer holds the new credential fields; nothing of it is logged here.
 import { requestText } from '../lib/outbound-http.ts';
+import { runConnectionSigningPayload } from '../lib/run-connection-signing.ts';
 import { signedRunEventHeaders } from '../lib/run-events.ts';
 import type { IntegrationAssignment } from './assignment.ts';
 import type { CredentialRefresh } from './integration-tools.ts';
@@ -21,7 +23,7 @@ export function platformCredentialRefresh(connectionsUrl: string, secret: string
     try {
       const res = await requestText(target, {
         method: 'POST',
-        headers: { accept: 'application/json', 'content-length': '0', ...signedRunEventHeaders(secret, '') },
+        headers: { accept: 'application/json', 'content-length': '0', ...signedRunEventHeaders(secret, runConnectionSigningPayload('refresh', integration.connectionId, integration.packageId)) },
         body: '',
         timeoutMs: REFRESH_TIMEOUT_MS,
       });

@@ -95,9 +95,11 @@ export const runSinkRoutes = [
     responses: {
       200: { description: 'The credential as the sidecar delivers it', schema: RunConnection },
       400: { description: 'connection_not_in_run: this run did not bind that connection to that integration' },
-      401: { description: 'Signature missing or wrong' },
+      401: { description: 'Signature missing or wrong (it signs "run-connection read", the connection and the integration)' },
+      404: { description: 'No such run, or credential_not_found: the connection was deleted after the launch' },
       409: { description: 'run_not_running' },
       410: { description: 'OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
+      502: { description: 'bad_gateway: the token endpoint failed a refresh near expiry' },
     },
     handler: async ({ params, query, req, deps }) => {
       const credential = await runConnectionCredential(
@@ -111,15 +113,18 @@ export const runSinkRoutes = [
     responses: {
       200: { description: 'The refreshed credential', schema: RunConnection },
       400: { description: 'connection_not_in_run: this run did not bind that connection to that integration' },
-      401: { description: 'Signature missing or wrong' },
+      401: { description: 'Signature missing or wrong (it signs "run-connection refresh", the connection and the integration)' },
+      404: { description: 'No such run, or credential_not_found: the connection was deleted after the launch' },
       409: { description: 'connect_run_no_refresh: the credential cannot be refreshed; run_not_running' },
       410: { description: 'OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
+      502: { description: 'bad_gateway: the token endpoint failed' },
+      503: { description: 'connect_unavailable: the organization registered no OAuth client for the integration' },
     },
     handler: async ({ params, query, req, deps }) => {
-      // the body is signed (empty, as the sidecar sends it); nothing in it is read
-      const raw = await readRawBody(req, MAX_REFRESH_BODY_BYTES);
+      // the sidecar sends no body: the signature covers the action, connection and integration
+      await readRawBody(req, MAX_REFRESH_BODY_BYTES);
       const credential = await refreshRunConnection(
-        { pool: deps.database.pool, ...integrationDepsOf(deps) }, params.id, signatureHeaders(req.headers), raw, params.connectionId, query.integration);
+        { pool: deps.database.pool, ...integrationDepsOf(deps) }, params.id, signatureHeaders(req.headers), params.connectionId, query.integration);
       return ok(credential, NO_STORE);
     },
   }),

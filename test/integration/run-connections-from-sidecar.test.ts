@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { OAuth2Server } from 'oauth2-mock-server';
 import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
 import { runActivitiesFor } from '../../bin/sandbox.ts';
+import { runConnectionSigningPayload } from '../../lib/run-connection-signing.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { aKey, anOrg } from '../support/builders.ts';
 import { call, client } from '../support/http.ts';
@@ -57,10 +58,14 @@ async function runSecret(runId: string): Promise<string> {
   return world.app.deps.secrets.open(rows[0].event_secret);
 }
 
-/** A runner request for `runId`, signed with `secret` (the sidecar signs an empty body). */
+function connectionPath(method: 'GET' | 'POST', runId: string, connectionId: string, integration: string): string {
+  return `/internal/runs/${runId}/connections/${encodeURIComponent(connectionId)}${method === 'POST' ? '/refresh' : ''}?integration=${encodeURIComponent(integration)}`;
+}
+
+/** A runner request for `runId`, signed with `secret` as the sidecar signs it (action, connection, integration; no body). */
 function runner(method: 'GET' | 'POST', runId: string, connectionId: string, integration: string, secret: string) {
-  const path = `/internal/runs/${runId}/connections/${encodeURIComponent(connectionId)}${method === 'POST' ? '/refresh' : ''}?integration=${encodeURIComponent(integration)}`;
-  return call(world.app.url, method, path, { headers: signedRunEventHeaders(secret, ''), rawBody: method === 'POST' ? '' : undefined });
+  const payload = runConnectionSigningPayload(method === 'POST' ? 'refresh' : 'read', connectionId, integration);
+  return call(world.app.url, method, connectionPath(method, runId, connectionId, integration), { headers: signedRunEventHeaders(secret, payload), rawBody: method === 'POST' ? '' : undefined });
 }
 
 function expectProblem(res: { status: number; headers: Headers; body: any; text: string }, status: number, code: string): void {
@@ -222,7 +227,7 @@ test('a connection the run did not bind to that integration is 400 connection_no
   const huge = await runner('GET', runA.id, 'x'.repeat(5000), '@acme/crm', runA.secret);
   assert.equal(huge.status, 400, huge.text);
   // the integration is required
-  const missing = await call(world.app.url, 'GET', `/internal/runs/${runA.id}/connections/${crmConnection}`, { headers: signedRunEventHeaders(runA.secret, '') });
+  const missing = await call(world.app.url, 'GET', `/internal/runs/${runA.id}/connections/${crmConnection}`, { headers: signedRunEventHeaders(runA.secret, runConnectionSigningPayload('read', crmConnection, '')) });
   expectProblem(missing, 400, 'invalid_request');
   assert.equal(missing.body.param, 'integration');
 });
@@ -235,11 +240,20 @@ test("another run's secret is refused with 401, whichever connection it names", 
   }
   const unsigned = await call(world.app.url, 'GET', `/internal/runs/${runA.id}/connections/${calendarConnection}?integration=@acme/calendar`);
   assert.equal(unsigned.status, 401);
-  // a signature over another body does not sign the refresh
-  const forged = await call(world.app.url, 'POST', `/internal/runs/${runA.id}/connections/${calendarConnection}/refresh?integration=@acme/calendar`, {
-    headers: signedRunEventHeaders(runA.secret, ''), rawBody: '{"x":1}',
-  });
-  assert.equal(forged.status, 401, forged.text);
+  // the run's own signature made for another request opens nothing: a history read (empty body),
+  // a read used for a refresh, another connection's or another integration's request
+  const reused = [
+    ['GET', signedRunEventHeaders(runA.secret, '')],
+    ['POST', signedRunEventHeaders(runA.secret, '')],
+    ['POST', signedRunEventHeaders(runA.secret, runConnectionSigningPayload('read', calendarConnection, '@acme/calendar'))],
+    ['GET', signedRunEventHeaders(runA.secret, runConnectionSigningPayload('read', crmConnection, '@acme/calendar'))],
+    ['GET', signedRunEventHeaders(runA.secret, runConnectionSigningPayload('read', calendarConnection, '@acme/crm'))],
+  ] as const;
+  for (const [method, headers] of reused) {
+    const res = await call(world.app.url, method, connectionPath(method, runA.id, calendarConnection, '@acme/calendar'), { headers, rawBody: method === 'POST' ? '' : undefined });
+    assert.equal(res.status, 401, `${method}: ${res.text}`);
+    assert.ok(!res.text.includes(issued.at(-1)!));
+  }
 });
 
 test('a refresh renews an OAuth access token at once; other credentials are 409 connect_run_no_refresh', async () => {

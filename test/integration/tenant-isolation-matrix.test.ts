@@ -11,6 +11,7 @@ import { createApp } from '../../api/app.ts';
 import { loadModules } from '../../api/modules/index.ts';
 import type { RouteDef } from '../../api/route.ts';
 import { allRoutes } from '../../api/routes/index.ts';
+import { runConnectionSigningPayload } from '../../lib/run-connection-signing.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { call, type CallOptions } from '../support/http.ts';
@@ -385,8 +386,12 @@ test("a runner holding one run's secret is refused every other run's events, his
     const pathOf = (runId: string) => r.path.includes('{connectionId}')
       ? `${r.path.replace('{id}', runId).replace('{connectionId}', probeConnection)}?integration=@acme/probe`
       : r.path.replace('{id}', runId);
+    // a connection route's signature covers its action, connection and integration, not a body
+    const signs = r.path.includes('{connectionId}')
+      ? runConnectionSigningPayload(r.path.endsWith('/refresh') ? 'refresh' : 'read', probeConnection, '@acme/probe')
+      : raw;
     const send = (runId: string, secret: string) => call(app.url, method, pathOf(runId), {
-      headers: { ...signedRunEventHeaders(secret, raw), ...(raw ? { 'content-type': 'application/json' } : {}) },
+      headers: { ...signedRunEventHeaders(secret, signs), ...(raw ? { 'content-type': 'application/json' } : {}) },
       rawBody: raw || undefined,
     });
     const own = await send(a.runId, a.runSecret);

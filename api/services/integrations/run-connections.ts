@@ -2,11 +2,13 @@
 // run bound to an integration at launch, and a refresh of its OAuth access token (an upstream
 // answered 401 during a long run). Requests are signed with the run's secret; the run reaches only
 // its own bindings: any other connection (another run's, another tenant's, one of the same actor
-// that this run did not bind to that integration) is 400 connection_not_in_run. A refresh token
-// never leaves the platform.
+// that this run did not bind to that integration) is 400 connection_not_in_run. The signature
+// covers the action, connection and integration (lib/run-connection-signing.ts), not a body. A
+// refresh token never leaves the platform.
 import type { SecretBox } from '../../../lib/crypto.ts';
 import type { EgressOptions } from '../../../lib/egress.ts';
 import { problem } from '../../../lib/problem.ts';
+import { runConnectionSigningPayload, type RunConnectionAction } from '../../../lib/run-connection-signing.ts';
 import { inTransaction } from '../../../db/transaction.ts';
 import type pg from 'pg';
 import { openSink } from '../runs/events.ts';
@@ -39,6 +41,11 @@ interface RunSink {
 }
 
 const PACKAGE_ID = /^@[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._-]*$/i;
+
+/** The signed payload: the request's action, connection and integration (lib/run-connection-signing.ts). */
+function signed(action: RunConnectionAction, connectionId: string, integrationId: string): Buffer {
+  return Buffer.from(runConnectionSigningPayload(action, connectionId, integrationId), 'utf8');
+}
 
 /** The run whose secret signed the request, still pending or running. */
 async function signedRun(deps: RunConnectionDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer): Promise<RunSink> {
@@ -84,7 +91,7 @@ function wire(b: RunBinding, authType: string, credentials: Record<string, strin
 export async function runConnectionCredential(
   deps: RunConnectionDeps, runId: string, headers: Record<string, string | undefined>, connectionId: string, integrationId: string,
 ): Promise<RunConnectionCredential> {
-  const run = await signedRun(deps, runId, headers, Buffer.alloc(0));
+  const run = await signedRun(deps, runId, headers, signed('read', connectionId, integrationId));
   const binding = await bindingOf(deps.pool, runId, run.org_id, connectionId, integrationId);
   const bound = await boundConnection({ pool: deps.pool, orgId: run.org_id }, deps.secrets, deps.egress, binding);
   const credentials = await usableCredentials(deps.pool, deps.secrets, bound.egress, bound.connection, bound.auth, bound.client);
@@ -100,9 +107,9 @@ export async function runConnectionCredential(
  * flags the connection and is 410 OAUTH_REFRESH_REVOKED.
  */
 export async function refreshRunConnection(
-  deps: RunConnectionDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer, connectionId: string, integrationId: string,
+  deps: RunConnectionDeps, runId: string, headers: Record<string, string | undefined>, connectionId: string, integrationId: string,
 ): Promise<RunConnectionCredential> {
-  const run = await signedRun(deps, runId, headers, raw);
+  const run = await signedRun(deps, runId, headers, signed('refresh', connectionId, integrationId));
   const binding = await bindingOf(deps.pool, runId, run.org_id, connectionId, integrationId);
   const outcome = await inTransaction(deps.pool, async (tx) => {
     const bound = await boundConnection({ pool: deps.pool, orgId: run.org_id }, deps.secrets, deps.egress, binding, tx, true);
