@@ -98,7 +98,7 @@ export const runSinkRoutes = [
       401: { description: 'Signature missing or wrong (it signs "run-connection read", the connection and the integration)' },
       404: { description: 'No such run, or credential_not_found: the connection was deleted after the launch' },
       409: { description: 'run_not_running' },
-      410: { description: 'OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
+      410: { description: 'run_sink_expired; OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
       502: { description: 'bad_gateway: the token endpoint failed a refresh near expiry' },
     },
     handler: async ({ params, query, req, deps }) => {
@@ -116,7 +116,7 @@ export const runSinkRoutes = [
       401: { description: 'Signature missing or wrong (it signs "run-connection refresh", the connection and the integration)' },
       404: { description: 'No such run, or credential_not_found: the connection was deleted after the launch' },
       409: { description: 'connect_run_no_refresh: the credential cannot be refreshed; run_not_running' },
-      410: { description: 'OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
+      410: { description: 'run_sink_expired; OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
       502: { description: 'bad_gateway: the token endpoint failed' },
       503: { description: 'connect_unavailable: the organization registered no OAuth client for the integration' },
     },

@@ -5,7 +5,8 @@
 // connections the run did not bind to that integration (another run's, another tenant's, the same
 // actor's unbound one) with 400 connection_not_in_run; credentials that cannot be refreshed (API
 // key, login outputs, OAuth without a refresh token) with 409 connect_run_no_refresh; another
-// run's secret with 401; a revoked refresh token with its 410s; an ended run with 409.
+// run's secret with 401; a revoked refresh token with its 410s; an ended run with 409, an expired
+// sink with 410.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -405,4 +406,9 @@ test('a revoked or flagged connection keeps its 410s; an ended run is no longer 
   assert.ok(cancelled.status < 300, cancelled.text);
   expectProblem(await runner('GET', runP.id, portalConnection, '@acme/portal', runP.secret), 409, 'run_not_running');
   expectProblem(await runner('POST', runP.id, portalConnection, '@acme/portal', runP.secret), 409, 'run_not_running');
+
+  // a sink past its expiry serves no connection either, as it takes no event
+  await pool.query(`UPDATE runs SET sink_expires_at = now() - interval '1 second' WHERE id = $1`, [runA.id]);
+  expectProblem(await runner('GET', runA.id, crmConnection, '@acme/crm', runA.secret), 410, 'run_sink_expired');
+  expectProblem(await runner('POST', runA.id, crmConnection, '@acme/crm', runA.secret), 410, 'run_sink_expired');
 });

@@ -38,6 +38,7 @@ interface RunSink {
   org_id: string;
   space_id: string;
   status: string;
+  sink_expires_at: Date | null;
 }
 
 const PACKAGE_ID = /^@[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._-]*$/i;
@@ -52,6 +53,10 @@ async function signedRun(deps: RunConnectionDeps, runId: string, headers: Record
   const { sink: run } = await openSink({ pool: deps.pool, secrets: deps.secrets }, runId, headers, raw);
   if (run.status !== 'pending' && run.status !== 'running') {
     throw problem('run_not_running', { detail: `Run ${runId} has ended; its connections are no longer served.` });
+  }
+  // a runner elsewhere holds its sink until it expires (PATCH /api/runs/{id}/sink/extend), its connections as long
+  if (run.sink_expires_at && run.sink_expires_at.getTime() <= Date.now()) {
+    throw problem('run_sink_expired', { detail: `The sink of run ${runId} has expired; its connections are no longer served.` });
   }
   return run;
 }
