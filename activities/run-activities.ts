@@ -178,6 +178,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           historyUrl: `${base}/history`,
           memoryUrl: `${base}/memory`,
           publishUrl: `${base}/files`,
+          connectionsUrl: `${base}/connections`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
           integrations: materials.integrations,

@@ -1,5 +1,5 @@
 // The run assignment a warm sidecar receives as one JSON line on stdin.
-import type { IntegrationSource } from '../lib/afps/manifest-types.ts';
+import { AUTH_TYPES, type AuthType, type IntegrationSource } from '../lib/afps/manifest-types.ts';
 import { parseHostPort, type PlatformEndpoint } from '../lib/egress.ts';
 
 export interface ModelAssignment {
@@ -51,6 +51,8 @@ export interface SidecarAssignment {
   memoryUrl?: string;
   /** where publish_file posts each file, signed like the events, to make it a durable file of the run */
   publishUrl?: string;
+  /** base of the run's connection routes (`<base>/<connectionId>/refresh`), signed like the events */
+  connectionsUrl?: string;
   /** folder publish_file writes into; absent means the tool answers that publishing is unavailable */
   filesDir?: string;
   /** absolute path of a unix socket to serve on as well: the way in for an agent in its own network namespace */
@@ -177,6 +179,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     historyUrl: optionalUrl(raw.historyUrl, 'historyUrl'),
     memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
     publishUrl: optionalUrl(raw.publishUrl, 'publishUrl'),
+    connectionsUrl: optionalUrl(raw.connectionsUrl, 'connectionsUrl'),
     filesDir: (raw.filesDir as string | undefined) || undefined,
     socketPath: raw.socketPath as string | undefined,
     egressAllowInternalHosts: allowInternal as string[],
@@ -217,6 +220,7 @@ function parseIntegration(v: unknown, field: string): IntegrationAssignment {
   if (!stringList(tools) || !tools.every((t) => TOOL_NAME.test(t))) fail(`${field}.tools must be an array of tool names`);
   if (tools.length === 0) fail(`${field}.tools is empty (no_tools_selected)`);
   if (typeof authKey !== 'string' || authKey === '') fail(`${field}.authKey must be a non-empty string`);
+  if (v.authType !== undefined && !(AUTH_TYPES as readonly unknown[]).includes(v.authType)) fail(`${field}.authType must be one of ${AUTH_TYPES.join(', ')}`);
   if (typeof connectionId !== 'string' || connectionId === '') fail(`${field}.connectionId must be a non-empty string`);
   if (!stringList(authorizedUris)) fail(`${field}.authorizedUris must be an array of strings`);
   let parsedDelivery: IntegrationAssignment['delivery'] = null;
@@ -236,6 +240,7 @@ function parseIntegration(v: unknown, field: string): IntegrationAssignment {
     tools: [...new Set(tools)],
     source: parseSource(v.source, `${field}.source`),
     authKey,
+    ...(v.authType !== undefined ? { authType: v.authType as AuthType } : {}),
     connectionId,
     authorizedUris,
     delivery: parsedDelivery,

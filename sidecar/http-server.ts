@@ -8,6 +8,7 @@ import type { EgressOptions } from '../lib/egress.ts';
 import type { McpToolServer } from '../lib/mcp/tool-server.ts';
 import type { SidecarAssignment } from './assignment.ts';
 import { EventPoster, type EventPosterOptions } from './event-poster.ts';
+import { platformCredentialRefresh } from './connection-refresh.ts';
 import { firstPartyTools } from './first-party-tools.ts';
 import { integrationTools, type IntegrationTools } from './integration-tools.ts';
 import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
@@ -131,7 +132,12 @@ export class SidecarHttpServer {
     if (this.run) throw new Error('the sidecar is already assigned');
     const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, ...hooks });
     const egress = this.egressOptions(assignment);
-    const integrations = integrationTools(assignment.integrations, { egress, proxy: assignment.proxy ?? null });
+    const integrations = integrationTools(assignment.integrations, {
+      egress,
+      proxy: assignment.proxy ?? null,
+      refreshCredential: assignment.connectionsUrl ? platformCredentialRefresh(assignment.connectionsUrl, assignment.eventSecret) : undefined,
+      note: (message) => events.emit('log', { level: 'info', message }),
+    });
     const tools: SidecarTool[] = [
       ...runtimeTools({
         events,

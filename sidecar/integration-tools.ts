@@ -34,7 +34,14 @@ export interface IntegrationToolsContext {
   egress: EgressOptions;
   /** the organization's default outbound proxy: every integration call goes through it; null: direct */
   proxy?: OutboundProxy | null;
+  /** asks the platform to refresh an OAuth connection's credential; absent: a 401 is answered as is */
+  refreshCredential?: (integration: IntegrationAssignment) => Promise<CredentialRefresh>;
+  /** a line for the run's log; never handed a secret */
+  note?: (message: string) => void;
 }
+
+/** The platform's answer to a refresh: the new credential fields, or the code it refused with. */
+export type CredentialRefresh = { ok: true; credentials: Record<string, string> } | { ok: false; code: string };
 
 function refusal(code: string, message: string): ToolAnswer {
   return toolError(`${code}: ${message}`);
@@ -88,12 +95,37 @@ function secretsOf(integration: IntegrationAssignment): string[] {
   return [...new Set(secrets)].sort((a, b) => b.length - a.length);
 }
 
+interface UpstreamAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
 function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsContext): SidecarTool {
   const egress = egressFor(integration, ctx.egress);
-  const secrets = secretsOf(integration);
+  /** the credential calls use now: replaced when the platform refreshed it */
+  let current = integration.credentials;
+  /** every credential value this tool ever held: an old one must not reach the agent either */
+  let secrets = secretsOf(integration);
+  let refreshing: Promise<CredentialRefresh> | undefined;
   const deliveredName = integration.delivery?.name.toLowerCase();
   /** one host per integration: the first host:port a call reaches is the only one later calls may */
   let boundHost: string | undefined;
+  const refreshable = integration.authType === 'oauth2' && ctx.refreshCredential !== undefined;
+
+  /** One refresh at a time: calls meeting a 401 together share it. */
+  const refresh = (): Promise<CredentialRefresh> => {
+    refreshing ??= ctx.refreshCredential!(integration).then((outcome) => {
+      if (outcome.ok) {
+        current = outcome.credentials;
+        secrets = [...new Set([...secrets, ...secretsOf({ ...integration, credentials: current })])].sort((a, b) => b.length - a.length);
+      }
+      return outcome;
+    }).finally(() => {
+      refreshing = undefined;
+    });
+    return refreshing;
+  };
 
   return {
     name: `${integration.toolPrefix}__api_call`,
@@ -143,7 +175,7 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
       } catch {
         return refusal('unauthorized_target', 'the url cannot be parsed');
       }
-      const decision = authorizeCredentialTarget(integration.authorizedUris, integration.credentials, target.href);
+      const decision = authorizeCredentialTarget(integration.authorizedUris, current, target.href);
       if (decision === 'unauthorized_target') {
         return refusal('unauthorized_target', `${target.origin} is not under the integration's authorized_uris`);
       }
@@ -159,38 +191,69 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
         return refusal('unauthorized_target', `this integration already calls ${boundHost}: one host per integration`);
       }
 
-      const delivered = deliveryHeader(integration.delivery, integration.credentials);
-      if (integration.delivery && !delivered) {
-        return refusal('credential_unusable', 'the connection lacks a field the credential delivery names; reconnect it');
-      }
-      if (delivered) headers[delivered[0].toLowerCase()] = delivered[1];
-      if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+      /** One request with `credentials` delivered; a ToolAnswer when refused or failed on the way. */
+      const send = async (credentials: Record<string, string>): Promise<UpstreamAnswer | ToolAnswer> => {
+        // checked again for a refreshed credential: authorized_uris may name its fields
+        const decision = authorizeCredentialTarget(integration.authorizedUris, credentials, target.href);
+        if (decision === 'unauthorized_target') {
+          return refusal('unauthorized_target', `${target.origin} is not under the integration's authorized_uris`);
+        }
+        if (decision === 'credential_exfiltration_refused') {
+          return refusal('credential_exfiltration_refused', 'no authorized_uris entry binds this host safely, or the URL carries a credential');
+        }
+        const delivered = deliveryHeader(integration.delivery, credentials);
+        if (integration.delivery && !delivered) {
+          return refusal('credential_unusable', 'the connection lacks a field the credential delivery names; reconnect it');
+        }
+        const sent = { ...headers };
+        if (delivered) sent[delivered[0].toLowerCase()] = delivered[1];
+        if (body !== undefined) sent['content-length'] = String(Buffer.byteLength(body));
+        let res: IncomingMessage;
+        try {
+          // redirects are not followed: the credential goes to the checked target only
+          const init = { method, headers: sent, body, timeoutMs: API_CALL_TIMEOUT_MS };
+          res = ctx.proxy
+            ? await requestThroughProxy(target, init, ctx.proxy, { target: egress, proxy: ctx.egress })
+            : await guardedRequest(target, init, egress);
+        } catch (err) {
+          return outboundFailure(err, target.host);
+        }
+        boundHost ??= hostKey;
+        let content: Buffer;
+        try {
+          content = await readCapped(res, API_CALL_MAX_RESPONSE_BYTES);
+        } catch (err) {
+          return outboundFailure(err, target.host);
+        }
+        const shownHeaders: Record<string, string> = {};
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (name === 'set-cookie' || value === undefined) continue;
+          shownHeaders[name] = Array.isArray(value) ? value.join(', ') : value;
+        }
+        return { status: res.statusCode ?? 502, headers: shownHeaders, body: content.toString('utf8') };
+      };
 
-      let res: IncomingMessage;
-      try {
-        // redirects are not followed: the credential goes to the checked target only
-        const init = { method, headers, body, timeoutMs: API_CALL_TIMEOUT_MS };
-        res = ctx.proxy
-          ? await requestThroughProxy(target, init, ctx.proxy, { target: egress, proxy: ctx.egress })
-          : await guardedRequest(target, init, egress);
-      } catch (err) {
-        return outboundFailure(err, target.host);
+      const used = current;
+      let answer = await send(used);
+      let refusedRefresh: string | undefined;
+      // an expired access token: refreshed once (or already refreshed by another call), the call retried once
+      if (refreshable && 'status' in answer && answer.status === 401) {
+        let retry = current !== used;
+        if (!retry) {
+          const outcome = await refresh();
+          if (outcome.ok) {
+            ctx.note?.(`${integration.packageId}: the upstream refused the access token (401); the platform refreshed it and the call was retried once`);
+            retry = true;
+          } else {
+            refusedRefresh = outcome.code;
+            ctx.note?.(`${integration.packageId}: the upstream refused the access token (401) and the platform could not refresh it (${outcome.code})`);
+          }
+        }
+        if (retry) answer = await send(current);
       }
-      boundHost ??= hostKey;
-      let content: Buffer;
-      try {
-        content = await readCapped(res, API_CALL_MAX_RESPONSE_BYTES);
-      } catch (err) {
-        return outboundFailure(err, target.host);
-      }
-      const shownHeaders: Record<string, string> = {};
-      for (const [name, value] of Object.entries(res.headers)) {
-        if (name === 'set-cookie' || value === undefined) continue;
-        shownHeaders[name] = Array.isArray(value) ? value.join(', ') : value;
-      }
-      const status = res.statusCode ?? 502;
-      const text = JSON.stringify({ status, headers: shownHeaders, body: content.toString('utf8') });
-      return { text: scrubSecrets(text, secrets), isError: status >= 400 };
+      if (!('status' in answer)) return answer;
+      const shown = { status: answer.status, headers: answer.headers, body: answer.body, ...(refusedRefresh ? { credential_refresh: `refused: ${refusedRefresh}` } : {}) };
+      return { text: scrubSecrets(JSON.stringify(shown), secrets), isError: answer.status >= 400 };
     },
   };
 }

@@ -31,6 +31,8 @@ export interface SidecarAssignment {
   memoryUrl?: string;
   /** where publish_file posts a file (signed like the events): it becomes a durable file of the run */
   publishUrl?: string;
+  /** base of the run's connection routes: the sidecar asks there for a refreshed OAuth credential */
+  connectionsUrl?: string;
   /** host:port entries the model provider may be at although they resolve to internal addresses */
   egressAllowInternalHosts?: string[];
   /** the platform's own endpoints, never a model provider */

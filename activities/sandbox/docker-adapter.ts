@@ -224,6 +224,7 @@ async function relayedAssignment(assignment: SidecarAssignment, relays: Loopback
     historyUrl: await viaRelay(assignment.historyUrl),
     memoryUrl: await viaRelay(assignment.memoryUrl),
     publishUrl: await viaRelay(assignment.publishUrl),
+    connectionsUrl: await viaRelay(assignment.connectionsUrl),
     model: assignment.model && { ...assignment.model, baseUrl: (await viaRelay(assignment.model.baseUrl))! },
   };
   const allow = [...(assignment.egressAllowInternalHosts ?? [])];

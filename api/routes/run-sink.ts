@@ -5,9 +5,26 @@ import { readRawBody } from '../middleware/body.ts';
 import { noContent, ok, route } from '../route.ts';
 import { ingestRunEvent, openSink } from '../services/runs/events.ts';
 import { publishRunEvent } from '../services/realtime/publish.ts';
+import { integrationDepsOf } from '../services/integrations/context.ts';
+import { refreshRunConnection, runConnectionCredential } from '../services/integrations/run-connections.ts';
 
 const IdParams = z.object({ id: z.string() });
 const PER_RUN = { perMinute: 200, by: 'run' as const };
+// a refresh reaches the provider's token endpoint: a few per minute cover every 401 a run can meet
+const REFRESH_PER_RUN = { perMinute: 20, by: 'run' as const };
+const MAX_REFRESH_BODY_BYTES = 1024;
+const ConnectionParams = z.object({ id: z.string(), connectionId: z.string() });
+const ConnectionQuery = z.object({ integration: z.string().min(1).max(214).describe('the integration the run bound the connection to: @scope/name') });
+const RunConnection = z.object({
+  object: z.literal('run_connection'),
+  connection_id: z.string(),
+  integration_package_id: z.string(),
+  auth_key: z.string(),
+  auth_type: z.string(),
+  credentials: z.record(z.string(), z.string()).describe('the credential fields the sidecar delivers; never a refresh token'),
+  expiresAt: z.string().nullable(),
+}).meta({ id: 'RunConnection' });
+const NO_STORE = { 'Cache-Control': 'no-store' };
 const MAX_EVENT_BYTES = 1_048_576;
 const SIGNATURE_HEADERS = [
   { name: 'webhook-id', required: true, description: 'Unique message id; a second delivery of the same id is refused.' },
@@ -70,6 +87,45 @@ export const runSinkRoutes = [
         [params.id, filter],
       );
       return ok({ object: 'list', data: rows });
+    },
+  }),
+  route({
+    method: 'get', path: '/internal/runs/{id}/connections/{connectionId}', summary: 'The current credential of a connection the run bound to an integration (sidecar)', tag: 'Run sink',
+    stage: 'internal', rateLimit: PER_RUN, params: ConnectionParams, query: ConnectionQuery, headers: SIGNATURE_HEADERS,
+    responses: {
+      200: { description: 'The credential as the sidecar delivers it', schema: RunConnection },
+      400: { description: 'connection_not_in_run: this run did not bind that connection to that integration' },
+      401: { description: 'Signature missing or wrong (it signs "run-connection read", the connection and the integration)' },
+      404: { description: 'No such run, or credential_not_found: the connection was deleted after the launch' },
+      409: { description: 'run_not_running' },
+      410: { description: 'run_sink_expired; OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
+      502: { description: 'bad_gateway: the token endpoint failed a refresh near expiry' },
+    },
+    handler: async ({ params, query, req, deps }) => {
+      const credential = await runConnectionCredential(
+        { pool: deps.database.pool, ...integrationDepsOf(deps) }, params.id, signatureHeaders(req.headers), params.connectionId, query.integration);
+      return ok(credential, NO_STORE);
+    },
+  }),
+  route({
+    method: 'post', path: '/internal/runs/{id}/connections/{connectionId}/refresh', summary: "Refresh the OAuth credential of a connection the run bound to an integration, at once (sidecar, after an upstream's 401)", tag: 'Run sink',
+    stage: 'internal', rateLimit: REFRESH_PER_RUN, params: ConnectionParams, query: ConnectionQuery, rawBody: true, headers: SIGNATURE_HEADERS,
+    responses: {
+      200: { description: 'The refreshed credential', schema: RunConnection },
+      400: { description: 'connection_not_in_run: this run did not bind that connection to that integration' },
+      401: { description: 'Signature missing or wrong (it signs "run-connection refresh", the connection and the integration)' },
+      404: { description: 'No such run, or credential_not_found: the connection was deleted after the launch' },
+      409: { description: 'connect_run_no_refresh: the credential cannot be refreshed; run_not_running' },
+      410: { description: 'run_sink_expired; OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
+      502: { description: 'bad_gateway: the token endpoint failed' },
+      503: { description: 'connect_unavailable: the organization registered no OAuth client for the integration' },
+    },
+    handler: async ({ params, query, req, deps }) => {
+      // the sidecar sends no body: the signature covers the action, connection and integration
+      await readRawBody(req, MAX_REFRESH_BODY_BYTES);
+      const credential = await refreshRunConnection(
+        { pool: deps.database.pool, ...integrationDepsOf(deps) }, params.id, signatureHeaders(req.headers), params.connectionId, query.integration);
+      return ok(credential, NO_STORE);
     },
   }),
 ];

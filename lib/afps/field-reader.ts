@@ -7,7 +7,9 @@ export type FieldCode =
   | 'required' | 'invalid_type' | 'invalid_format' | 'out_of_range' | 'unknown_field'
   | 'invalid_value' | 'invalid_union' | 'invalid_key' | 'invalid_element' | 'invalid_manifest'
   // operation-specific field codes of the spec
-  | 'no_tools_selected';
+  | 'no_tools_selected'
+  // an identity_claims expression outside the JSONPath subset (lib/json-path.ts): 400 invalid_config
+  | 'invalid_jsonpath';
 
 export type JsonObject = Record<string, unknown>;
 

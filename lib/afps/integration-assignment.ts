@@ -1,6 +1,6 @@
 // What the sidecar receives for each integration of its run: written by the worker's boot,
 // read by the sidecar's tools. One shape for both ends.
-import type { IntegrationSource } from './manifest-types.ts';
+import type { AuthType, IntegrationSource } from './manifest-types.ts';
 
 /** One integration the run's agent selected, with the connection resolved for the run at launch. */
 export interface IntegrationAssignment {
@@ -13,6 +13,8 @@ export interface IntegrationAssignment {
   /** the integration manifest's source (IntegrationSource of lib/afps/manifest-types.ts) */
   source: IntegrationSource;
   authKey: string;
+  /** the auth's type: an OAuth 2 credential may be refreshed mid-run (the sidecar asks the platform) */
+  authType?: AuthType;
   connectionId: string;
   /** the auth's authorized_uris as declared (may hold {$credential.<field>} templates) */
   authorizedUris: string[];

@@ -5,8 +5,10 @@ import { indexPath, isJsonObject, withoutUndefined, type FieldReader } from './f
 import { readSchemaHolder } from './manifest-common.ts';
 import { AUTH_TYPES, LOGIN_METHODS, type ConnectLogin, type IntegrationAuth, type LoginOutput } from './manifest-types.ts';
 import { parseJsonPath, parseSuccessCriterion } from './success-criterion.ts';
+import { parseJsonPathExpression } from '../json-path.ts';
 
-const AUTH_KEYS = ['type', 'credentials', 'oauth2', 'connect', 'authorized_uris', 'delivery'] as const;
+const AUTH_KEYS = ['type', 'credentials', 'oauth2', 'connect', 'authorized_uris', 'delivery', 'identity_claims'] as const;
+const IDENTITY_CLAIMS = ['account_id', 'label'] as const;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const OUTPUT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PLACEHOLDER = /\{\{\s*([^{}\s]+)\s*\}\}/g;
@@ -63,6 +65,7 @@ export function readAuth(r: FieldReader, field: string, value: unknown): ReadAut
   else if (credentials && isJsonObject(credentials.schema.properties)) known = Object.keys(credentials.schema.properties);
   if (known && type === 'oauth2') known.push('access_token');
   const delivery = readDelivery(r, `${field}.delivery`, raw.delivery, known);
+  const identityClaims = readIdentityClaims(r, `${field}.identity_claims`, raw.identity_claims, type === 'oauth2' || connect !== undefined || connectDeclared);
 
   const auth = withoutUndefined<IntegrationAuth>({
     type: type!,
@@ -71,8 +74,33 @@ export function readAuth(r: FieldReader, field: string, value: unknown): ReadAut
     connect,
     authorized_uris: uris?.map((u) => u.text),
     delivery,
+    identity_claims: identityClaims,
   });
   return { auth: type ? auth : undefined, hosts, connect: connectDeclared };
+}
+
+/**
+ * identity_claims: JSONPath expressions (the subset of lib/json-path.ts) naming the connection's
+ * account_id and label in the login's JSON answer or the OAuth token answer. An expression that is
+ * not one is an invalid_jsonpath fault: the manifest is refused with 400 invalid_config.
+ */
+function readIdentityClaims(r: FieldReader, field: string, value: unknown, hasAnswer: boolean): IntegrationAuth['identity_claims'] {
+  const raw = r.object(field, value, IDENTITY_CLAIMS);
+  if (!raw) return undefined;
+  if (!hasAnswer) return r.fail(field, 'invalid_value', 'needs an answer to read: declare connect.login or use type oauth2');
+  const claims: NonNullable<IntegrationAuth['identity_claims']> = {};
+  let ok = true;
+  for (const claim of IDENTITY_CLAIMS) {
+    if (raw[claim] === undefined) continue;
+    const parsed = parseJsonPathExpression(raw[claim]);
+    if (!parsed.ok) {
+      r.fail(`${field}.${claim}`, 'invalid_jsonpath', `is not a supported JSONPath: it ${parsed.reason}`);
+      ok = false;
+    } else {
+      claims[claim] = raw[claim] as string;
+    }
+  }
+  return ok && Object.keys(claims).length > 0 ? claims : undefined;
 }
 
 function readOAuth2(r: FieldReader, field: string, value: unknown): IntegrationAuth['oauth2'] {

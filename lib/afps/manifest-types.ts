@@ -93,6 +93,8 @@ export interface IntegrationAuth {
   connect?: { login: ConnectLogin };
   authorized_uris?: string[];
   delivery?: { http: { in: 'header'; name: string; prefix?: string; value: string } };
+  /** JSONPath expressions (lib/json-path.ts) naming the connection's account in the login or token answer */
+  identity_claims?: { account_id?: string; label?: string };
 }
 
 export interface IntegrationManifest extends ManifestBase {

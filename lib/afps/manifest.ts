@@ -46,6 +46,11 @@ export function parseManifest(raw: unknown, opts: ParseManifestOptions): Manifes
   }
 
   if (r.errors.length > 0) {
+    // an identity_claims expression outside the JSONPath subset has its own code; errors[] still names every fault
+    const claim = r.errors.find((e) => e.code === 'invalid_jsonpath');
+    if (claim) {
+      throw problem('invalid_config', { detail: `The manifest's ${claim.field} ${claim.message}.`, errors: r.errors });
+    }
     const first = r.errors[0];
     const more = r.errors.length > 1 ? ` (and ${r.errors.length - 1} more)` : '';
     throw problem('invalid_manifest', {

@@ -151,7 +151,7 @@ describe('readiness and launch', () => {
     const assigned = started[0].sidecar.integrations!;
     const mailEntry = assigned.find((i) => i.packageId === '@acme/mail')!;
     assert.deepEqual(mailEntry, {
-      packageId: '@acme/mail', toolPrefix: 'acme_mail', tools: ['api_call'], source: { kind: 'none' }, authKey: 'key',
+      packageId: '@acme/mail', toolPrefix: 'acme_mail', tools: ['api_call'], source: { kind: 'none' }, authKey: 'key', authType: 'api_key',
       connectionId: mail.body.id, authorizedUris: [`${UPSTREAM}/*`],
       delivery: { in: 'header', name: 'X-Api-Key', value: '{$credential.api_key}' },
       credentials: { api_key: 'sk-mail-secret' },

@@ -11,6 +11,7 @@ import { createApp } from '../../api/app.ts';
 import { loadModules } from '../../api/modules/index.ts';
 import type { RouteDef } from '../../api/route.ts';
 import { allRoutes } from '../../api/routes/index.ts';
+import { runConnectionSigningPayload } from '../../lib/run-connection-signing.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { call, type CallOptions } from '../support/http.ts';
@@ -34,7 +35,8 @@ interface Probe {
   /** no path parameter, but the body names A's resource */
   byBody?: true;
 }
-type Case = Probe | { exempt: string } | { runner: true };
+/** own: what the run's own secret gets when it is not a 2xx (a connection route naming a connection the run did not bind) */
+type Case = Probe | { exempt: string } | { runner: true; own?: { status: number; code: string } };
 
 const PUBLIC = { exempt: 'public: instance documents and health, no tenant data' };
 const ACCOUNT = { exempt: "account-level: acts on the caller's own account, no organization or space" };
@@ -81,6 +83,8 @@ const CASES: Record<string, Case> = {
   'POST /internal/runs/{id}/events': { runner: true },
   'GET /internal/runs/{id}/history': { runner: true },
   'GET /internal/runs/{id}/memory': { runner: true },
+  'GET /internal/runs/{id}/connections/{connectionId}': { runner: true, own: { status: 400, code: 'connection_not_in_run' } },
+  'POST /internal/runs/{id}/connections/{connectionId}/refresh': { runner: true, own: { status: 400, code: 'connection_not_in_run' } },
   'POST /api/runs/inline': OWN_SPACE,
   'POST /api/runs/inline/validate': { exempt: 'checks a manifest given in the body; reads no stored resource' },
   'POST /api/runs/remote': { byBody: true, body: (a) => ({ packageId: `@${a.packageScope}/${a.agentName}` }) },
@@ -370,9 +374,11 @@ test("neither organization B nor A's other space reads, changes or lists A's res
   assert.deepEqual(await orgSnapshot(app, a.orgId), before, "organization A's rows are unchanged");
 });
 
-test("a runner holding one run's secret is refused every other run's events, history and memory", async () => {
+test("a runner holding one run's secret is refused every other run's events, history, memory, files and connections", async () => {
   const runnerRoutes = routes.filter((r) => (CASES[keyOf(r)] as { runner?: true } | undefined)?.runner);
-  assert.equal(runnerRoutes.length, 4);
+  assert.equal(runnerRoutes.length, 6);
+  // a connection no run of either tenant bound: the run's own secret reaches the lookup, which refuses it
+  const probeConnection = '3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
   const wrong: string[] = [];
   const others = [{ who: 'a run of organization B', id: b.runId }, { who: "a run of A's other space", id: a.s2RunId }];
   for (const r of runnerRoutes) {
@@ -380,12 +386,22 @@ test("a runner holding one run's secret is refused every other run's events, his
     const raw = method !== 'POST' ? ''
       : r.path.endsWith('/files') ? JSON.stringify({ name: 'probe.txt', mimeType: 'text/plain', content: '' })
         : JSON.stringify({ sequence: 1, at: new Date().toISOString(), type: 'heartbeat' });
-    const send = (runId: string, secret: string) => call(app.url, method, r.path.replace('{id}', runId), {
-      headers: { ...signedRunEventHeaders(secret, raw), ...(raw ? { 'content-type': 'application/json' } : {}) },
+    const pathOf = (runId: string) => r.path.includes('{connectionId}')
+      ? `${r.path.replace('{id}', runId).replace('{connectionId}', probeConnection)}?integration=@acme/probe`
+      : r.path.replace('{id}', runId);
+    // a connection route's signature covers its action, connection and integration, not a body
+    const signs = r.path.includes('{connectionId}')
+      ? runConnectionSigningPayload(r.path.endsWith('/refresh') ? 'refresh' : 'read', probeConnection, '@acme/probe')
+      : raw;
+    const send = (runId: string, secret: string) => call(app.url, method, pathOf(runId), {
+      headers: { ...signedRunEventHeaders(secret, signs), ...(raw ? { 'content-type': 'application/json' } : {}) },
       rawBody: raw || undefined,
     });
     const own = await send(a.runId, a.runSecret);
-    if (own.status >= 300) wrong.push(`${keyOf(r)}: the run's own secret got ${own.status} ${own.body?.code ?? ''}`);
+    const expected = (CASES[keyOf(r)] as { own?: { status: number; code: string } }).own;
+    if (expected ? own.status !== expected.status || own.body?.code !== expected.code : own.status >= 300) {
+      wrong.push(`${keyOf(r)}: the run's own secret got ${own.status} ${own.body?.code ?? ''}`);
+    }
     for (const other of others) {
       const res = await send(other.id, a.runSecret);
       if (res.status !== 401) wrong.push(`${keyOf(r)} for ${other.who} signed with run ${a.runId}'s secret: ${res.status} ${res.text.slice(0, 80)}`);

@@ -220,3 +220,39 @@ describe('manifest: connect.login', () => {
     });
   });
 });
+
+describe('manifest: identity_claims', () => {
+  const claimsProblem = (claims: unknown, extra: Record<string, unknown> = {}) => {
+    try {
+      parseManifest(anIntegration({ auths: { session: aLoginAuth({}, { identity_claims: claims, ...extra }) } }), OPTS);
+    } catch (err) {
+      if (isProblem(err)) return err;
+      throw err;
+    }
+    return undefined;
+  };
+
+  test('expressions of the JSONPath subset are kept as written', () => {
+    const claims = { account_id: '$.user.id', label: "$['user']['names'][0]" };
+    const parsed = parseManifest(anIntegration({ auths: { session: aLoginAuth({}, { identity_claims: claims }) } }), OPTS) as IntegrationManifest;
+    assert.deepEqual(parsed.auths?.session.identity_claims, claims);
+  });
+
+  test('an expression outside the subset is invalid_config naming the field; every other fault is still listed', () => {
+    const bad = claimsProblem({ account_id: '$..id', label: '$.ok' });
+    assert.equal(bad?.code, 'invalid_config');
+    assert.equal(bad?.status, 400);
+    assert.deepEqual(bad?.errors?.map((e: FieldError) => [e.field, e.code]), [['auths.session.identity_claims.account_id', 'invalid_jsonpath']]);
+    const both = claimsProblem({ label: 7 }, { delivery: { http: { in: 'cookie', name: 'sid', value: 'x' } } });
+    assert.equal(both?.code, 'invalid_config');
+    assert.deepEqual(both?.errors?.map((e: FieldError) => e.field).sort(), ['auths.session.delivery.http.in', 'auths.session.identity_claims.label']);
+  });
+
+  test('other faults of identity_claims are manifest faults', () => {
+    assert.equal(claimsProblem({ email: '$.email' })?.code, 'invalid_manifest');
+    assert.equal(claimsProblem('$.user.id')?.code, 'invalid_manifest');
+    assert.deepEqual(codesByField(anIntegration({ auths: { key: { type: 'api_key', identity_claims: { account_id: '$.id' } } } })), {
+      'auths.key.identity_claims': 'invalid_value',
+    });
+  });
+});

@@ -13,7 +13,8 @@ import { isUuid, ownConnection, storeConnection, toConnectionWire, type Connecti
 import { authOf, integrationInSpace, literalHosts, type IntegrationDeps, type UsableIntegration } from './context.ts';
 import { readSettings } from './governance.ts';
 import { performLogin } from './login.ts';
-import { authorizationUrl, exchangeCode, newPkce } from './oauth.ts';
+import { claimedIdentity } from './identity-claims.ts';
+import { authorizationUrl, exchangeCode, newPkce, tokenSecrets } from './oauth.ts';
 
 export const CONNECT_LINK_SECONDS = 600;
 const IDENTITY_FIELDS = ['account_id', 'username', 'email', 'login', 'user'];
@@ -77,13 +78,19 @@ async function completeFields(scope: SpaceScope, deps: IntegrationDeps, orgRole:
   }
   let stored: Record<string, string>;
   let accountId = identityOf(body.credentials);
+  let label: string | null = null;
   if (auth.connect?.login) {
-    stored = await performLogin(auth.connect.login, body.credentials, { ...deps.egress, authorizedHosts: literalHosts(auth) });
-    accountId = stored.account_id ?? accountId;
+    const login = await performLogin(auth.connect.login, body.credentials, { ...deps.egress, authorizedHosts: literalHosts(auth) });
+    stored = login.outputs;
+    // neither a login output nor a typed field (but those that name the account already) may become its visible name
+    const typedSecrets = Object.entries(asText(body.credentials)).filter(([name]) => !IDENTITY_FIELDS.includes(name)).map(([, v]) => v);
+    const claimed = claimedIdentity(auth, login.answer, [...Object.values(stored), ...typedSecrets]);
+    accountId = claimed.accountId ?? stored.account_id ?? accountId;
+    label = claimed.label;
   } else {
     stored = asText(body.credentials);
   }
-  const row = await storeConnection(scope, deps.secrets, { integrationId: integration.id, authKey, accountId, credentials: stored }, reconnect);
+  const row = await storeConnection(scope, deps.secrets, { integrationId: integration.id, authKey, accountId, label, credentials: stored }, reconnect);
   return toConnectionWire(row, scope.actor);
 }
 
@@ -225,8 +232,9 @@ export async function completeOAuth(base: Pick<SpaceScope, 'pool' | 'db'>, deps:
   if (!client || !session.oauth_verifier) throw problem('connect_unavailable', { detail: 'The OAuth client of this integration was removed.' });
   const tokens = await exchangeCode(auth, client, { code: query.code, verifier: deps.secrets.open(session.oauth_verifier), redirectUri: `${deps.publicBase}/api/integrations/connect/callback` }, deps.egress);
   const reconnect = session.connection_id && isUuid(session.connection_id) ? await ownConnection(scope, session.connection_id) : undefined;
+  const claimed = claimedIdentity(auth, tokens.answer, tokenSecrets(tokens));
   const row = await storeConnection(scope, deps.secrets, {
-    integrationId: integration.id, authKey: session.auth_key, accountId: tokens.accountId, credentials: tokens.credentials,
+    integrationId: integration.id, authKey: session.auth_key, accountId: claimed.accountId ?? tokens.accountId, label: claimed.label, credentials: tokens.credentials,
     scopes: tokens.scopes ?? session.scopes, tokenExpiresAt: tokens.expiresAt,
   }, reconnect);
   return toConnectionWire(row, scope.actor);

@@ -137,6 +137,8 @@ export interface StoredCredential {
   integrationId: string;
   authKey: string;
   accountId: string | null;
+  /** the label identity_claims named; the account id (or the generic label) otherwise */
+  label?: string | null;
   credentials: Record<string, string>;
   scopes?: string[];
   tokenExpiresAt?: Date | null;
@@ -162,7 +164,7 @@ export async function storeConnection(scope: SpaceScope, secrets: SecretBox, sto
     return rows[0];
   }
   for (let attempt = 0; ; attempt++) {
-    const label = await freeLabel(scope.pool, scope, stored.integrationId, stored.accountId ?? DEFAULT_LABEL);
+    const label = await freeLabel(scope.pool, scope, stored.integrationId, stored.label ?? stored.accountId ?? DEFAULT_LABEL);
     try {
       const { rows } = await scope.pool.query<ConnectionRow>(
         `INSERT INTO integration_connections (org_id, space_id, integration_package_id, auth_key, owner_user_id, owner_end_user_id,

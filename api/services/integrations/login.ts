@@ -6,6 +6,7 @@ import { evaluateSuccessCriterion, extractLoginOutput, type LoginResponse } from
 import type { ConnectLogin } from '../../../lib/afps/manifest-types.ts';
 import { parseSuccessCriterion } from '../../../lib/afps/success-criterion.ts';
 import { problem } from '../../../lib/problem.ts';
+import { jsonAnswer } from './identity-claims.ts';
 import { flatHeaders, outbound, setCookies } from './outbound.ts';
 
 const PLACEHOLDER = /\{\{\s*([^{}\s]+)\s*\}\}/g;
@@ -26,8 +27,15 @@ export function fillPlaceholders(template: string, fields: Record<string, unknow
   });
 }
 
-/** Runs the login; answers the outputs (name → value). */
-export async function performLogin(login: ConnectLogin, fields: Record<string, unknown>, egress: EgressOptions, timeoutMs = LOGIN_TIMEOUT_MS): Promise<Record<string, string>> {
+export interface LoginResult {
+  /** the declared outputs (name → value): the only part stored */
+  outputs: Record<string, string>;
+  /** the answer's body parsed as JSON (identity_claims read it), undefined when not JSON */
+  answer: unknown;
+}
+
+/** Runs the login; answers the outputs and the parsed answer. */
+export async function performLogin(login: ConnectLogin, fields: Record<string, unknown>, egress: EgressOptions, timeoutMs = LOGIN_TIMEOUT_MS): Promise<LoginResult> {
   const { request } = login;
   const body = request.body === undefined ? undefined : fillPlaceholders(request.body, fields);
   const headers: Record<string, string> = { accept: '*/*' };
@@ -52,5 +60,5 @@ export async function performLogin(login: ConnectLogin, fields: Record<string, u
     if (value === undefined || value === '') throw problem('internal_error', { detail: `The login at ${host} succeeded but gave no ${name}.` });
     outputs[name] = value;
   }
-  return outputs;
+  return { outputs, answer: jsonAnswer(response.body) };
 }

@@ -25,6 +25,14 @@ export interface TokenSet {
   scopes: string[] | undefined;
   expiresAt: Date | null;
   accountId: string | null;
+  /** the token endpoint's answer as parsed (identity_claims read it) */
+  answer: Record<string, unknown>;
+}
+
+/** Every secret a token answer carries: none may name the connection's account. */
+export function tokenSecrets(tokens: Pick<TokenSet, 'credentials' | 'answer'>): string[] {
+  const idToken = typeof tokens.answer.id_token === 'string' ? [tokens.answer.id_token] : [];
+  return [...Object.values(tokens.credentials), ...idToken];
 }
 
 export function newPkce(): { verifier: string; challenge: string } {
@@ -98,6 +106,7 @@ function tokenSet(answer: Record<string, unknown>, previous: Record<string, stri
     scopes: typeof answer.scope === 'string' ? answer.scope.split(' ').filter(Boolean) : undefined,
     expiresAt: Number.isFinite(expiresIn) && expiresIn > 0 ? new Date(Date.now() + expiresIn * 1000) : null,
     accountId: identityOf(answer.id_token),
+    answer,
   };
 }
 
@@ -121,11 +130,28 @@ export async function usableCredentials(q: Queryable, secrets: SecretBox, egress
     await flagNeedsReconnection(q, row.org_id, row.id);
     throw problem('OAUTH_CONNECTION_NEEDS_RECONNECTION', { detail: `The access token of connection ${row.id} expired and cannot be refreshed.` });
   }
-  const { answer, status } = await tokenRequest(auth, client, { grant_type: 'refresh_token', refresh_token: credentials.refresh_token }, egress);
-  if (status >= 400 && status < 500 && (answer?.error === 'invalid_grant' || status === 401)) {
+  const refreshed = await refreshTokens(q, secrets, egress, row, auth, client, credentials);
+  if (refreshed === 'revoked') {
     await flagNeedsReconnection(q, row.org_id, row.id);
-    throw problem('OAUTH_REFRESH_REVOKED', { detail: `The provider revoked the refresh token of connection ${row.id}; reconnect it.` });
+    throw revokedProblem(row.id);
   }
+  return refreshed;
+}
+
+export function revokedProblem(connectionId: string) {
+  return problem('OAUTH_REFRESH_REVOKED', { detail: `The provider revoked the refresh token of connection ${connectionId}; reconnect it.` });
+}
+
+/**
+ * One refresh_token grant with the stored refresh token, the answer sealed into the connection.
+ * 'revoked' when the provider refused the grant (invalid_grant, 401): the caller flags the
+ * connection, outside any transaction that would roll the flag back.
+ */
+export async function refreshTokens(
+  q: Queryable, secrets: SecretBox, egress: EgressOptions, row: ConnectionRow, auth: IntegrationAuth, client: OAuthClient, credentials: Record<string, string>,
+): Promise<Record<string, string> | 'revoked'> {
+  const { answer, status } = await tokenRequest(auth, client, { grant_type: 'refresh_token', refresh_token: credentials.refresh_token }, egress);
+  if (status >= 400 && status < 500 && (answer?.error === 'invalid_grant' || status === 401)) return 'revoked';
   if (status < 200 || status >= 300 || !answer) throw problem('bad_gateway', { detail: `The token endpoint answered ${status} to a refresh.` });
   const fresh = tokenSet(answer, credentials);
   await q.query(

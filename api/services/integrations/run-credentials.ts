@@ -2,7 +2,7 @@
 // refreshed when near expiry) into the sidecar's integration assignments. Only the sidecar
 // receives them; a refresh token never leaves the platform.
 import type { IntegrationAssignment } from '../../../lib/afps/integration-assignment.ts';
-import type { AgentManifest, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
+import type { AgentManifest, IntegrationAuth, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import type { EgressOptions } from '../../../lib/egress.ts';
 import { problem } from '../../../lib/problem.ts';
@@ -10,7 +10,8 @@ import type { SpaceScope } from '../../../db/tenant.ts';
 import { versionManifest } from '../packages/rows.ts';
 import type { ConnectionRow } from './connections.ts';
 import { readSettings } from './governance.ts';
-import { usableCredentials } from './oauth.ts';
+import { usableCredentials, type OAuthClient } from './oauth.ts';
+import type { Queryable } from '../packages/store.ts';
 
 export type RunIntegration = IntegrationAssignment;
 
@@ -19,24 +20,48 @@ export function toolPrefixOf(packageId: string): string {
   return packageId.replace(/^@/, '').replace('/', '_');
 }
 
+/** One row of run_connections: the connection a run bound to an integration at launch. */
+export interface RunBinding {
+  integration_package_id: string;
+  integration_version: string;
+  auth_key: string;
+  connection_id: string;
+}
+
+export interface BoundConnection {
+  manifest: IntegrationManifest;
+  auth: IntegrationAuth;
+  connection: ConnectionRow;
+  client: OAuthClient | null;
+  /** the egress options for this auth's token endpoint and literal hosts */
+  egress: EgressOptions;
+}
+
+/** The pinned auth, the connection row and the organization's OAuth client of one binding. */
+export async function boundConnection(scope: Pick<SpaceScope, 'pool' | 'orgId'>, secrets: SecretBox, egress: EgressOptions, r: RunBinding, q: Queryable = scope.pool, lock = false): Promise<BoundConnection> {
+  const manifest = (await versionManifest(scope.pool, scope.orgId, r.integration_package_id, r.integration_version)) as IntegrationManifest;
+  const auth = manifest.auths?.[r.auth_key];
+  if (!auth) throw problem('integration_auth_undeclared', { detail: `${r.integration_package_id}@${r.integration_version} declares no auth "${r.auth_key}".` });
+  const { rows: found } = await q.query<ConnectionRow>(`SELECT * FROM integration_connections WHERE org_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [scope.orgId, r.connection_id]);
+  const connection = found[0];
+  if (!connection) throw problem('credential_not_found', { detail: `Connection ${r.connection_id} of ${r.integration_package_id} was deleted after launch.` });
+  const settings = await readSettings(scope.pool, secrets, scope.orgId, r.integration_package_id);
+  const literal = (auth.authorized_uris ?? []).flatMap((u) => { try { return [new URL(u.replace(/\*/g, 'x')).hostname.replace(/^\[|\]$/g, '')]; } catch { return []; } });
+  const tokenHost = auth.oauth2 ? [new URL(auth.oauth2.token_url).hostname] : [];
+  return { manifest, auth, connection, client: settings.oauth_clients[r.auth_key] ?? null, egress: { ...egress, authorizedHosts: [...literal, ...tokenHost] } };
+}
+
 export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egress: EgressOptions, runId: string, agent: AgentManifest): Promise<RunIntegration[]> {
-  const { rows } = await scope.pool.query<{ integration_package_id: string; integration_version: string; auth_key: string; connection_id: string }>(
+  const { rows } = await scope.pool.query<RunBinding>(
     `SELECT integration_package_id, integration_version, auth_key, connection_id FROM run_connections
       WHERE run_id = $1 AND org_id = $2 ORDER BY integration_package_id`,
     [runId, scope.orgId],
   );
   const out: RunIntegration[] = [];
   for (const r of rows) {
-    const manifest = (await versionManifest(scope.pool, scope.orgId, r.integration_package_id, r.integration_version)) as IntegrationManifest;
-    const auth = manifest.auths?.[r.auth_key];
-    if (!auth) throw problem('integration_auth_undeclared', { detail: `${r.integration_package_id}@${r.integration_version} declares no auth "${r.auth_key}".` });
-    const { rows: found } = await scope.pool.query<ConnectionRow>('SELECT * FROM integration_connections WHERE org_id = $1 AND id = $2', [scope.orgId, r.connection_id]);
-    const connection = found[0];
-    if (!connection) throw problem('credential_not_found', { detail: `Connection ${r.connection_id} of ${r.integration_package_id} was deleted after launch.` });
-    const settings = await readSettings(scope.pool, secrets, scope.orgId, r.integration_package_id);
-    const literal = (auth.authorized_uris ?? []).flatMap((u) => { try { return [new URL(u.replace(/\*/g, 'x')).hostname.replace(/^\[|\]$/g, '')]; } catch { return []; } });
-    const tokenHost = auth.oauth2 ? [new URL(auth.oauth2.token_url).hostname] : [];
-    const credentials = await usableCredentials(scope.pool, secrets, { ...egress, authorizedHosts: [...literal, ...tokenHost] }, connection, auth, settings.oauth_clients[r.auth_key] ?? null);
+    const bound = await boundConnection(scope, secrets, egress, r);
+    const { manifest, auth } = bound;
+    const credentials = await usableCredentials(scope.pool, secrets, bound.egress, bound.connection, auth, bound.client);
     const { refresh_token: _kept, ...forSidecar } = credentials;
     const tools = agent.integrations_configuration?.[r.integration_package_id]?.tools ?? manifest.default_tools ?? [];
     if (tools.length === 0) continue;
@@ -46,6 +71,7 @@ export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egr
       tools,
       source: manifest.source,
       authKey: r.auth_key,
+      authType: auth.type,
       connectionId: r.connection_id,
       authorizedUris: auth.authorized_uris ?? [],
       delivery: auth.delivery?.http ?? null,

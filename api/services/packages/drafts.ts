@@ -196,6 +196,10 @@ export function checkDraftManifest(scope: PackageScope, pkg: { id: string; type:
     if (isProblem(err) && err.code === 'invalid_manifest') {
       throw draftManifestProblem(err.detail, err.errors?.map((e) => ({ ...e, field: `manifest.${e.field}`.replace(/^manifest\.manifest$/, 'manifest') })));
     }
+    // an identity_claims JSONPath outside the subset keeps its code; its fields are named within the draft
+    if (isProblem(err) && err.code === 'invalid_config') {
+      throw problem('invalid_config', { detail: err.detail, errors: err.errors?.map((e) => ({ ...e, field: `manifest.${e.field}` })) });
+    }
     throw err;
   }
   if (manifest.type !== pkg.type) {
