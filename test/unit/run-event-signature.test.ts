@@ -17,11 +17,20 @@ function headersFor(secret: string, rawBody: string | Buffer, nowSec = NOW) {
   return signedRunEventHeaders(secret, rawBody, { id: 'msg_8c1f6a9e-0d0b-4e43-9d3c-5f2f4b1b7a10', nowSec });
 }
 
-function rejectsWith(code: string, fn: () => unknown) {
+// The detail tells the runner why it was refused (the code's catalog title alone does not).
+const DETAILS: Record<string, RegExp> = {
+  missing_signature_headers: /^webhook-id, webhook-timestamp and webhook-signature are all required\.$/,
+  invalid_timestamp: /^webhook-timestamp must be an integer number of seconds since the Unix epoch\.$/,
+  timestamp_out_of_tolerance: /^webhook-timestamp is more than 300 seconds away from the server clock\.$/,
+  invalid_signature: /^No webhook-signature entry matches the body\.$/,
+};
+
+function rejectsWith(code: string, fn: () => unknown, detail = DETAILS[code]) {
   assert.throws(fn, (err: unknown) => {
     assert.ok(isProblem(err), 'a problem error');
     assert.equal(err.code, code);
     assert.equal(err.status, 401);
+    assert.match(err.detail, detail);
     return true;
   });
 }
@@ -47,6 +56,14 @@ describe('signRunEvent', () => {
     const expected = createHmac('sha256', key).update(`msg_1.${NOW}.${body}`).digest('base64');
     assert.equal(signRunEvent(secret, 'msg_1', NOW, body), `v1,${expected}`);
     assert.equal(signRunEvent(secret, 'msg_1', NOW, Buffer.from(body)), `v1,${expected}`);
+  });
+
+  test('an empty secret signs nothing and verifies nothing', () => {
+    for (const empty of ['whsec_', '']) {
+      assert.throws(() => signRunEvent(empty, 'msg_1', NOW, body), /^Error: run event secret is empty$/);
+      const h = headersFor(newRunEventSecret(), body);
+      assert.throws(() => verifyRunEventSignature(empty, h, body, NOW), /run event secret is empty/);
+    }
   });
 
   test('signedRunEventHeaders gives the three headers with a fresh id by default', () => {
@@ -102,7 +119,7 @@ describe('verifyRunEventSignature', () => {
     const edge = headersFor(secret, body, NOW - 300);
     assert.equal(verifyRunEventSignature(secret, edge, body, NOW).timestamp, NOW - 300);
     const late = headersFor(secret, body, NOW - 20);
-    rejectsWith('timestamp_out_of_tolerance', () => verifyRunEventSignature(secret, late, body, NOW, 10));
+    rejectsWith('timestamp_out_of_tolerance', () => verifyRunEventSignature(secret, late, body, NOW, 10), /^webhook-timestamp is more than 10 seconds away/);
   });
 
   test('a changed body gives invalid_signature', () => {
