@@ -22,7 +22,7 @@ export const GROUPS: Record<string, Group> = {
   },
   egress: {
     mutate: ['lib/egress.ts'],
-    tests: ['test/unit/egress-address-classification.test.ts', 'test/unit/egress-guarded-fetch.test.ts', 'test/unit/egress-allowlist.test.ts', 'test/unit/egress-platform-endpoints.test.ts'],
+    tests: ['test/unit/egress-address-classification.test.ts', 'test/unit/egress-guarded-fetch.test.ts', 'test/unit/egress-allowlist.test.ts', 'test/unit/egress-platform-endpoints.test.ts', 'test/unit/egress-target-checks.test.ts', 'test/unit/egress-requests-and-redirects.test.ts'],
     oneProcess: true,
   },
   zip: {
