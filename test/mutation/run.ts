@@ -108,8 +108,9 @@ async function main(): Promise<void> {
     const t0 = Date.now();
     // The checker type-checks only what the group's files and tests import, not the whole project.
     const tsconfig = `tsconfig.mutation-${name}.json`;
-    const sources = [...group.mutate.map((m) => m.replace(/:[\d:-]+$/, '')).filter((m) => !m.includes('*')), ...tests];
-    const globs = group.mutate.filter((m) => m.includes('*'));
+    const mutated = group.mutate.filter((m) => !m.startsWith('!'));
+    const sources = [...mutated.map((m) => m.replace(/:[\d:-]+$/, '')).filter((m) => !m.includes('*')), ...tests];
+    const globs = mutated.filter((m) => m.includes('*'));
     fs.writeFileSync(path.join(root, tsconfig), JSON.stringify({ extends: './tsconfig.json', include: globs, files: sources }, null, 2));
     const stryker = new Stryker({
       mutate: group.mutate,
