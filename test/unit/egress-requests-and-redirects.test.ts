@@ -134,7 +134,7 @@ test('HEAD and 204 answers have no body; a GET answer has one', async () => {
   assert.equal(empty.body, null);
   const get = await guardedFetch(`${A}/echo`, {}, opts);
   assert.notEqual(get.body, null);
-  assert.equal((await get.json()).method, 'GET');
+  assert.equal(((await get.json()) as { method: string }).method, 'GET');
 });
 
 test('only a 3xx with a Location moves: a 200, 400 or 304 with one, and a 302 without one, are returned', async () => {
