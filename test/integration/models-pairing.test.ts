@@ -17,30 +17,30 @@ let nextIp = 10;
 /** An anonymous tool at its own client address. */
 function aTool() {
   const ip = `198.51.100.${nextIp++}`;
-  return (body: unknown) => call(w.app.url, 'POST', '/api/model-provider-credentials/pair', { body, headers: { 'x-forwarded-for': ip } });
+  return (body: unknown) => call(w.app.url, 'POST', '/api/model-provider-pairings/redeem', { body, headers: { 'x-forwarded-for': ip } });
 }
 
 const credentialFields = (name = 'Paired') => ({ provider: 'openai-compatible', name, base_url: w.model.url, api_key: PROVIDER_KEY });
 
 async function aPairing(api = w.api): Promise<{ id: string; token: string }> {
-  const res = await api.post('/api/model-provider-credentials/pairings');
+  const res = await api.post('/api/model-provider-pairings');
   assert.equal(res.status, 201, res.text);
   return res.body;
 }
 
 test('start, redeem, poll: the credential appears in the organization, works, and the pairing says consumed', async () => {
-  const started = await w.api.post('/api/model-provider-credentials/pairings');
+  const started = await w.api.post('/api/model-provider-pairings');
   assert.equal(started.status, 201, started.text);
   const p = started.body;
   assert.match(p.id, /^mpair_/);
   assert.equal(p.object, 'model_provider_pairing');
   assert.equal(p.status, 'pending');
   assert.match(p.token, /^mpp_[0-9A-Za-z]{43}$/);
-  assert.equal(started.headers.get('location'), `/api/model-provider-credentials/pairings/${p.id}`);
+  assert.equal(started.headers.get('location'), `/api/model-provider-pairings/${p.id}`);
   const ttl = (Date.parse(p.expires_at) - Date.parse(p.created_at)) / 1000;
   assert.ok(Math.abs(ttl - 120) < 2, `expires MODEL_PAIRING_TTL_SECONDS after its start (${ttl}s)`);
 
-  const pending = await w.api.get(`/api/model-provider-credentials/pairings/${p.id}`);
+  const pending = await w.api.get(`/api/model-provider-pairings/${p.id}`);
   assert.equal(pending.status, 200);
   assert.equal(pending.body.status, 'pending');
   assert.equal(pending.body.credential_id, null);
@@ -64,7 +64,7 @@ test('start, redeem, poll: the credential appears in the organization, works, an
   assert.equal(tested.status, 200, tested.text);
   assert.equal(tested.body.ok, true);
 
-  const consumed = await w.api.get(`/api/model-provider-credentials/pairings/${p.id}`);
+  const consumed = await w.api.get(`/api/model-provider-pairings/${p.id}`);
   assert.equal(consumed.body.status, 'consumed');
   assert.equal(consumed.body.credential_id, cred.id);
   assert.ok(consumed.body.consumed_at);
@@ -95,7 +95,7 @@ test('an expired token answers 410 and the pairing reads expired', async () => {
   const late = await aTool()({ token: p.token, ...credentialFields('Late') });
   assert.equal(late.status, 410);
   assert.equal(late.body.code, 'pairing_expired_or_consumed');
-  const read = await w.api.get(`/api/model-provider-credentials/pairings/${p.id}`);
+  const read = await w.api.get(`/api/model-provider-pairings/${p.id}`);
   assert.equal(read.body.status, 'expired');
   assert.equal(read.body.credential_id, null);
   const names = (await w.api.get('/api/model-provider-credentials')).body.data.map((c: any) => c.name);
@@ -124,20 +124,20 @@ test("another organization's member cannot read a pairing (404), and a caller wi
   const p = await aPairing();
   const other = await anOrg(pool);
   const otherApi = client(w.app.url, { key: (await aKey(pool, { orgId: other.orgId, spaceId: other.spaceId, userId: other.ownerId })).key });
-  const foreign = await otherApi.get(`/api/model-provider-credentials/pairings/${p.id}`);
+  const foreign = await otherApi.get(`/api/model-provider-pairings/${p.id}`);
   assert.equal(foreign.status, 404);
   assert.equal(foreign.body.code, 'not_found');
 
   const readOnly = await w.freshApi(['models:read']);
-  const refused = await readOnly.post('/api/model-provider-credentials/pairings');
+  const refused = await readOnly.post('/api/model-provider-pairings');
   assert.equal(refused.status, 403);
   assert.equal(refused.body.code, 'forbidden');
-  assert.equal((await readOnly.get(`/api/model-provider-credentials/pairings/${p.id}`)).status, 200, 'models:read reads it');
+  assert.equal((await readOnly.get(`/api/model-provider-pairings/${p.id}`)).status, 200, 'models:read reads it');
 
   const memberId = await aMember(pool, w.org.orgId, 'member');
   const member = client(w.app.url, { key: (await aKey(pool, { orgId: w.org.orgId, spaceId: w.org.spaceId, userId: memberId })).key });
-  assert.equal((await member.post('/api/model-provider-credentials/pairings')).status, 403, 'an organization member holds no models:write');
-  assert.equal((await call(w.app.url, 'POST', '/api/model-provider-credentials/pairings', { org: w.org.orgId })).status, 401);
+  assert.equal((await member.post('/api/model-provider-pairings')).status, 403, 'an organization member holds no models:write');
+  assert.equal((await call(w.app.url, 'POST', '/api/model-provider-pairings', { org: w.org.orgId })).status, 401);
 });
 
 test('the credential is made on the starter\'s authority as it stands at redemption', async () => {
@@ -149,7 +149,7 @@ test('the credential is made on the starter\'s authority as it stands at redempt
   const refused = await tool({ token: p.token, ...credentialFields('Demoted') });
   assert.equal(refused.status, 403);
   assert.equal(refused.body.code, 'forbidden');
-  assert.equal((await w.api.get(`/api/model-provider-credentials/pairings/${p.id}`)).body.status, 'pending', 'the token is not spent');
+  assert.equal((await w.api.get(`/api/model-provider-pairings/${p.id}`)).body.status, 'pending', 'the token is not spent');
   await pool.query(`UPDATE org_members SET role = 'admin' WHERE org_id = $1 AND user_id = $2`, [w.org.orgId, adminId]);
   const made = await tool({ token: p.token, ...credentialFields('Restored') });
   assert.equal(made.status, 201);
@@ -178,10 +178,10 @@ test('bad bodies get problem documents and leave the token unspent', async () =>
     assert.equal(res.body.code, code);
     assert.match(res.headers.get('content-type') ?? '', /application\/problem\+json/);
   }
-  const notJson = await call(w.app.url, 'POST', '/api/model-provider-credentials/pair', { rawBody: '{"token": ', headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.250' } });
+  const notJson = await call(w.app.url, 'POST', '/api/model-provider-pairings/redeem', { rawBody: '{"token": ', headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.250' } });
   assert.equal(notJson.status, 400);
   assert.match(notJson.headers.get('content-type') ?? '', /application\/problem\+json/);
-  assert.equal((await w.api.get(`/api/model-provider-credentials/pairings/${p.id}`)).body.status, 'pending');
+  assert.equal((await w.api.get(`/api/model-provider-pairings/${p.id}`)).body.status, 'pending');
 });
 
 test('the anonymous route is limited per client IP: 10 a minute, then 429, another address unaffected', async () => {

@@ -98,7 +98,7 @@ export const Pairing = z.object({
 }).meta({ id: 'ModelProviderPairing' });
 
 export const PairingStarted = Pairing.extend({
-  token: z.string().describe('mpp_...: shown this once; the tool holding the provider key sends it to POST /api/model-provider-credentials/pair'),
+  token: z.string().describe('mpp_...: shown this once; the tool holding the provider key sends it to POST /api/model-provider-pairings/redeem'),
 }).meta({ id: 'ModelProviderPairingStarted' });
 
 const OfferedModel = z.object({ id: z.string(), owned_by: z.string().nullable(), name: z.string().nullable(), context_length: z.number().nullable() });
