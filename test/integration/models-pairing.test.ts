@@ -104,9 +104,28 @@ test('an expired token answers 410 and the pairing reads expired', async () => {
 
 test('two redemptions racing: one 201, one 410, exactly one credential', async () => {
   const p = await aPairing();
-  const [a, b] = await Promise.all([aTool()({ token: p.token, ...credentialFields('Race') }), aTool()({ token: p.token, ...credentialFields('Race') })]);
-  assert.deepEqual([a.status, b.status].sort(), [201, 410]);
-  assert.equal([a, b].find((r) => r.status === 410)!.body.code, 'pairing_expired_or_consumed');
+  // Hold the pairing's row so that both redemptions pass their first read and queue on the claim;
+  // released once both wait, they meet at the conditional UPDATE at the same time.
+  const holder = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM model_provider_pairings WHERE id = $1 FOR UPDATE', [p.id]);
+    const racing = [aTool()({ token: p.token, ...credentialFields('Race') }), aTool()({ token: p.token, ...credentialFields('Race') })];
+    for (let attempt = 0; ; attempt++) {
+      assert.ok(attempt < 500, 'both redemptions queue on the held pairing');
+      const { rows } = await pool.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE model_provider_pairings SET consumed_at%'`,
+      );
+      if (rows[0].n === 2) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await holder.query('COMMIT');
+    const [a, b] = await Promise.all(racing);
+    assert.deepEqual([a.status, b.status].sort(), [201, 410]);
+    assert.equal([a, b].find((r) => r.status === 410)!.body.code, 'pairing_expired_or_consumed');
+  } finally {
+    holder.release();
+  }
   const { rows } = await pool.query(`SELECT count(*)::int AS n FROM model_provider_credentials WHERE org_id = $1 AND name = 'Race'`, [w.org.orgId]);
   assert.equal(rows[0].n, 1);
 });
