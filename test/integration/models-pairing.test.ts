@@ -159,7 +159,7 @@ test("another organization's member cannot read a pairing (404), and a caller wi
   assert.equal((await call(w.app.url, 'POST', '/api/model-provider-pairings', { org: w.org.orgId })).status, 401);
 });
 
-test('the credential is made on the starter\'s authority as it stands at redemption', async () => {
+test('the credential is made on the starter\'s authority as it stands at redemption, in an organization not being deleted', async () => {
   const adminId = await aMember(pool, w.org.orgId, 'admin');
   const admin = client(w.app.url, { key: (await aKey(pool, { orgId: w.org.orgId, spaceId: w.org.spaceId, userId: adminId })).key });
   const p = await aPairing(admin);
@@ -170,6 +170,11 @@ test('the credential is made on the starter\'s authority as it stands at redempt
   assert.equal(refused.body.code, 'forbidden');
   assert.equal((await w.api.get(`/api/model-provider-pairings/${p.id}`)).body.status, 'pending', 'the token is not spent');
   await pool.query(`UPDATE org_members SET role = 'admin' WHERE org_id = $1 AND user_id = $2`, [w.org.orgId, adminId]);
+  await pool.query('UPDATE organizations SET deleting_at = now() WHERE id = $1', [w.org.orgId]);
+  const deleting = await tool({ token: p.token, ...credentialFields('Deleting') });
+  await pool.query('UPDATE organizations SET deleting_at = NULL WHERE id = $1', [w.org.orgId]);
+  assert.equal(deleting.status, 409);
+  assert.equal(deleting.body.code, 'org_deleting');
   const made = await tool({ token: p.token, ...credentialFields('Restored') });
   assert.equal(made.status, 201);
   const { rows } = await pool.query('SELECT created_by FROM model_provider_credentials WHERE id = $1', [made.body.id]);

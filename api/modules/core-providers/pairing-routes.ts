@@ -37,7 +37,7 @@ export function pairingRoutes(deps: AppDeps) {
         400: { description: 'validation_failed; blocked_url: the base URL names an internal address' },
         401: { description: 'unauthorized: the token is not valid' },
         403: { description: 'forbidden: the member who started the pairing may no longer add credentials' },
-        409: { description: 'model_provider_unregistered' },
+        409: { description: 'model_provider_unregistered; org_deleting' },
         410: { description: 'pairing_expired_or_consumed' },
       },
       handler: async ({ body }) => created(await pairings.redeemPairing(deps.database.pool, pdeps, body)),

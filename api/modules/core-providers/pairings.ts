@@ -106,11 +106,12 @@ export async function redeemPairing(pool: pg.Pool, pdeps: ProvidersDeps, input: 
     const pairing = claimed.rows[0];
     if (!pairing) throw spent();
     // the credential is created on the member's authority as it stands now, not as it stood at the start
-    const member = await client.query<{ role: OrgRole }>(
-      `SELECT om.role FROM org_members om JOIN organizations o ON o.id = om.org_id
-        WHERE om.org_id = $1 AND om.user_id = $2 AND o.deleting_at IS NULL`,
+    const member = await client.query<{ role: OrgRole; deleting: boolean }>(
+      `SELECT om.role, (o.deleting_at IS NOT NULL) AS deleting FROM org_members om JOIN organizations o ON o.id = om.org_id
+        WHERE om.org_id = $1 AND om.user_id = $2`,
       [pairing.org_id, pairing.created_by],
     );
+    if (member.rows[0]?.deleting) throw problem('org_deleting', { detail: 'The organization is being deleted.' });
     const role = member.rows[0]?.role;
     if (!role || !ORG_ROLE_PERMISSIONS[role]?.includes('models:write')) {
       throw problem('forbidden', { detail: 'The member who started this pairing can no longer add model provider credentials.' });
