@@ -37,6 +37,7 @@ test('start, redeem, poll: the credential appears in the organization, works, an
   assert.equal(p.status, 'pending');
   assert.match(p.token, /^mpp_[0-9A-Za-z]{43}$/);
   assert.equal(started.headers.get('location'), `/api/model-provider-pairings/${p.id}`);
+  assert.equal(started.headers.get('cache-control'), 'no-store', 'the token is kept by no cache');
   const ttl = (Date.parse(p.expires_at) - Date.parse(p.created_at)) / 1000;
   assert.ok(Math.abs(ttl - 120) < 2, `expires MODEL_PAIRING_TTL_SECONDS after its start (${ttl}s)`);
 

@@ -20,7 +20,8 @@ export function pairingRoutes(deps: AppDeps) {
       location: (b) => `/api/model-provider-pairings/${b.id}`,
       permission: 'models:write',
       responses: { 201: { description: 'The pairing and its token, shown this once', schema: PairingStarted } },
-      handler: async ({ ctx }) => created(await pairings.startPairing(orgScopeOf(ctx, deps.database), deps.config.MODEL_PAIRING_TTL_SECONDS)),
+      // the answer holds the token: no cache keeps it
+      handler: async ({ ctx }) => created(await pairings.startPairing(orgScopeOf(ctx, deps.database), deps.config.MODEL_PAIRING_TTL_SECONDS), { 'Cache-Control': 'no-store' }),
     }),
     route({
       method: 'get', path: '/api/model-provider-pairings/{id}', summary: 'Read a pairing: pending, consumed (with the credential created) or expired', tag: TAG, tenant: 'org',
