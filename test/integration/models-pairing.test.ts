@@ -3,7 +3,7 @@
 // the member's organization. Spent tokens answer 410 pairing_expired_or_consumed, unknown ones 401.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { aKey, aMember, anOrg } from '../support/builders.ts';
+import { aKey, aMember, anOrg, aSession } from '../support/builders.ts';
 import { call, client } from '../support/http.ts';
 import { aModelWorld, PROVIDER_KEY } from './models-harness.ts';
 
@@ -158,6 +158,10 @@ test("another organization's member cannot read a pairing (404), and a caller wi
   const member = client(w.app.url, { key: (await aKey(pool, { orgId: w.org.orgId, spaceId: w.org.spaceId, userId: memberId })).key });
   assert.equal((await member.post('/api/model-provider-pairings')).status, 403, 'an organization member holds no models:write');
   assert.equal((await call(w.app.url, 'POST', '/api/model-provider-pairings', { org: w.org.orgId })).status, 401);
+  const session = client(w.app.url, { cookie: (await aSession(pool, w.org.ownerId)).cookie, org: w.org.orgId });
+  const bySession = await session.post('/api/model-provider-pairings');
+  assert.equal(bySession.status, 201, 'a session needs X-Org-Id only');
+  assert.equal((await session.get(`/api/model-provider-pairings/${bySession.body.id}`)).body.status, 'pending');
 });
 
 test('the credential is made on the starter\'s authority as it stands at redemption, in an organization not being deleted', async () => {
