@@ -153,6 +153,8 @@ export const ConfigSchema = z.object({
   OPENROUTER_BASE_URL: z.string().url().default('https://openrouter.ai/api/v1'),
   /** deadline of one catalog read; past it the search answers 504 timeout */
   OPENROUTER_TIMEOUT_MS: z.coerce.number().int().positive().default(10000),
+  /** seconds a model-provider pairing token stays redeemable (POST /api/model-provider-pairings) */
+  MODEL_PAIRING_TTL_SECONDS: z.coerce.number().int().positive().max(3600).default(600),
   /** repository imports read this host's REST API (git trees and blobs); GitHub Enterprise: https://<host>/api/v3 */
   GITHUB_API_URL: z.string().url().default('https://api.github.com'),
   /** package draft editing: one file, and the whole tree (413 file_too_large / tree_too_large) */

@@ -49,3 +49,24 @@ export const models = pgTable('models', {
   // at most one default model per organization
   uniqueIndex('models_org_default_uq').on(t.orgId).where(sql`is_default`),
 ]);
+
+/**
+ * A pairing: a one-time token (only its SHA-256 is kept) with which a tool holding a provider key
+ * creates one credential in the organization on behalf of the member who started it (migration 0024).
+ */
+export const modelProviderPairings = pgTable('model_provider_pairings', {
+  id: text('id').primaryKey(),
+  orgId: uuid('org_id').notNull().references(() => organizations.id, { onDelete: 'cascade' }),
+  tokenHash: text('token_hash').notNull(),
+  /** the member on whose behalf the credential is created */
+  createdBy: text('created_by').notNull(),
+  apiKeyId: text('api_key_id'),
+  expiresAt: ts('expires_at').notNull(),
+  consumedAt: ts('consumed_at'),
+  /** the credential the redemption created; null again once that credential is deleted */
+  credentialId: text('credential_id').references(() => modelProviderCredentials.id, { onDelete: 'set null' }),
+  createdAt: ts('created_at').notNull().defaultNow(),
+}, (t) => [
+  uniqueIndex('model_provider_pairings_token_hash_uq').on(t.tokenHash),
+  index('model_provider_pairings_org_idx').on(t.orgId),
+]);

@@ -41,6 +41,8 @@ export interface Tenant {
   modelId: string;
   /** an outbound proxy of the organization */
   proxyId: string;
+  /** a pending model-provider pairing started by the owner */
+  pairingId: string;
   /** an integration package in s1 and the owner's connection to it there */
   integrationName: string;
   connectionId: string;
@@ -132,6 +134,11 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   );
   const modelId = `mdl_${tag}`;
   await pool.query(`INSERT INTO models (id, org_id, credential_id, model, name) VALUES ($1, $2, $3, 'fake', 'Fake')`, [modelId, org.orgId, credentialId]);
+  const pairingId = `mpair_${tag}`;
+  await pool.query(
+    `INSERT INTO model_provider_pairings (id, org_id, token_hash, created_by, expires_at) VALUES ($1, $2, $3, $4, now() + interval '1 hour')`,
+    [pairingId, org.orgId, `hash-of-${tag}`, org.ownerId],
+  );
   const proxyId = `prx_${tag}`;
   await pool.query(`INSERT INTO proxies (id, org_id, name, url) VALUES ($1, $2, 'Office', 'http://127.0.0.1:9')`, [proxyId, org.orgId]);
 
@@ -181,7 +188,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
     memberId, invitationId, roleId, endUserId,
     runId, runSecret, s2RunId, s2RunSecret,
     integrationName, connectionId: connection[0].id,
-    packageScope, agentName, skillName, credentialId, modelId, proxyId, scheduleId, fileId,
+    packageScope, agentName, skillName, credentialId, modelId, proxyId, pairingId, scheduleId, fileId,
   };
 }
 

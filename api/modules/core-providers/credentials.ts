@@ -4,6 +4,7 @@
 import { checkEgressTarget, EgressRefusal, type EgressOptions } from '../../../lib/egress.ts';
 import { newId } from '../../../lib/ids.ts';
 import { problem } from '../../../lib/problem.ts';
+import type pg from 'pg';
 import type { OrgScope } from '../../../db/tenant.ts';
 import type { ProvidersDeps } from './module-deps.ts';
 import { egressRefusalProblem, type ProviderTarget } from './provider-client.ts';
@@ -102,12 +103,25 @@ export async function inlineTarget(pdeps: ProvidersDeps, input: CredentialInput)
 }
 
 export async function createCredential(scope: OrgScope, pdeps: ProvidersDeps, input: CredentialInput & { name: string }): Promise<Credential> {
-  const target = await inlineTarget(pdeps, input);
+  return insertCredential(scope.pool, { orgId: scope.orgId, userId: scope.actor.userId }, pdeps, await inlineTarget(pdeps, input), input.name);
+}
+
+/**
+ * Stores a vetted target as a credential of the organization, its key sealed. The caller chooses
+ * the connection: a pairing inserts inside the transaction that consumes its token.
+ */
+export async function insertCredential(
+  db: Pick<pg.Pool, 'query'>,
+  owner: { orgId: string; userId: string },
+  pdeps: ProvidersDeps,
+  target: ProviderTarget,
+  name: string,
+): Promise<Credential> {
   const sealed = target.apiKey ? pdeps.secrets.seal(target.apiKey) : null;
-  const { rows } = await scope.pool.query<Row>(
+  const { rows } = await db.query<Row>(
     `INSERT INTO model_provider_credentials AS c (id, org_id, provider, name, base_url, api_key_sealed, api_key_hint, created_by)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [newId('cred'), scope.orgId, target.provider, input.name, target.baseUrl, sealed, target.apiKey ? keyHint(target.apiKey) : null, scope.actor.userId],
+    [newId('cred'), owner.orgId, target.provider, name, target.baseUrl, sealed, target.apiKey ? keyHint(target.apiKey) : null, owner.userId],
   );
   return toWire(rows[0]);
 }

@@ -18,6 +18,10 @@ export const DiscoverBody = z.object({
   api_key: ApiKey.optional(),
 }).strict();
 
+export const PairBody = CredentialCreateBody.extend({
+  token: z.string().min(1).max(200).describe('the pairing token (mpp_...), used once'),
+}).strict();
+
 const Temperature = z.number().min(0).max(2);
 const ReasoningEffort = z.string().min(1).max(32);
 const ReasoningLevels = z.array(z.enum(REASONING_LEVELS)).max(REASONING_LEVELS.length).describe('levels the model accepts; empty: it does not reason');
@@ -82,6 +86,20 @@ export const Model = z.object({
   created_at: z.string(),
   updated_at: z.string(),
 }).meta({ id: 'Model' });
+
+export const Pairing = z.object({
+  id: z.string(),
+  object: z.literal('model_provider_pairing'),
+  status: z.enum(['pending', 'consumed', 'expired']),
+  expires_at: z.string(),
+  consumed_at: z.string().nullable(),
+  credential_id: z.string().nullable().describe('the credential the redemption created (null before, or once it is deleted)'),
+  created_at: z.string(),
+}).meta({ id: 'ModelProviderPairing' });
+
+export const PairingStarted = Pairing.extend({
+  token: z.string().describe('mpp_...: shown this once; the tool holding the provider key sends it to POST /api/model-provider-pairings/redeem'),
+}).meta({ id: 'ModelProviderPairingStarted' });
 
 const OfferedModel = z.object({ id: z.string(), owned_by: z.string().nullable(), name: z.string().nullable(), context_length: z.number().nullable() });
 
