@@ -20,7 +20,7 @@ import type { Logger } from '../../lib/log.ts';
 import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
 import { END_HELD } from '../../lib/warm-start.ts';
 import type { SandboxAdapter, SandboxSpec, SandboxState, SidecarAssignment } from './adapter.ts';
-import { closeHostPorts, isLoopbackHost, LoopbackRelays, removeHostRules } from './docker-network.ts';
+import { closeHostPorts, isLoopbackHost, LoopbackRelays, relayHostRules, removeHostRules } from './docker-network.ts';
 import { agentHeapMb, SIDECAR_HEAP_MB } from './sandbox-pair.ts';
 import { checkWorkspacePaths, writeWorkspace } from './workspace-writer.ts';
 
@@ -194,9 +194,7 @@ async function ensureEgressNetwork(docker: Docker): Promise<string> {
   }
   const gateway = info.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(':'))?.Gateway;
   if (!gateway) throw new Error(`the ${EGRESS_NETWORK} network has no IPv4 gateway`);
-  // rules are re-laid on every start (a host reboot or a daemon restart may have flushed them)
-  await removeHostRules(EGRESS_BRIDGE);
-  await closeHostPorts(EGRESS_BRIDGE);
+  await relayHostRules(EGRESS_BRIDGE, gateway);
   return gateway;
 }
 

@@ -8,6 +8,7 @@
 //   network's gateway address and forwards to one loopback target; the sidecar's URLs are
 //   rewritten to go through it. Only the sidecar is on the egress network.
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { promisify } from 'node:util';
 import type { Logger } from '../../lib/log.ts';
@@ -67,6 +68,51 @@ export async function removeHostRules(bridge: string): Promise<void> {
       await tableCommand(table, ['-D', 'INPUT', ...spec]);
     }
   }
+}
+
+/**
+ * Lays `bridge`'s rules afresh (a host reboot or a daemon restart may have flushed them), keeping
+ * the opened ports whose relay still listens on `listenHost`: those of another live process on this
+ * host (another worker, a test's stand-in provider). A dead worker's ports close; its successor
+ * re-opens the relays it adopts.
+ */
+export async function relayHostRules(bridge: string, listenHost: string): Promise<void> {
+  const live = await listeningPorts(listenHost);
+  const kept = (await openedPorts(bridge)).filter((port) => live.has(port));
+  await removeHostRules(bridge);
+  await closeHostPorts(bridge, kept);
+}
+
+/** The TCP ports this module opened to `bridge`. */
+async function openedPorts(bridge: string): Promise<number[]> {
+  let listed: string;
+  try {
+    listed = (await run('iptables', ['-w', '5', '-S', 'INPUT'])).stdout;
+  } catch {
+    return [];
+  }
+  const ports = new Set<number>();
+  for (const line of listed.split('\n')) {
+    if (!line.includes(`"${RULE_TAG} ${bridge}"`) || !line.includes('-j ACCEPT')) continue;
+    const port = /--dport (\d+)/.exec(line)?.[1];
+    if (port) ports.add(Number(port));
+  }
+  return [...ports];
+}
+
+/** Ports with a TCP listener on `host` (IPv4) or on every address, in this network namespace. */
+async function listeningPorts(host: string): Promise<Set<number>> {
+  // /proc/net/tcp writes each address as its 32 bits in host (little-endian) order, in hex
+  const hex = host.split('.').map((b) => Number(b).toString(16).padStart(2, '0').toUpperCase()).reverse().join('');
+  const ports = new Set<number>();
+  const table = await readFile('/proc/net/tcp', 'utf8').catch(() => '');
+  for (const line of table.split('\n').slice(1)) {
+    const [, local, , state] = line.trim().split(/\s+/);
+    if (state !== '0A' || !local) continue;
+    const [address, port] = local.split(':');
+    if (address === hex || address === '00000000') ports.add(parseInt(port, 16));
+  }
+  return ports;
 }
 
 export function isLoopbackHost(hostname: string): boolean {
