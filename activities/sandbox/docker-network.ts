@@ -122,7 +122,8 @@ export function isLoopbackHost(hostname: string): boolean {
 
 /** TCP relays from the egress network's gateway address to loopback targets of this host. */
 export class LoopbackRelays {
-  private readonly relays = new Map<string, { server: net.Server; port: number }>();
+  /** by listening port: a target may have several (one opened here, others adopted from an earlier worker) */
+  private readonly relays = new Map<number, { server: net.Server; target: string }>();
   private readonly sockets = new Set<net.Socket>();
 
   constructor(
@@ -131,10 +132,20 @@ export class LoopbackRelays {
     private readonly log?: Logger,
   ) {}
 
-  /** The relay's port for `target` (host:port), opened on first use; `port` asks for a given one (re-attach). */
+  /**
+   * The relay's port for `target` (host:port), opened on first use below the kernel's ephemeral range
+   * (an outgoing connection never takes such a port, so a restarted worker can have it again);
+   * `port` asks for a given one (re-attach).
+   */
   async portFor(target: string, port = 0): Promise<number> {
-    const open = this.relays.get(target);
-    if (open) return open.port;
+    if (port !== 0) {
+      const held = this.relays.get(port);
+      if (held && held.target !== target) throw new Error(`relay port ${port} leads to ${held.target} already`);
+      if (held) return port;
+    } else {
+      const open = [...this.relays].find(([, r]) => r.target === target);
+      if (open) return open[0];
+    }
     const [host, targetPort] = splitHostPort(target);
     const server = net.createServer((inbound) => {
       const outbound = net.connect({ host, port: targetPort });
@@ -151,24 +162,20 @@ export class LoopbackRelays {
       inbound.on('error', close);
       outbound.on('error', close);
     });
-    const listening = await new Promise<number>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, this.listenHost, () => resolve((server.address() as net.AddressInfo).port));
-    });
-    // a concurrent caller may have opened one meanwhile: keep the first
-    const raced = this.relays.get(target);
-    if (raced) {
+    const listening = port !== 0 ? await listen(server, this.listenHost, port) : await listenBelowEphemeral(server, this.listenHost);
+    // a concurrent caller may have opened one for the target meanwhile: keep the first
+    if (port === 0 && [...this.relays.values()].some((r) => r.target === target)) {
       server.close();
-      return raced.port;
+      return this.portFor(target);
     }
-    this.relays.set(target, { server, port: listening });
+    this.relays.set(listening, { server, target });
     await allowHostPort(this.bridge, listening);
     this.log?.debug('sandbox relay opened', { target, port: listening });
     return listening;
   }
 
   entries(): Array<{ target: string; port: number }> {
-    return [...this.relays].map(([target, r]) => ({ target, port: r.port }));
+    return [...this.relays].map(([port, r]) => ({ target: r.target, port }));
   }
 
   async close(): Promise<void> {
@@ -176,9 +183,34 @@ export class LoopbackRelays {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
     await Promise.all(closing);
-    for (const r of this.relays.values()) await disallowHostPort(this.bridge, r.port);
+    for (const port of this.relays.keys()) await disallowHostPort(this.bridge, port);
     this.relays.clear();
   }
+}
+
+function listen(server: net.Server, host: string, port: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as net.AddressInfo).port);
+    });
+  });
+}
+
+const LOW_PORT = 20_000;
+const EPHEMERAL_START = 32_768;
+
+async function listenBelowEphemeral(server: net.Server, host: string): Promise<number> {
+  for (let attempt = 0; attempt < 64; attempt++) {
+    try {
+      return await listen(server, host, LOW_PORT + Math.floor(Math.random() * (EPHEMERAL_START - LOW_PORT)));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' && (err as NodeJS.ErrnoException).code !== 'EACCES') throw err;
+    }
+  }
+  // a crowded low range: let the kernel pick
+  return listen(server, host, 0);
 }
 
 function splitHostPort(target: string): [string, number] {
