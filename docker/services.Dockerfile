@@ -6,9 +6,10 @@
 ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
 ARG PROTOCOL
+ARG BUNDLE_ID
 COPY root/ /
 USER 0:0
 RUN ["/usr/bin/node", "-e", "require(\"fs\").mkdirSync(\"/data\", { mode: 0o700 }); require(\"fs\").chownSync(\"/data\", 10001, 10001)"]
-LABEL org.agent-platform.protocol="${PROTOCOL}" org.agent-platform.program="services"
+LABEL org.agent-platform.protocol="${PROTOCOL}" org.agent-platform.program="services" org.agent-platform.bundle="${BUNDLE_ID}"
 USER 10001:10001
 WORKDIR /data
