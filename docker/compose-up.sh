@@ -4,7 +4,9 @@
 # generated encryption key, bootstrap token and database password on first start (kept after), then
 # `up -d`. Extra arguments go to `up` (e.g. --scale platform-api=3). Uses `docker compose` (v2) when
 # present, else docker-compose (v1).
-#   docker/compose-up.sh [up options]       COMPOSE_PROJECT_NAME picks the project (default: docker)
+#   docker/compose-up.sh [up options]
+# COMPOSE_PROJECT_NAME picks the project (default: docker); AP_COMPOSE_ENV the env file; the AP_*
+# settings docker/compose.yaml lists may also come from the environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENV_FILE="${AP_COMPOSE_ENV:-docker/.compose.env}"
