@@ -106,7 +106,6 @@ async function relayedAssignment(assignment: SidecarAssignment, relays: Loopback
   return out;
 }
 
-
 export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<DockerSandboxAdapter> {
   const docker = new Docker({ socketPath: opts.socketPath ?? '/var/run/docker.sock' });
   const workDir = path.resolve(opts.workDir);
