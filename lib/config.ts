@@ -92,6 +92,8 @@ export const ConfigSchema = z.object({
   /** where the Restate server reaches this process's workflow endpoint (external Restate) */
   WORKER_ENDPOINT_URL: z.string().url().optional(),
   WORKER_PORT: optionalIntFromEnv,
+  /** where the workflow endpoint listens; only Restate should reach it (a container deployment: its network) */
+  WORKER_HOST: z.string().min(1).default('127.0.0.1'),
   ENCRYPTION_KEY: z
     .string()
     .optional()

@@ -1,6 +1,8 @@
 // The warm-pool handshake: announce readiness as one JSON line on stdout, then wait for one JSON
 // line on stdin. A pool parent that goes away (stdin ends), before or after assigning, ends the
 // process, so a killed platform leaves no orphan behind.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 export function announceReady(fields: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ ready: true, ...fields })}\n`);
@@ -8,8 +10,21 @@ export function announceReady(fields: Record<string, unknown>): void {
 
 /** The sidecar's line to its parent once it holds the run's end, delivered or still being delivered. */
 export const END_HELD = 'end_held';
+/** the same fact as a file in the sidecar's state folder, where a parent that restarted finds it */
+export const END_HELD_FILE = 'end-held';
 
-export function announceEndHeld(): void {
+/**
+ * Says the run's end is held: as a file in `stateDir` when given (written before this returns,
+ * so before the agent's last event is answered), then as a line to the parent.
+ */
+export function announceEndHeld(stateDir?: string): void {
+  if (stateDir) {
+    try {
+      writeFileSync(join(stateDir, END_HELD_FILE), `${new Date().toISOString()}\n`);
+    } catch (err) {
+      process.stderr.write(`the held end could not be recorded in ${stateDir}: ${(err as Error).message}\n`);
+    }
+  }
   process.stdout.write(`${JSON.stringify({ [END_HELD]: true })}\n`);
 }
 

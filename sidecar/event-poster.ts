@@ -21,6 +21,11 @@ export interface EventPosterOptions {
   /** the same for a heartbeat, which the next one replaces */
   heartbeatBudgetMs?: number;
   attemptTimeoutMs?: number;
+  /**
+   * The longest pause between two attempts (5 s when absent). The sidecar keeps it within a
+   * heartbeat, so a platform back from a restart hears from the run before it judges it silent.
+   */
+  maxBackoffMs?: number;
   /** called once the run's end (completed or failed) is queued: from then on the sidecar holds it */
   onEnd?: () => void;
   /** called when the run's end was dropped: undeliverable within its budget, or refused */
@@ -59,12 +64,14 @@ export class EventPoster {
   private readonly retryBudgetMs: number;
   private readonly heartbeatBudgetMs: number;
   private readonly attemptTimeoutMs: number;
+  private readonly maxBackoffMs: number;
   private readonly warn: (message: string) => void;
 
   constructor(private readonly opts: EventPosterOptions) {
     this.retryBudgetMs = opts.retryBudgetMs ?? 600_000;
     this.heartbeatBudgetMs = opts.heartbeatBudgetMs ?? 30_000;
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 5_000;
     this.warn = opts.warn ?? ((m) => process.stderr.write(`sidecar: ${m}\n`));
   }
 
@@ -152,7 +159,7 @@ export class EventPoster {
         outcome = 'retry';
       }
       if (outcome !== 'retry') return outcome;
-      const backoff = Math.max(retryAfterMs, Math.min(200 * 2 ** attempt, 5_000) * (0.75 + Math.random() / 2));
+      const backoff = Math.max(retryAfterMs, Math.min(200 * 2 ** attempt, this.maxBackoffMs) * (0.75 + Math.random() / 2));
       if (Date.now() + backoff > deadline) return 'drop';
       await sleep(backoff);
     }

@@ -130,7 +130,9 @@ export class SidecarHttpServer {
   /** Takes the run: builds its tools, emits started and starts the heartbeat. */
   assign(assignment: SidecarAssignment, hooks: Pick<EventPosterOptions, 'onEnd' | 'onEndUndelivered'> = {}): EventPoster {
     if (this.run) throw new Error('the sidecar is already assigned');
-    const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, ...hooks });
+    // retried at least once a heartbeat: a platform back from a restart hears the run within one
+    const maxBackoffMs = Math.min(5_000, assignment.heartbeatSeconds * 1000);
+    const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, maxBackoffMs, ...hooks });
     const egress = this.egressOptions(assignment);
     const integrations = integrationTools(assignment.integrations, {
       egress,

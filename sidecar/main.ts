@@ -31,8 +31,9 @@ async function main(): Promise<void> {
     const assignment = parseAssignment(line);
     if (assignment.socketPath) await sidecar.listenOnSocket(assignment.socketPath);
     sidecar.assign(assignment, {
-      // the parent counts the sandbox alive while this process holds the run's end, agent gone or not
-      onEnd: announceEndHeld,
+      // the parent counts the sandbox alive while this process holds the run's end, agent gone or not;
+      // the docker backend's worker reads it from SIDECAR_STATE_DIR, which outlives its attach stream
+      onEnd: () => announceEndHeld(process.env.SIDECAR_STATE_DIR || undefined),
       // an end that cannot be delivered leaves nothing to serve: the parent sees the sandbox gone
       onEndUndelivered: () => process.exit(3),
     });

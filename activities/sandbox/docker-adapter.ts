@@ -5,44 +5,38 @@
 // - The sidecar is also on the shared egress network (inter-container traffic off), where it
 //   reaches model providers and, through relays on the gateway address, the platform.
 // - Both: non-root, read-only root, every capability dropped, no-new-privileges, pids, memory and
-//   CPU ceilings; the agent writes only its workspace (a bind mount), the sidecar only its files.
-// - The programs take their assignment on stdin (the same handshake as the process backend). A
-//   container's stdin stays open when the worker that attached goes away, so the pair outlives a
-//   worker restart: a new adapter adopts the labelled containers it finds, re-opens their relays,
-//   and the run's workflow, which knows its sandbox by id, finds it running again.
+//   CPU ceilings (docker-specs.ts); the agent writes only its workspace, the sidecar its files and
+//   its state folder.
+// - The programs take their assignment on stdin (the same handshake as the process backend). The
+//   pair outlives a worker restart: a new adapter adopts the labelled containers it finds and
+//   re-opens their relays before it answers (docker-adoption.ts), and the run's workflow, which
+//   knows its sandbox by id, finds it running again. A sandbox's state is read from the Engine API
+//   and the sidecar's state folder, never from a stream only the starting worker saw.
 import { randomBytes } from 'node:crypto';
-import { chown, mkdir, rm } from 'node:fs/promises';
+import { chown, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, type Duplex } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { randomBase62 } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/log.ts';
-import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
-import { END_HELD } from '../../lib/warm-start.ts';
-import type { SandboxAdapter, SandboxSpec, SandboxState, SidecarAssignment } from './adapter.ts';
+import type { SandboxAdapter, SandboxSpec, SidecarAssignment } from './adapter.ts';
+import { adoptSandboxes, pairState } from './docker-adoption.ts';
+import { AttachedProgram } from './docker-attached-program.ts';
 import { closeHostPorts, isLoopbackHost, LoopbackRelays, removeHostRules } from './docker-network.ts';
-import { agentHeapMb, SIDECAR_HEAP_MB } from './sandbox-pair.ts';
+import {
+  agentContainerSpec, EGRESS_BRIDGE, EGRESS_NETWORK, ensureEgressNetwork, ignoreMissing, isStatus, LABEL_RUN, LABEL_SANDBOX, names,
+  runNetworkSpec, SANDBOX_UID, sidecarContainerSpec,
+} from './docker-specs.ts';
+import { agentHeapMb } from './sandbox-pair.ts';
 import { checkWorkspacePaths, writeWorkspace } from './workspace-writer.ts';
 
-export const LABEL_SANDBOX = 'org.agent-platform.sandbox';
-export const LABEL_RUN = 'org.agent-platform.run';
-export const LABEL_ROLE = 'org.agent-platform.role';
-const LABEL_RELAYS = 'org.agent-platform.relays';
-const LABEL_EGRESS = 'org.agent-platform.egress';
-export const EGRESS_NETWORK = 'agent-platform-egress';
-const EGRESS_BRIDGE = 'ap-egress0';
-/** the image's non-root user; the workspace and files folders are handed to it */
-const SANDBOX_UID = 10001;
+export { EGRESS_NETWORK, LABEL_ROLE, LABEL_RUN, LABEL_SANDBOX } from './docker-specs.ts';
+
 const READY_TIMEOUT_MS = 30_000;
 const ASSIGN_TIMEOUT_MS = 10_000;
-const SIDECAR_MEMORY_MB = SIDECAR_HEAP_MB + 128;
-const AGENT_PIDS = 128;
-const SIDECAR_PIDS = 64;
-const STDERR_TAIL_CHARS = 4000;
-const HEAP_EXHAUSTED = /heap out of memory|Reached heap limit/i;
 
 export interface DockerAdapterOptions {
-  /** folders bound into the containers go under it: <workDir>/<sandboxId>/{workspace,files} */
+  /** folders bound into the containers go under it: <workDir>/<sandboxId>/{workspace,files,state} */
   workDir: string;
   sidecarImage: string;
   agentImage: string;
@@ -61,143 +55,9 @@ export interface DockerSandboxAdapter extends SandboxAdapter {
   readonly gateway: string;
 }
 
-/** One program's stdio over an attached container: JSON lines out, JSON lines in. */
-class AttachedProgram {
-  private buffer = '';
-  private readonly lines: Array<Record<string, unknown>> = [];
-  private waiter: (() => void) | null = null;
-  private listener: ((line: Record<string, unknown>) => void) | null = null;
-  private ended = false;
-  private stderr = '';
-  /** the program's V8 heap ran out (its fatal error was printed) */
-  heapExhausted = false;
-
-  constructor(
-    readonly label: string,
-    private readonly stream: Duplex,
-    docker: Docker,
-  ) {
-    const out = new PassThrough();
-    const err = new PassThrough();
-    docker.modem.demuxStream(stream, out, err);
-    out.setEncoding('utf8').on('data', (chunk: string) => this.take(chunk));
-    err.setEncoding('utf8').on('data', (chunk: string) => {
-      // V8's fatal line comes before a long stack trace: look for it as it passes, not in the tail
-      if (HEAP_EXHAUSTED.test(this.stderr.slice(-100) + chunk)) this.heapExhausted = true;
-      this.stderr = (this.stderr + chunk).slice(-STDERR_TAIL_CHARS);
-    });
-    const end = () => {
-      this.ended = true;
-      this.waiter?.();
-    };
-    stream.on('end', end).on('close', end).on('error', end);
-  }
-
-  private take(chunk: string): void {
-    this.buffer += chunk;
-    let newline: number;
-    while ((newline = this.buffer.indexOf('\n')) >= 0) {
-      const line = this.buffer.slice(0, newline);
-      this.buffer = this.buffer.slice(newline + 1);
-      try {
-        const parsed: unknown = JSON.parse(line);
-        if (typeof parsed === 'object' && parsed !== null) this.lines.push(parsed as Record<string, unknown>);
-      } catch {
-        // not a handshake line
-      }
-    }
-    if (this.buffer.length > 64 * 1024) this.buffer = '';
-    if (this.listener) for (const line of this.lines.splice(0)) this.listener(line);
-    else this.waiter?.();
-  }
-
-  nextLine(timeoutMs: number): Promise<Record<string, unknown>> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => settle(true), timeoutMs);
-      const settle = (timedOut = false) => {
-        const line = this.lines.shift();
-        if (line) resolve(line);
-        else if (this.ended) reject(new Error(`${this.label} exited: ${this.stderr.trim().slice(-1000)}`));
-        else if (timedOut) reject(new Error(`${this.label} gave no answer within ${timeoutMs} ms: ${this.stderr.trim().slice(-1000)}`));
-        else return;
-        clearTimeout(timer);
-        this.waiter = null;
-      };
-      this.waiter = () => settle();
-      settle();
-    });
-  }
-
-  watchLines(listener: (line: Record<string, unknown>) => void): void {
-    this.listener = listener;
-    for (const line of this.lines.splice(0)) listener(line);
-  }
-
-  send(message: unknown): void {
-    if (!this.ended) this.stream.write(`${JSON.stringify(message)}\n`);
-  }
-
-  stderrTail(): string {
-    return this.stderr;
-  }
-
-  /** lets go of the attach connection; the container's stdin stays open (StdinOnce is off) */
-  detach(): void {
-    this.stream.destroy();
-  }
-}
-
 interface Known {
   runId: string;
-  /** the sidecar announced it holds the run's end (seen on its stdout, or in its log after adoption) */
-  endHeld: boolean;
   programs?: { sidecar: AttachedProgram; agent: AttachedProgram };
-}
-
-const names = (sandboxId: string) => ({
-  sidecar: `ap-${sandboxId}-sidecar`,
-  agent: `ap-${sandboxId}-agent`,
-  network: `ap-${sandboxId}`,
-  // interface names hold 15 bytes
-  bridge: `apr${sandboxId.slice(4, 16)}`,
-});
-
-function isStatus(err: unknown, ...codes: number[]): boolean {
-  return codes.includes((err as { statusCode?: number }).statusCode ?? 0);
-}
-
-async function ignoreMissing(op: Promise<unknown>): Promise<void> {
-  try {
-    await op;
-  } catch (err) {
-    if (!isStatus(err, 404, 409)) throw err;
-  }
-}
-
-/** The egress network, created once for every run (labelled); answers its gateway address. */
-async function ensureEgressNetwork(docker: Docker): Promise<string> {
-  const inspect = async () => (await docker.getNetwork(EGRESS_NETWORK).inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
-  let info;
-  try {
-    info = await inspect();
-  } catch (err) {
-    if (!isStatus(err, 404)) throw err;
-    await ignoreMissing(docker.createNetwork({
-      Name: EGRESS_NETWORK,
-      Driver: 'bridge',
-      CheckDuplicate: true,
-      Labels: { [LABEL_EGRESS]: 'true', [PROTOCOL_LABEL]: SANDBOX_PROTOCOL_VERSION },
-      // sidecars of different runs do not talk to each other
-      Options: { 'com.docker.network.bridge.name': EGRESS_BRIDGE, 'com.docker.network.bridge.enable_icc': 'false' },
-    }));
-    info = await inspect();
-  }
-  const gateway = info.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(':'))?.Gateway;
-  if (!gateway) throw new Error(`the ${EGRESS_NETWORK} network has no IPv4 gateway`);
-  // rules are re-laid on every start (a host reboot or a daemon restart may have flushed them)
-  await removeHostRules(EGRESS_BRIDGE);
-  await closeHostPorts(EGRESS_BRIDGE);
-  return gateway;
 }
 
 /**
@@ -253,16 +113,11 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
   await mkdir(workDir, { recursive: true });
   const gateway = await ensureEgressNetwork(docker);
   const relays = new LoopbackRelays(gateway, EGRESS_BRIDGE, opts.log);
+  /** the sandboxes this adapter answers for, with their run, and the attach streams of those it started */
   const known = new Map<string, Known>();
   const stopping = new Map<string, Promise<void>>();
   let closed = false;
-
-  const labels = (sandboxId: string, runId: string, role: string): Record<string, string> => ({
-    [LABEL_SANDBOX]: sandboxId,
-    [LABEL_RUN]: runId,
-    [LABEL_ROLE]: role,
-    [PROTOCOL_LABEL]: SANDBOX_PROTOCOL_VERSION,
-  });
+  const stateDirOf = (sandboxId: string) => path.join(workDir, sandboxId, 'state');
 
   const removeSandbox = async (sandboxId: string): Promise<void> => {
     const n = names(sandboxId);
@@ -285,43 +140,14 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     return pending;
   };
 
-  // Adoption: the pairs a previous worker left running are this adapter's now (their runs' workflows
-  // re-attach by sandbox id; the reaper stops those whose run has ended). Their relays re-open on
-  // the ports their URLs name.
-  const found = await docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX] } });
-  for (const c of found) {
-    const sandboxId = c.Labels[LABEL_SANDBOX];
-    if (!known.has(sandboxId)) known.set(sandboxId, { runId: c.Labels[LABEL_RUN] ?? '', endHeld: false });
-    if (c.Labels[LABEL_RELAYS]) {
-      for (const r of JSON.parse(c.Labels[LABEL_RELAYS]) as Array<{ target: string; port: number }>) {
-        await relays.portFor(r.target, r.port).catch((err: Error) =>
-          opts.log?.warn('a sandbox relay could not re-open on its port', { sandboxId, target: r.target, port: r.port, error: err.message }),
-        );
-      }
-    }
-  }
+  // The pairs a previous worker left running are this adapter's now (their runs' workflows
+  // re-attach by sandbox id; the reaper stops those whose run has ended).
+  for (const [sandboxId, runId] of await adoptSandboxes(docker, relays, opts.log)) known.set(sandboxId, { runId });
   // run networks whose containers are gone (a crash between the two): nothing to adopt
   for (const net of await docker.listNetworks({ filters: { label: [LABEL_SANDBOX] } })) {
     const sandboxId = net.Labels?.[LABEL_SANDBOX];
     if (sandboxId && !known.has(sandboxId)) await stop(sandboxId);
   }
-  if (found.length) opts.log?.info('docker sandboxes adopted', { sandboxes: [...known.keys()] });
-
-  const containerState = async (name: string): Promise<{ running: boolean; oomKilled: boolean; exitCode: number } | null> => {
-    try {
-      const info = await docker.getContainer(name).inspect();
-      return { running: info.State.Running, oomKilled: info.State.OOMKilled, exitCode: info.State.ExitCode };
-    } catch (err) {
-      if (isStatus(err, 404)) return null;
-      throw err;
-    }
-  };
-
-  /** whether the sidecar's output holds its end-held line (an adopted pair has no attach stream to watch) */
-  const endHeldInLog = async (sidecar: string): Promise<boolean> => {
-    const log = (await docker.getContainer(sidecar).logs({ stdout: true, stderr: false, follow: false })) as Buffer;
-    return log.toString('latin1').includes(`"${END_HELD}":true`);
-  };
 
   const start = async (spec: SandboxSpec): Promise<{ sandboxId: string }> => {
     if (closed) throw new Error('the docker sandbox adapter is closed');
@@ -329,77 +155,25 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     const sandboxId = `sbx_${randomBase62(20)}`;
     const n = names(sandboxId);
     const dir = path.join(workDir, sandboxId);
-    const entry: Known = { runId: spec.runId, endHeld: false };
+    const entry: Known = { runId: spec.runId };
     known.set(sandboxId, entry);
     try {
       const workspace = path.join(dir, 'workspace');
       const files = path.join(dir, 'files');
-      await mkdir(workspace, { recursive: true });
-      await mkdir(files, { recursive: true });
+      await Promise.all([workspace, files, stateDirOf(sandboxId)].map((d) => mkdir(d, { recursive: true })));
       await writeWorkspace(workspace, spec.workspace);
       await handOver(dir);
       const assignment = await relayedAssignment(spec.sidecar, relays);
 
-      await docker.createNetwork({
-        Name: n.network,
-        Driver: 'bridge',
-        Internal: true,
-        CheckDuplicate: true,
-        Labels: labels(sandboxId, spec.runId, 'network'),
-        Options: { 'com.docker.network.bridge.name': n.bridge },
-      });
+      await docker.createNetwork(runNetworkSpec(sandboxId, spec.runId));
       await closeHostPorts(n.bridge);
-
-      const confinement = {
-        ReadonlyRootfs: true,
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        Tmpfs: { '/tmp': 'rw,noexec,nosuid,size=64m' },
-        // no restart: a program that exits ends its sandbox (the workflow sees it gone)
-        RestartPolicy: { Name: '' },
-      };
-      const stdio = { OpenStdin: true, StdinOnce: false, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false };
-      const heapMb = agentHeapMb(spec.limits.memoryMb);
-      const sidecar = await docker.createContainer({
-        name: n.sidecar,
-        Image: opts.sidecarImage,
-        Cmd: [`--max-old-space-size=${SIDECAR_HEAP_MB}`, '--max-semi-space-size=1', '/app/sidecar.cjs'],
-        User: `${SANDBOX_UID}:${SANDBOX_UID}`,
-        // the agent reaches it over the run network; the egress network lets no container talk to another
-        Env: ['SIDECAR_LISTEN_HOST=0.0.0.0', 'HOME=/files', 'PATH=/usr/bin'],
-        Labels: { ...labels(sandboxId, spec.runId, 'sidecar'), [LABEL_RELAYS]: JSON.stringify(relays.entries()) },
-        ...stdio,
-        HostConfig: {
-          ...confinement,
-          NetworkMode: EGRESS_NETWORK,
-          Memory: SIDECAR_MEMORY_MB * 1024 * 1024,
-          MemorySwap: SIDECAR_MEMORY_MB * 1024 * 1024,
-          NanoCpus: 1e9,
-          PidsLimit: SIDECAR_PIDS,
-          Binds: [`${files}:/files:rw`],
-        },
-      });
+      const sidecar = await docker.createContainer(sidecarContainerSpec({
+        sandboxId, runId: spec.runId, image: opts.sidecarImage, filesDir: files, stateDir: stateDirOf(sandboxId), relays: relays.entries(),
+      }));
       await docker.getNetwork(n.network).connect({ Container: sidecar.id, EndpointConfig: { Aliases: ['sidecar'] } });
-      const agent = await docker.createContainer({
-        name: n.agent,
-        Image: opts.agentImage,
-        Cmd: [`--max-old-space-size=${heapMb}`, '--max-semi-space-size=1', '/app/agent-runtime.cjs'],
-        User: `${SANDBOX_UID}:${SANDBOX_UID}`,
-        // the agent's environment names no secret and no setting
-        Env: ['HOME=/workspace', 'PATH=/usr/bin'],
-        WorkingDir: '/workspace',
-        Labels: labels(sandboxId, spec.runId, 'agent'),
-        ...stdio,
-        HostConfig: {
-          ...confinement,
-          NetworkMode: n.network,
-          Memory: spec.limits.memoryMb * 1024 * 1024,
-          MemorySwap: spec.limits.memoryMb * 1024 * 1024,
-          NanoCpus: Math.round(spec.limits.cpus * 1e9),
-          PidsLimit: AGENT_PIDS,
-          Binds: [`${workspace}:/workspace:rw`],
-        },
-      });
+      const agent = await docker.createContainer(agentContainerSpec({
+        sandboxId, runId: spec.runId, image: opts.agentImage, workspaceDir: workspace, heapMb: agentHeapMb(spec.limits.memoryMb), limits: spec.limits,
+      }));
 
       const attach = async (container: Docker.Container, label: string) =>
         new AttachedProgram(label, (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex, docker);
@@ -418,9 +192,6 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
       programs.sidecar.send({ ...assignment, token, filesDir: '/files' });
       const ack = await programs.sidecar.nextLine(ASSIGN_TIMEOUT_MS);
       if (ack.assigned !== true) throw new Error('the sidecar did not take its assignment');
-      programs.sidecar.watchLines((line) => {
-        if (line[END_HELD] === true) entry.endHeld = true;
-      });
       // confined: the agent's only way out is its sidecar; no shell (the image has none)
       programs.agent.send({ workspace: '/workspace', sidecarUrl: `http://${sidecarIp}:${port}`, sidecarToken: token, confined: true, shell: null });
       const egressIp = sidecarNets[EGRESS_NETWORK]?.IPAddress;
@@ -433,20 +204,15 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     }
   };
 
-  const state = async (sandboxId: string): Promise<SandboxState> => {
-    if (stopping.has(sandboxId)) return 'gone';
-    const n = names(sandboxId);
-    const [sidecar, agent] = await Promise.all([containerState(n.sidecar), containerState(n.agent)]);
-    if (!sidecar?.running) return 'gone';
-    // a sandbox found after a restart is this adapter's from now on
-    if (!known.has(sandboxId)) {
-      const info = await docker.getContainer(n.sidecar).inspect();
-      known.set(sandboxId, { runId: info.Config.Labels[LABEL_RUN] ?? '', endHeld: false });
+  const state = async (sandboxId: string) => {
+    if (stopping.has(sandboxId)) return 'gone' as const;
+    const found = await pairState(docker, names(sandboxId), stateDirOf(sandboxId));
+    // a pair found after this adapter started (another worker's, adopted late) is this adapter's from now on
+    if (found !== 'gone' && !known.has(sandboxId)) {
+      const info = await docker.getContainer(names(sandboxId).sidecar).inspect().catch(() => null);
+      known.set(sandboxId, { runId: info?.Config.Labels[LABEL_RUN] ?? '' });
     }
-    const entry = known.get(sandboxId)!;
-    if (!entry.endHeld && !entry.programs) entry.endHeld = await endHeldInLog(n.sidecar);
-    if (entry.endHeld) return 'ending';
-    return agent?.running ? 'running' : 'gone';
+    return found;
   };
 
   return {
@@ -515,7 +281,6 @@ async function reportMemoryOverrun(agent: Docker.Container, program: AttachedPro
 
 /** Gives the sandbox folder to the images' user (when this host can chown), so the agent may write its workspace. */
 async function handOver(dir: string): Promise<void> {
-  const { readdir } = await import('node:fs/promises');
   const walk = async (p: string): Promise<void> => {
     await chown(p, SANDBOX_UID, SANDBOX_UID);
     for (const e of await readdir(p, { withFileTypes: true })) {

@@ -8,6 +8,7 @@
 //   network's gateway address and forwards to one loopback target; the sidecar's URLs are
 //   rewritten to go through it. Only the sidecar is on the egress network.
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { promisify } from 'node:util';
 import type { Logger } from '../../lib/log.ts';
@@ -69,6 +70,51 @@ export async function removeHostRules(bridge: string): Promise<void> {
   }
 }
 
+/**
+ * Lays `bridge`'s rules afresh (a host reboot or a daemon restart may have flushed them), keeping
+ * the opened ports whose relay still listens on `listenHost`: those of another live process on this
+ * host (another worker, a test's stand-in provider). A dead worker's ports close; its successor
+ * re-opens the relays it adopts.
+ */
+export async function relayHostRules(bridge: string, listenHost: string): Promise<void> {
+  const live = await listeningPorts(listenHost);
+  const kept = (await openedPorts(bridge)).filter((port) => live.has(port));
+  await removeHostRules(bridge);
+  await closeHostPorts(bridge, kept);
+}
+
+/** The TCP ports this module opened to `bridge`. */
+async function openedPorts(bridge: string): Promise<number[]> {
+  let listed: string;
+  try {
+    listed = (await run('iptables', ['-w', '5', '-S', 'INPUT'])).stdout;
+  } catch {
+    return [];
+  }
+  const ports = new Set<number>();
+  for (const line of listed.split('\n')) {
+    if (!line.includes(`"${RULE_TAG} ${bridge}"`) || !line.includes('-j ACCEPT')) continue;
+    const port = /--dport (\d+)/.exec(line)?.[1];
+    if (port) ports.add(Number(port));
+  }
+  return [...ports];
+}
+
+/** Ports with a TCP listener on `host` (IPv4) or on every address, in this network namespace. */
+async function listeningPorts(host: string): Promise<Set<number>> {
+  // /proc/net/tcp writes each address as its 32 bits in host (little-endian) order, in hex
+  const hex = host.split('.').map((b) => Number(b).toString(16).padStart(2, '0').toUpperCase()).reverse().join('');
+  const ports = new Set<number>();
+  const table = await readFile('/proc/net/tcp', 'utf8').catch(() => '');
+  for (const line of table.split('\n').slice(1)) {
+    const [, local, , state] = line.trim().split(/\s+/);
+    if (state !== '0A' || !local) continue;
+    const [address, port] = local.split(':');
+    if (address === hex || address === '00000000') ports.add(parseInt(port, 16));
+  }
+  return ports;
+}
+
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
   return host === 'localhost' || host === '::1' || (net.isIPv4(host) && host.startsWith('127.'));
@@ -76,7 +122,8 @@ export function isLoopbackHost(hostname: string): boolean {
 
 /** TCP relays from the egress network's gateway address to loopback targets of this host. */
 export class LoopbackRelays {
-  private readonly relays = new Map<string, { server: net.Server; port: number }>();
+  /** by listening port: a target may have several (one opened here, others adopted from an earlier worker) */
+  private readonly relays = new Map<number, { server: net.Server; target: string }>();
   private readonly sockets = new Set<net.Socket>();
 
   constructor(
@@ -85,10 +132,20 @@ export class LoopbackRelays {
     private readonly log?: Logger,
   ) {}
 
-  /** The relay's port for `target` (host:port), opened on first use; `port` asks for a given one (re-attach). */
+  /**
+   * The relay's port for `target` (host:port), opened on first use below the kernel's ephemeral range
+   * (an outgoing connection never takes such a port, so a restarted worker can have it again);
+   * `port` asks for a given one (re-attach).
+   */
   async portFor(target: string, port = 0): Promise<number> {
-    const open = this.relays.get(target);
-    if (open) return open.port;
+    if (port !== 0) {
+      const held = this.relays.get(port);
+      if (held && held.target !== target) throw new Error(`relay port ${port} leads to ${held.target} already`);
+      if (held) return port;
+    } else {
+      const open = [...this.relays].find(([, r]) => r.target === target);
+      if (open) return open[0];
+    }
     const [host, targetPort] = splitHostPort(target);
     const server = net.createServer((inbound) => {
       const outbound = net.connect({ host, port: targetPort });
@@ -105,24 +162,20 @@ export class LoopbackRelays {
       inbound.on('error', close);
       outbound.on('error', close);
     });
-    const listening = await new Promise<number>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, this.listenHost, () => resolve((server.address() as net.AddressInfo).port));
-    });
-    // a concurrent caller may have opened one meanwhile: keep the first
-    const raced = this.relays.get(target);
-    if (raced) {
+    const listening = port !== 0 ? await listen(server, this.listenHost, port) : await listenBelowEphemeral(server, this.listenHost);
+    // a concurrent caller may have opened one for the target meanwhile: keep the first
+    if (port === 0 && [...this.relays.values()].some((r) => r.target === target)) {
       server.close();
-      return raced.port;
+      return this.portFor(target);
     }
-    this.relays.set(target, { server, port: listening });
+    this.relays.set(listening, { server, target });
     await allowHostPort(this.bridge, listening);
     this.log?.debug('sandbox relay opened', { target, port: listening });
     return listening;
   }
 
   entries(): Array<{ target: string; port: number }> {
-    return [...this.relays].map(([target, r]) => ({ target, port: r.port }));
+    return [...this.relays].map(([port, r]) => ({ target: r.target, port }));
   }
 
   async close(): Promise<void> {
@@ -130,9 +183,34 @@ export class LoopbackRelays {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
     await Promise.all(closing);
-    for (const r of this.relays.values()) await disallowHostPort(this.bridge, r.port);
+    for (const port of this.relays.keys()) await disallowHostPort(this.bridge, port);
     this.relays.clear();
   }
+}
+
+function listen(server: net.Server, host: string, port: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as net.AddressInfo).port);
+    });
+  });
+}
+
+const LOW_PORT = 20_000;
+const EPHEMERAL_START = 32_768;
+
+async function listenBelowEphemeral(server: net.Server, host: string): Promise<number> {
+  for (let attempt = 0; attempt < 64; attempt++) {
+    try {
+      return await listen(server, host, LOW_PORT + Math.floor(Math.random() * (EPHEMERAL_START - LOW_PORT)));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' && (err as NodeJS.ErrnoException).code !== 'EACCES') throw err;
+    }
+  }
+  // a crowded low range: let the kernel pick
+  return listen(server, host, 0);
 }
 
 function splitHostPort(target: string): [string, number] {

@@ -1,10 +1,12 @@
 // RUN_ADAPTER=docker at the adapter: a run in its container pair, the pair's confinement, what the
 // agent's network reaches (its sidecar, nothing else), a run over its memory ceiling, the boot
-// check of the images. A pair outliving its worker: test/e2e/run-docker-worker-restart.test.ts.
+// check of the images, a pair adopted by the next adapter. Through the whole platform, a worker
+// killed mid-run: test/e2e/run-docker-worker-restart.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createServer, type Server } from 'node:net';
+import { existsSync } from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,6 +16,7 @@ import type Docker from 'dockerode';
 import { DEFAULT_AGENT_IMAGE, DEFAULT_SIDECAR_IMAGE, ensureSandboxImages } from '../../activities/sandbox/docker-images.ts';
 import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
 import { createDockerAdapter, EGRESS_NETWORK, LABEL_RUN, LABEL_SANDBOX, MEMORY_EXCEEDED_CODE, type DockerSandboxAdapter } from '../../activities/sandbox/docker-adapter.ts';
+import { LABEL_RELAYS } from '../../activities/sandbox/docker-specs.ts';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
@@ -170,6 +173,54 @@ describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
     }
   });
 
+  test("a pair outlives its adapter: the next re-opens its relays before it answers, keeps other processes' relays open, and judges the pair from the engine and the sidecar's state folder", async () => {
+    // each model turn takes a while: the run is still going when its first adapter goes away
+    const slow = await startFakeModel({ latencyMs: 1500 });
+    const dir = await mkdtemp(join(tmpdir(), 'sbx-docker-adopt-'));
+    const first = await createDockerAdapter({ workDir: dir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+    let second: DockerSandboxAdapter | undefined;
+    const spec = aSandboxSpec({ runId: 'run_docker_adopt', eventsBaseUrl: receiver.url, secret, modelUrl: slow.url, memoryMb: 256 });
+    try {
+      const { sandboxId } = await first.start(spec);
+      const names = first.containers(sandboxId);
+      const relayed = JSON.parse((await first.docker.getContainer(names.sidecar).inspect()).Config.Labels[LABEL_RELAYS]) as Array<{ target: string; port: number }>;
+      await waitUntil(() => eventsOf('run_docker_adopt').some((e) => e.type === 'started'), 30_000);
+      assert.equal(await first.state(sandboxId), 'running');
+      // the ports the suite's adapter (another live worker, as far as these two know) has open
+      const others = openedEgressPorts().filter((p) => !relayed.some((r) => r.port === p));
+      assert.ok(others.length > 0, 'the suite adapter has relays open');
+      // the worker goes away (its relays and their firewall openings with it); the pair stays
+      await first.close();
+      for (const r of relayed) assert.equal(await connects(first.gateway, r.port), false, `relay ${r.target} closed`);
+
+      second = await createDockerAdapter({ workDir: dir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+      assert.ok(second.sandboxes().some((s) => s.sandboxId === sandboxId && s.runId === 'run_docker_adopt'));
+      // the sidecar's relays listen, and are let in, again on the ports its URLs name
+      for (const r of relayed) {
+        assert.equal(await connects(second.gateway, r.port), true, `relay ${r.target} on ${r.port}`);
+        assert.ok(openedEgressPorts().includes(r.port), `port ${r.port} open to the egress network`);
+      }
+      for (const p of others) assert.ok(openedEgressPorts().includes(p), `the live relay port ${p} stayed open`);
+      assert.equal(await second.state(sandboxId), 'running');
+
+      await waitUntil(() => eventsOf('run_docker_adopt').some((e) => e.type === 'completed'), 60_000);
+      assert.equal((await second.docker.getContainer(names.agent).wait()).StatusCode, 0);
+      // the agent has exited and its sidecar holds the end: a fact of its state folder, read by a worker that never saw its output
+      assert.ok(existsSync(join(dir, sandboxId, 'state', 'end-held')));
+      assert.equal(await second.state(sandboxId), 'ending');
+      // a sidecar that exited is gone, whatever it held
+      await second.docker.getContainer(names.sidecar).kill();
+      assert.equal(await second.state(sandboxId), 'gone');
+    } finally {
+      const owner = second ?? first;
+      for (const s of owner.sandboxes()) await owner.stop(s.sandboxId);
+      await second?.close();
+      await first.close();
+      await slow.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a run whose agent goes over its memory ceiling fails with agent_memory_exceeded', async () => {
     const spec = aSandboxSpec({ runId: 'run_docker_oom', eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 128 });
     // an input far larger than the agent's 96 MiB heap: reading and parsing it goes over the ceiling
@@ -191,6 +242,25 @@ test('the docker backend is tested here when CI requires it', () => {
   if (DOCKER_REQUIRED) assert.equal(unavailable, null);
   else if (unavailable) assert.match(unavailable, /docker/);
 });
+
+/** the TCP ports the firewall lets in from the egress network (the relays') */
+function openedEgressPorts(): number[] {
+  return execFileSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((line) => line.includes('-i ap-egress0') && line.includes('-j ACCEPT'))
+    .flatMap((line) => /--dport (\d+)/.exec(line)?.[1] ?? [])
+    .map(Number);
+}
+
+/** whether something listens on host:port (the egress gateway is an address of this host) */
+function connects(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.setTimeout(2000, () => (socket.destroy(), resolve(false)));
+    socket.on('connect', () => (socket.destroy(), resolve(true)));
+    socket.on('error', () => resolve(false));
+  });
+}
 
 /** the sidecar's port, from its ready line in the container's log */
 async function waitForSidecarPort(docker: Docker, sidecar: string): Promise<string> {

@@ -1,0 +1,90 @@
+// What the docker backend knows of a sandbox, decided from durable facts only: the Engine API's
+// state of each container (running, exit, protocol label) and the sidecar's held end, a file it
+// writes in its state folder before it answers the agent's last event. Nothing here reads an attach
+// stream or a log, so a worker that adopts a pair after a restart judges it as its starter would.
+import { access } from 'node:fs/promises';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Logger } from '../../lib/log.ts';
+import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
+import { END_HELD_FILE } from '../../lib/warm-start.ts';
+import type { SandboxState } from './adapter.ts';
+import type { LoopbackRelays } from './docker-network.ts';
+import { isStatus, LABEL_RELAYS, LABEL_RUN, LABEL_SANDBOX, type SandboxNames } from './docker-specs.ts';
+
+const RELAY_REOPEN_ATTEMPTS = 50;
+const RELAY_REOPEN_PAUSE_MS = 100;
+
+interface ContainerFacts {
+  running: boolean;
+  protocol: string | undefined;
+}
+
+async function containerFacts(docker: Docker, name: string): Promise<ContainerFacts | null> {
+  try {
+    const info = await docker.getContainer(name).inspect();
+    return { running: info.State.Running, protocol: info.Config.Labels?.[PROTOCOL_LABEL] };
+  } catch (err) {
+    if (isStatus(err, 404)) return null;
+    throw err;
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * running: both programs run. ending: the sidecar runs and holds the run's end (the agent may have
+ * exited). gone: the sidecar exited (it gives up an end it cannot deliver by exiting), or the agent
+ * exited without handing its end over, or the pair speaks another protocol than this worker.
+ */
+export async function pairState(docker: Docker, n: SandboxNames, stateDir: string): Promise<SandboxState> {
+  const [sidecar, agent] = await Promise.all([containerFacts(docker, n.sidecar), containerFacts(docker, n.agent)]);
+  if (!sidecar?.running || sidecar.protocol !== SANDBOX_PROTOCOL_VERSION) return 'gone';
+  // Read after the agent's state: the file is written before the agent's last event is answered,
+  // so an agent seen exited with no file there never handed its end over.
+  if (await exists(path.join(stateDir, END_HELD_FILE))) return 'ending';
+  return agent?.running ? 'running' : 'gone';
+}
+
+/**
+ * The pairs a previous worker left on this engine, with their runs. Each sidecar's relays are
+ * re-opened on the ports its URLs name before this answers, so the pair reaches the platform again
+ * before any workflow re-attaches to it.
+ */
+export async function adoptSandboxes(docker: Docker, relays: LoopbackRelays, log?: Logger): Promise<Map<string, string>> {
+  const adopted = new Map<string, string>();
+  const found = await docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX] } });
+  for (const c of found) {
+    const sandboxId = c.Labels[LABEL_SANDBOX];
+    if (!adopted.has(sandboxId)) adopted.set(sandboxId, c.Labels[LABEL_RUN] ?? '');
+    if (!c.Labels[LABEL_RELAYS]) continue;
+    for (const r of JSON.parse(c.Labels[LABEL_RELAYS]) as Array<{ target: string; port: number }>) {
+      await reopenRelay(relays, r.target, r.port).catch((err: Error) =>
+        log?.error('a sandbox relay could not re-open on its port: its sidecar cannot reach the platform', { sandboxId, target: r.target, port: r.port, error: err.message }),
+      );
+    }
+  }
+  if (adopted.size) log?.info('docker sandboxes adopted', { sandboxes: [...adopted.keys()] });
+  return adopted;
+}
+
+/** A port its killed owner held a moment ago may still be closing: tried again for a few seconds. */
+async function reopenRelay(relays: LoopbackRelays, target: string, port: number): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const opened = await relays.portFor(target, port);
+      if (opened !== port) throw new Error(`${target} is relayed on port ${opened} already`);
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= RELAY_REOPEN_ATTEMPTS) throw err;
+      await new Promise((r) => setTimeout(r, RELAY_REOPEN_PAUSE_MS));
+    }
+  }
+}

@@ -1,0 +1,163 @@
+// What the docker backend asks the Engine for: the names and labels of a sandbox's parts, the
+// shared egress network, a run's --internal network, and the two containers' create options.
+import type Docker from 'dockerode';
+import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
+import { relayHostRules } from './docker-network.ts';
+import { SIDECAR_HEAP_MB } from './sandbox-pair.ts';
+
+export const LABEL_SANDBOX = 'org.agent-platform.sandbox';
+export const LABEL_RUN = 'org.agent-platform.run';
+export const LABEL_ROLE = 'org.agent-platform.role';
+/** on the sidecar: the relays (target, port) its URLs go through, re-opened by a worker that adopts it */
+export const LABEL_RELAYS = 'org.agent-platform.relays';
+const LABEL_EGRESS = 'org.agent-platform.egress';
+export const EGRESS_NETWORK = 'agent-platform-egress';
+export const EGRESS_BRIDGE = 'ap-egress0';
+/** the image's non-root user; the sandbox's folders are handed to it */
+export const SANDBOX_UID = 10001;
+/** where the sidecar keeps what a restarted worker must read (its held end), bound from <sandbox>/state */
+export const SIDECAR_STATE_DIR = '/state';
+const SIDECAR_MEMORY_MB = SIDECAR_HEAP_MB + 128;
+const AGENT_PIDS = 128;
+const SIDECAR_PIDS = 64;
+
+export const names = (sandboxId: string) => ({
+  sidecar: `ap-${sandboxId}-sidecar`,
+  agent: `ap-${sandboxId}-agent`,
+  network: `ap-${sandboxId}`,
+  // interface names hold 15 bytes
+  bridge: `apr${sandboxId.slice(4, 16)}`,
+});
+
+export type SandboxNames = ReturnType<typeof names>;
+
+export const labels = (sandboxId: string, runId: string, role: string): Record<string, string> => ({
+  [LABEL_SANDBOX]: sandboxId,
+  [LABEL_RUN]: runId,
+  [LABEL_ROLE]: role,
+  [PROTOCOL_LABEL]: SANDBOX_PROTOCOL_VERSION,
+});
+
+export function isStatus(err: unknown, ...codes: number[]): boolean {
+  return codes.includes((err as { statusCode?: number }).statusCode ?? 0);
+}
+
+export async function ignoreMissing(op: Promise<unknown>): Promise<void> {
+  try {
+    await op;
+  } catch (err) {
+    if (!isStatus(err, 404, 409)) throw err;
+  }
+}
+
+/** The egress network, created once for every run (labelled); answers its gateway address. */
+export async function ensureEgressNetwork(docker: Docker): Promise<string> {
+  const inspect = async () => (await docker.getNetwork(EGRESS_NETWORK).inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
+  let info;
+  try {
+    info = await inspect();
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+    await ignoreMissing(docker.createNetwork({
+      Name: EGRESS_NETWORK,
+      Driver: 'bridge',
+      CheckDuplicate: true,
+      Labels: { [LABEL_EGRESS]: 'true', [PROTOCOL_LABEL]: SANDBOX_PROTOCOL_VERSION },
+      // sidecars of different runs do not talk to each other
+      Options: { 'com.docker.network.bridge.name': EGRESS_BRIDGE, 'com.docker.network.bridge.enable_icc': 'false' },
+    }));
+    info = await inspect();
+  }
+  const gateway = info.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(':'))?.Gateway;
+  if (!gateway) throw new Error(`the ${EGRESS_NETWORK} network has no IPv4 gateway`);
+  await relayHostRules(EGRESS_BRIDGE, gateway);
+  return gateway;
+}
+
+export function runNetworkSpec(sandboxId: string, runId: string): Docker.NetworkCreateOptions {
+  const n = names(sandboxId);
+  return {
+    Name: n.network,
+    Driver: 'bridge',
+    Internal: true,
+    CheckDuplicate: true,
+    Labels: labels(sandboxId, runId, 'network'),
+    Options: { 'com.docker.network.bridge.name': n.bridge },
+  };
+}
+
+const confinement = {
+  ReadonlyRootfs: true,
+  CapDrop: ['ALL'],
+  SecurityOpt: ['no-new-privileges'],
+  Tmpfs: { '/tmp': 'rw,noexec,nosuid,size=64m' },
+  // no restart: a program that exits ends its sandbox (the workflow sees it gone)
+  RestartPolicy: { Name: '' },
+};
+// StdinOnce off: stdin stays open when the worker that attached goes away, so the pair outlives it
+const stdio = { OpenStdin: true, StdinOnce: false, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false };
+
+export interface SidecarContainer {
+  sandboxId: string;
+  runId: string;
+  image: string;
+  /** host folders: the files it publishes, and its state a restarted worker reads */
+  filesDir: string;
+  stateDir: string;
+  relays: Array<{ target: string; port: number }>;
+}
+
+export function sidecarContainerSpec(c: SidecarContainer): Docker.ContainerCreateOptions {
+  return {
+    name: names(c.sandboxId).sidecar,
+    Image: c.image,
+    Cmd: [`--max-old-space-size=${SIDECAR_HEAP_MB}`, '--max-semi-space-size=1', '/app/sidecar.cjs'],
+    User: `${SANDBOX_UID}:${SANDBOX_UID}`,
+    // the agent reaches it over the run network; the egress network lets no container talk to another
+    Env: ['SIDECAR_LISTEN_HOST=0.0.0.0', `SIDECAR_STATE_DIR=${SIDECAR_STATE_DIR}`, 'HOME=/files', 'PATH=/usr/bin'],
+    Labels: { ...labels(c.sandboxId, c.runId, 'sidecar'), [LABEL_RELAYS]: JSON.stringify(c.relays) },
+    ...stdio,
+    HostConfig: {
+      ...confinement,
+      NetworkMode: EGRESS_NETWORK,
+      Memory: SIDECAR_MEMORY_MB * 1024 * 1024,
+      MemorySwap: SIDECAR_MEMORY_MB * 1024 * 1024,
+      NanoCpus: 1e9,
+      PidsLimit: SIDECAR_PIDS,
+      Binds: [`${c.filesDir}:/files:rw`, `${c.stateDir}:${SIDECAR_STATE_DIR}:rw`],
+    },
+  };
+}
+
+export interface AgentContainer {
+  sandboxId: string;
+  runId: string;
+  image: string;
+  workspaceDir: string;
+  heapMb: number;
+  limits: { memoryMb: number; cpus: number };
+}
+
+export function agentContainerSpec(c: AgentContainer): Docker.ContainerCreateOptions {
+  const n = names(c.sandboxId);
+  return {
+    name: n.agent,
+    Image: c.image,
+    Cmd: [`--max-old-space-size=${c.heapMb}`, '--max-semi-space-size=1', '/app/agent-runtime.cjs'],
+    User: `${SANDBOX_UID}:${SANDBOX_UID}`,
+    // the agent's environment names no secret and no setting
+    Env: ['HOME=/workspace', 'PATH=/usr/bin'],
+    WorkingDir: '/workspace',
+    Labels: labels(c.sandboxId, c.runId, 'agent'),
+    ...stdio,
+    HostConfig: {
+      ...confinement,
+      NetworkMode: n.network,
+      Memory: c.limits.memoryMb * 1024 * 1024,
+      MemorySwap: c.limits.memoryMb * 1024 * 1024,
+      NanoCpus: Math.round(c.limits.cpus * 1e9),
+      PidsLimit: AGENT_PIDS,
+      Binds: [`${c.workspaceDir}:/workspace:rw`],
+    },
+  };
+}
