@@ -61,6 +61,10 @@ test('within the window the total is exact, unflagged, and rel="last" points at 
   assert.equal(res.body.total, RUNS);
   assert.equal('total_capped' in res.body, false);
   assert.match(res.headers.get('link')!, new RegExp(`offset=${Math.floor((RUNS - 1) / 100) * 100}>; rel="last"`));
+  // exactly TOTAL_WINDOW rows from the offset to the end: the window holds them all, the total is exact
+  const edge = await get(`/api/runs?limit=100&offset=${RUNS - TOTAL_WINDOW}`);
+  assert.equal(edge.body.total, RUNS);
+  assert.equal('total_capped' in edge.body, false);
   const failed = await get('/api/runs?status=failed');
   const { rows } = await pool.query(`SELECT count(*)::int AS n FROM runs WHERE space_id = $1 AND status = 'failed'`, [space.spaceId]);
   assert.equal(failed.body.total, rows[0].n);

@@ -49,7 +49,10 @@ export const GROUPS: Record<string, Group> = {
     // the tenant scope itself, then the reads and list queries of the services (their writes are
     // guarded by the same scope helpers and covered by the route matrix, not mutated here)
     mutate: ['db/tenant.ts', 'api/services/end-users.ts:67-86', 'api/services/api-keys.ts:83-96', 'api/services/runs/records.ts:104-208'],
-    tests: ['test/integration/tenant-isolation.test.ts', 'test/integration/tenant-isolation-matrix.test.ts', 'test/integration/run-list-totals.test.ts'],
+    tests: [
+      'test/unit/tenant-scope.test.ts', 'test/integration/tenant-isolation.test.ts', 'test/integration/tenant-isolation-matrix.test.ts',
+      'test/integration/tenant-reads-within-a-space.test.ts', 'test/integration/run-list-totals.test.ts',
+    ],
   },
 };
 
@@ -102,8 +105,12 @@ async function main(): Promise<void> {
   const services = await ensureTestServices(root);
   Object.assign(process.env, services.env, { NODE_ENV: 'test' });
   for (const name of names) {
-    const group = GROUPS[name];
-    if (!group) throw new Error(`no mutation group ${name}; groups: ${Object.keys(GROUPS).join(', ')}`);
+    const named = GROUPS[name];
+    if (!named) throw new Error(`no mutation group ${name}; groups: ${Object.keys(GROUPS).join(', ')}`);
+    // MUTATION_MUTATE=<file:lines,...> re-checks some places (say, last run's survivors) against the
+    // group's tests; its scores go to summary-partial.json, not to the group's summary
+    const partial = process.env.MUTATION_MUTATE?.split(',').filter(Boolean);
+    const group = partial?.length ? { ...named, mutate: partial } : named;
     const tests = existing(group.tests);
     const t0 = Date.now();
     // The checker type-checks only what the group's files and tests import, not the whole project.
@@ -139,7 +146,7 @@ async function main(): Promise<void> {
     // written after every group, so a long run stopped part-way keeps what it measured
     // merged with what other runs (other groups, in parallel or earlier) wrote
     fs.mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, 'summary.json');
+    const file = path.join(dir, partial?.length ? 'summary-partial.json' : 'summary.json');
     const earlier = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, FileScore>) : {};
     fs.writeFileSync(file, JSON.stringify({ ...earlier, ...summary }, null, 2));
   }

@@ -131,6 +131,7 @@ export async function getRunWire(
   const filter = visibilityFilter(scope, permissions, params);
   const sql = `SELECT status, run_wire(runs)::text AS json FROM runs WHERE id = $1 AND org_id = $2 AND space_id = $3${filter}`;
   const load = async () => (await scope.pool.query<{ status: RunStatus; json: string }>(sql, params)).rows[0] ?? null;
+  // Stryker disable next-line LogicalOperator: an entry's weight bounds the cache's memory; no reader sees it
   const row = cache ? await cache.through(scope.spaceId, cacheKey(sql, params), load, (r) => r?.json.length ?? 0) : await load();
   if (!row) throw problem('not_found', { detail: 'No such run in this space.' });
   return row;
@@ -173,6 +174,7 @@ export async function listRunWire(
   const pageParams = [...params, page.limit + 1];
   const columns = 'created_at::text AS at, id, run_wire(runs)::text AS json';
   let sql = `SELECT ${columns} FROM runs WHERE ${where} ${order} LIMIT $${pageParams.length}`;
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: at offset 0 the first-key form gives the same rows (its key is the first row); the plain form is the cheaper plan
   if (page.offset > 0) {
     pageParams.push(page.offset);
     sql = `WITH first_key AS (SELECT created_at, id FROM runs WHERE ${where} ${order} OFFSET $${pageParams.length} LIMIT 1)
@@ -184,6 +186,7 @@ export async function listRunWire(
     const { rows } = await scope.pool.query<{ at: string; id: string; json: string }>(sql, pageParams);
     const items = rows.map((r) => r.json);
     // The total is known from the page itself unless more rows follow it (or it lies past the end).
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: a shortcut; counting gives the same total
     if (items.length <= page.limit && (items.length > 0 || page.offset === 0)) return { items, total: { n: page.offset + items.length, capped: false } };
     // Counted from the page's first key (exact text of its timestamp), so the skipped rows are not
     // walked again; past the end, from the start up to the same bound.
@@ -193,6 +196,7 @@ export async function listRunWire(
       countParams.push(rows[0].at, rows[0].id);
       from = ` AND (created_at, id) <= ($${countParams.length - 1}::timestamptz, $${countParams.length})`;
     } else {
+      // Stryker disable next-line ArithmeticOperator: past the end fewer rows than the offset match, far below either bound
       countParams[params.length] = page.offset + TOTAL_WINDOW + 1;
     }
     const count = await scope.pool.query<{ n: number }>(
@@ -204,5 +208,6 @@ export async function listRunWire(
     return { items, total: { n: Math.min(counted, bound), capped: counted > bound } };
   };
   if (!cache) return load();
+  // Stryker disable next-line ArithmeticOperator: a page's weight bounds the cache's memory; no reader sees it
   return cache.through(scope.spaceId, cacheKey(sql, pageParams), load, (p) => p.items.reduce((n, item) => n + item.length, 0));
 }
