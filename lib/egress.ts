@@ -9,8 +9,7 @@ import dns from 'node:dns/promises';
 import type { IncomingMessage } from 'node:http';
 import net, { type LookupFunction } from 'node:net';
 import os from 'node:os';
-import { Readable } from 'node:stream';
-import { openRequest, type OutboundInit } from './outbound-http.ts';
+import { openRequest, responseOf, type OutboundInit } from './outbound-http.ts';
 import { openTunnel, type OutboundProxy } from './proxy-tunnel.ts';
 
 /** A host and port the platform itself serves on (its API, workflow engine, database). */
@@ -297,8 +296,6 @@ export interface GuardedFetchInit {
   proxy?: OutboundProxy | null;
 }
 
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
-
 /** Every name lookup of a connection answers the checked address: the connection cannot be rebound. */
 function pinnedLookup(target: CheckedTarget): LookupFunction {
   const address = target.addresses[0];
@@ -315,17 +312,7 @@ async function requestPinned(target: CheckedTarget, init: GuardedFetchInit, opts
   const res = init.proxy
     ? await openRequest(target.url, { ...common, socket: await openTunnel(init.proxy, target, opts, init) })
     : await openRequest(target.url, { ...common, agent: false, lookup: pinnedLookup(target) });
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(res.headers)) {
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    else if (value !== undefined) headers.set(name, value);
-  }
-  const status = res.statusCode ?? 502;
-  // Stryker disable next-line StringLiteral: a request without a method is a GET, and '' is no HEAD either
-  const body = NULL_BODY_STATUSES.has(status) || (init.method ?? 'GET').toUpperCase() === 'HEAD' ? null : (Readable.toWeb(res) as ReadableStream);
-  // Stryker disable next-line all: an answer without a body has no bytes to drain; resuming it frees the socket sooner, unobservably
-  if (!body) res.resume();
-  return new Response(body, { status, statusText: res.statusMessage, headers });
+  return responseOf(res, init.method);
 }
 
 /**

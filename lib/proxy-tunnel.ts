@@ -5,10 +5,9 @@
 // against the target's host name.
 import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
-import { Readable } from 'node:stream';
 import tls from 'node:tls';
 import { checkEgressTarget, effectivePort, EgressRefusal, type CheckedTarget, type EgressOptions } from './egress.ts';
-import { openRequest, type OutboundInit } from './outbound-http.ts';
+import { openRequest, responseOf, type OutboundInit } from './outbound-http.ts';
 
 /** An HTTP CONNECT proxy: http://host:port, and its Basic credentials when it takes some. */
 export interface OutboundProxy {
@@ -148,8 +147,6 @@ export async function requestThroughProxy(
   return openRequest(target.url, { ...init, socket });
 }
 
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
-
 /** requestThroughProxy answered as a fetch Response (for clients that take a fetch function). */
 export async function fetchThroughProxy(
   rawUrl: string | URL,
@@ -157,14 +154,5 @@ export async function fetchThroughProxy(
   proxy: OutboundProxy,
   egress: ProxiedEgress,
 ): Promise<Response> {
-  const res = await requestThroughProxy(rawUrl, init, proxy, egress);
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(res.headers)) {
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    else if (value !== undefined) headers.set(name, value);
-  }
-  const status = res.statusCode ?? 502;
-  const body = NULL_BODY_STATUSES.has(status) || (init.method ?? 'GET').toUpperCase() === 'HEAD' ? null : (Readable.toWeb(res) as ReadableStream);
-  if (!body) res.resume();
-  return new Response(body, { status, statusText: res.statusMessage, headers });
+  return responseOf(await requestThroughProxy(rawUrl, init, proxy, egress), init.method);
 }

@@ -114,9 +114,10 @@ async function main(): Promise<void> {
     const named = GROUPS[name];
     if (!named) throw new Error(`no mutation group ${name}; groups: ${Object.keys(GROUPS).join(', ')}`);
     // MUTATION_MUTATE=<file:lines,...> re-checks some places (say, last run's survivors) against the
-    // group's tests; its scores go to summary-partial.json, not to the group's summary
+    // group's tests (or MUTATION_TESTS=<file,...>); its scores go to summary-partial.json
     const partial = process.env.MUTATION_MUTATE?.split(',').filter(Boolean);
-    const group = partial?.length ? { ...named, mutate: partial } : named;
+    const tests_ = process.env.MUTATION_TESTS?.split(',').filter(Boolean);
+    const group = partial?.length ? { ...named, mutate: partial, tests: tests_?.length ? tests_ : named.tests } : named;
     const tests = existing(group.tests);
     const t0 = Date.now();
     // The checker type-checks only what the group's files and tests import, not the whole project.
