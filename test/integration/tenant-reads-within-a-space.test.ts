@@ -63,6 +63,9 @@ test('a member without runs:read-all lists and reads its own runs only', async (
     assert.equal(logs.body.detail, 'No such run in this space.');
   }
   assert.equal((await get(`/api/runs/${own[0]}/logs`, memberKey)).status, 200);
+  const mine = await get(`/api/runs/${own[0]}`, memberKey);
+  assert.equal(mine.status, 200);
+  assert.equal(mine.body.id, own[0]);
 });
 
 test('a key acting for an end-user lists that end-user\'s runs only', async () => {
@@ -83,11 +86,34 @@ test('an owner lists every run of the space; an agent\'s list holds that agent\'
   assert.deepEqual(listedIds(agent.body), await idsWhere('agent_id = $2', ['@seed/agent-1']));
 });
 
+test('a schedule\'s list holds the runs it launched only', async () => {
+  await pool.query(
+    `INSERT INTO schedules (id, org_id, space_id, agent_id, name, cron_expression, timezone, created_by)
+     VALUES ('sched_reads', $1, $2, '@seed/agent-2', 'nightly', '0 3 * * *', 'UTC', $3)`,
+    [space.orgId, space.spaceId, space.ownerId],
+  );
+  await pool.query(
+    `UPDATE runs SET schedule_id = 'sched_reads', schedule_fire_at = created_at
+      WHERE id IN (SELECT id FROM runs WHERE space_id = $1 AND agent_id = '@seed/agent-2' ORDER BY created_at LIMIT 4)`,
+    [space.spaceId],
+  );
+  const res = await get('/api/schedules/sched_reads/runs?limit=100', ownerKey);
+  assert.equal(res.status, 200);
+  const launched = await idsWhere(`schedule_id = 'sched_reads'`, []);
+  assert.equal(launched.length, 4);
+  assert.deepEqual(listedIds(res.body), launched);
+});
+
 test('an end-user of another space is not found; the externalId filter and the page size hold', async () => {
   const { rows } = await pool.query('SELECT id FROM end_users WHERE space_id = $1 LIMIT 1', [other.spaceId]);
   const foreign = await get(`/api/end-users/${rows[0].id}`, ownerKey);
   assert.equal(foreign.status, 404);
   assert.equal(foreign.body.detail, 'No such end-user in this space.');
+
+  const [first] = (await pool.query('SELECT id FROM end_users WHERE space_id = $1 LIMIT 1', [space.spaceId])).rows;
+  const found = await get(`/api/end-users/${first.id}`, ownerKey);
+  assert.equal(found.status, 200);
+  assert.equal(found.body.id, first.id);
 
   const filtered = await get('/api/end-users?externalId=ext-2', ownerKey);
   assert.deepEqual(filtered.body.data.map((u: { externalId: string }) => u.externalId), ['ext-2']);
