@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
-import { classifyEntryName } from '../../lib/zip/entry-name.ts';
+import { classifyEntryName, compareEntryNames, MAX_ENTRY_NAME_LENGTH, printableEntryName } from '../../lib/zip/entry-name.ts';
 import { readZip } from '../../lib/zip/read-zip.ts';
 import { encodeZip, writeZip } from '../../lib/zip/write-zip.ts';
 
@@ -66,5 +66,75 @@ describe('ZIP entry names (zip-slip)', () => {
     for (const name of ['manifest.json', 'references/guide.md', 'assets/café.png', '.well-known/x', 'a..b/c']) {
       assert.deepEqual(classifyEntryName(name), { kind: 'file' }, name);
     }
+  });
+});
+
+describe('ZIP entry names: each rule on its own', () => {
+  const refuse = (reason: string) => ({ kind: 'refuse', reason });
+
+  test('each refusal names its own reason', () => {
+    assert.deepEqual(classifyEntryName(''), refuse('the name is empty'));
+    assert.deepEqual(classifyEntryName('a\u0000b'), refuse('the name contains a NUL byte'));
+    assert.deepEqual(classifyEntryName('a\\b'), refuse('the name contains a backslash'));
+    assert.deepEqual(classifyEntryName('/a'), refuse('the name is an absolute path'));
+    assert.deepEqual(classifyEntryName('Z:x'), refuse('the name starts with a drive letter'));
+    assert.deepEqual(classifyEntryName('a/../b'), refuse('the name has a ".." segment'));
+    assert.deepEqual(classifyEntryName('a/./b'), refuse('the name has a "." segment'));
+    assert.deepEqual(classifyEntryName('a//b'), refuse('the name has an empty segment'));
+  });
+
+  test('the length limit is 1024 characters, counted as characters', () => {
+    assert.deepEqual(classifyEntryName('x'.repeat(1024)), { kind: 'file' });
+    assert.deepEqual(classifyEntryName('x'.repeat(1025)), refuse('the name is longer than 1024 characters'));
+    assert.equal(MAX_ENTRY_NAME_LENGTH, 1024);
+  });
+
+  test('every C0 control character and DEL are refused; the characters around them are not', () => {
+    for (let code = 1; code <= 0x1f; code++) {
+      assert.deepEqual(classifyEntryName(`a${String.fromCharCode(code)}b`), refuse('the name contains a control character'), `U+${code.toString(16)}`);
+    }
+    assert.deepEqual(classifyEntryName('a\u007fb'), refuse('the name contains a control character'));
+    for (const ok of ['a b', 'a~b', 'a\u0080b', 'a\u00a0b']) assert.deepEqual(classifyEntryName(ok), { kind: 'file' }, JSON.stringify(ok));
+  });
+
+  test('a drive letter counts only at the start, and only as a letter and a colon', () => {
+    for (const name of ['a:', 'z:b', 'A:b', 'Z:/b']) assert.equal(classifyEntryName(name).kind, 'refuse', name);
+    for (const name of ['dir/c:x', '1:x', 'ab:c', ':x', 'a']) assert.deepEqual(classifyEntryName(name), { kind: 'file' }, name);
+  });
+
+  test('only a leading slash is absolute; a trailing one makes a directory', () => {
+    assert.deepEqual(classifyEntryName('a/b/'), { kind: 'skip' });
+    assert.deepEqual(classifyEntryName('a/'), { kind: 'skip' });
+    assert.deepEqual(classifyEntryName('/'), refuse('the name is an absolute path'));
+  });
+
+  test('directory names are checked segment by segment too', () => {
+    assert.deepEqual(classifyEntryName('a/../'), refuse('the name has a ".." segment'));
+    assert.deepEqual(classifyEntryName('./'), refuse('the name has a "." segment'));
+    assert.deepEqual(classifyEntryName('a//'), refuse('the name has an empty segment'));
+    assert.deepEqual(classifyEntryName('...'), { kind: 'file' });
+    assert.deepEqual(classifyEntryName('a./.b'), { kind: 'file' });
+  });
+
+  test('__MACOSX is skipped only as the first segment and only by its exact name', () => {
+    assert.deepEqual(classifyEntryName('__MACOSX/x'), { kind: 'skip' });
+    assert.deepEqual(classifyEntryName('__MACOSX'), { kind: 'skip' });
+    for (const name of ['docs/__MACOSX/x', '__macosx/x', '__MACOSX2/x']) {
+      assert.deepEqual(classifyEntryName(name), { kind: 'file' }, name);
+    }
+  });
+
+  test('names compare by their UTF-8 bytes, not by UTF-16 code units', () => {
+    // U+FF61 sorts before U+1F600 in UTF-8 (EF.. < F0..) and after it in UTF-16 (FF61 > D83D)
+    assert.ok(compareEntryNames('\uff61', '\u{1f600}') < 0);
+    assert.ok(compareEntryNames('\u{1f600}', '\uff61') > 0);
+    assert.equal(compareEntryNames('same', 'same'), 0);
+    assert.deepEqual(['b', 'a/b', 'a', 'B'].sort(compareEntryNames), ['B', 'a', 'a/b', 'b']);
+  });
+
+  test('a printed name is quoted with control characters escaped and cut after 200 characters', () => {
+    assert.equal(printableEntryName('a\nb'), '"a\\nb"');
+    assert.equal(printableEntryName('y'.repeat(200)), `"${'y'.repeat(200)}"`);
+    assert.equal(printableEntryName('y'.repeat(201)), `"${'y'.repeat(200)}..."`);
   });
 });
