@@ -29,12 +29,12 @@ export const GROUPS: Record<string, Group> = {
   // and the central directory against the fast tests, the rest of the reader with inflation too
   zip: {
     mutate: ['lib/zip/entry-name.ts', 'lib/zip/central-directory.ts'],
-    tests: ['test/unit/zip-entry-names.test.ts', 'test/unit/zip-limits.test.ts', 'test/unit/zip-round-trip.test.ts', 'test/unit/afps-package-archive.test.ts'],
+    tests: ['test/unit/zip-central-directory.test.ts', 'test/unit/zip-entry-names.test.ts', 'test/unit/zip-limits.test.ts', 'test/unit/zip-round-trip.test.ts', 'test/unit/afps-package-archive.test.ts'],
     oneProcess: true,
   },
   'zip-inflation': {
     mutate: ['lib/zip/read-zip.ts', 'lib/zip/inflate-queue.ts', 'lib/zip/inflate-workers.ts'],
-    tests: ['test/unit/zip-entry-names.test.ts', 'test/unit/zip-limits.test.ts', 'test/unit/zip-round-trip.test.ts', 'test/unit/zip-inflation.test.ts', 'test/unit/afps-package-archive.test.ts'],
+    tests: ['test/unit/zip-read-records.test.ts', 'test/unit/zip-entry-names.test.ts', 'test/unit/zip-limits.test.ts', 'test/unit/zip-round-trip.test.ts', 'test/unit/zip-inflation.test.ts', 'test/unit/afps-package-archive.test.ts'],
     oneProcess: true,
   },
   // the signature protocol against its unit tests (fast), the ingestion service against the sink's

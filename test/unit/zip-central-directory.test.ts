@@ -226,6 +226,12 @@ describe('ZIP64 end record', () => {
     assert.throws(() => locateCentralDirectory(zip64Archive({}, { prefix: 1, recordAt: 0n })), corrupt);
   });
 
+  test('a ZIP64 signature so near the locator that the record would overlap it is corrupt', () => {
+    // the record's disk fields would be read from the locator's own bytes (its disk count, 1)
+    const buf = Buffer.concat([Buffer.from([0x50, 0x4b, 0x06, 0x06]), zip64Locator(0n), endRecord()]);
+    assert.throws(() => locateCentralDirectory(buf), refusal(/^The ZIP64 end of central directory record is missing or corrupt\.$/));
+  });
+
   test('a locator at the very start of the file (no room for the record) is corrupt, not ignored', () => {
     const buf = Buffer.concat([zip64Locator(0n), endRecord()]);
     assert.throws(() => locateCentralDirectory(buf), refusal(/ZIP64 end of central directory record is missing or corrupt/));
@@ -302,6 +308,12 @@ describe('ZIP central headers', () => {
     assert.throws(() => parse(fixed), refusal(/^The central directory is corrupt\.$/));
     const exact = Buffer.concat([centralHeader({ name: '' }), endRecord({ entryCount: 1, size: 46 })]);
     assert.equal(parse(exact)[0].nameBytes.length, 0);
+  });
+
+  test('a directory too small for one header is corrupt, not read past the end of the file', () => {
+    // a header's signature alone, then the end record: the fixed fields would lie past the file's end
+    const buf = Buffer.concat([Buffer.from([0x50, 0x4b, 0x01, 0x02]), endRecord({ entryCount: 1, size: 4 })]);
+    assert.throws(() => parse(buf), refusal(/^The central directory is corrupt\.$/));
   });
 
   test('a header without its signature is corrupt', () => {
