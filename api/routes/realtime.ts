@@ -8,7 +8,7 @@ import type { AppDeps } from '../deps.ts';
 import type { Request, Response } from '../http.ts';
 import { handled, route, type Reply } from '../route.ts';
 import { streamAccess } from '../services/realtime/access.ts';
-import { EVENT_NAMES } from '../services/realtime/hub.ts';
+import { EVENT_NAMES } from '../services/realtime/stream.ts';
 import { getRunWire } from '../services/runs/records.ts';
 import { sessionCookieName } from '../services/session-cookie.ts';
 import { requireAgentInSpace } from './runs.ts';

@@ -6,7 +6,7 @@ import http from 'node:http';
 import { after, before, test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { MAX_QUEUED_FRAMES } from '../../api/services/realtime/hub.ts';
+import { MAX_QUEUED_FRAMES } from '../../api/services/realtime/stream.ts';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, anOrg, type BuiltOrg } from '../support/builders.ts';
