@@ -3,8 +3,8 @@
 import type { PlatformEndpoint } from '../../lib/egress.ts';
 import type { OutboundProxy } from '../../lib/proxy-tunnel.ts';
 
-export type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
-import type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
+export type { IntegrationAssignment, LocalIntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
+import type { IntegrationAssignment, LocalIntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
 
 export interface WorkspaceFile {
   /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */
@@ -38,6 +38,8 @@ export interface SidecarAssignment {
   /** the platform's own endpoints, never a model provider */
   egressPlatformEndpoints?: PlatformEndpoint[];
   integrations?: IntegrationAssignment[];
+  /** the local integrations' servers, which the adapter starts (it adds each one's bridge) */
+  localIntegrations?: LocalIntegrationAssignment[];
   /** the organization's default outbound proxy: the sidecar's integration calls go through it */
   proxy?: OutboundProxy | null;
   /** model usage limits the sidecar enforces (db/budgets.ts runBudgetAtBoot); absent: none */
@@ -50,11 +52,29 @@ export interface SpendLimit {
   maxCostUsd: number | null;
 }
 
+/** The MCP server of one local integration (source.kind local), started in a runner of its own. */
+export interface LocalServerSpec {
+  /** the integration "@scope/name" (its entry in the sidecar's localIntegrations) */
+  packageId: string;
+  toolPrefix: string;
+  tools: string[];
+  /** argv of the stdio server, run from the package's folder (or the image's) */
+  command: string[];
+  /** an image the operator allows (LOCAL_INTEGRATION_IMAGES); null: the agent image */
+  image: string | null;
+  /** the manifest's env (the mcp-server package's, overridden by the integration's); never a platform secret */
+  env: Record<string, string>;
+  /** the mcp-server package's files, mounted read-only where the command runs; null for a command in an image */
+  files: WorkspaceFile[] | null;
+}
+
 export interface SandboxSpec {
   runId: string;
   workspace: WorkspaceFile[];
   sidecar: SidecarAssignment;
   limits: { memoryMb: number; cpus: number };
+  /** local integrations' servers: only a container or microVM backend starts them */
+  localServers?: LocalServerSpec[];
 }
 
 /**

@@ -40,13 +40,15 @@ export async function checkConfiguredImage(docker: Docker, setting: string, imag
   }
 }
 
-/** whether the default image holds the bundle dist/ has now (its label starts with the bundle's hash) */
-async function current(docker: Docker, image: string, bundle: string): Promise<boolean> {
+/** whether the default image holds the bundles dist/ has now (its label starts with their hash, as build-images.sh makes it) */
+async function current(docker: Docker, image: string, bundles: string[]): Promise<boolean> {
   const labels = await labelsOf(docker, image);
   if (!labels || labels[PROTOCOL_LABEL] !== SANDBOX_PROTOCOL_VERSION) return false;
   let digest: string;
   try {
-    digest = createHash('sha256').update(readFileSync(bundle)).digest('hex').slice(0, 16);
+    const hash = createHash('sha256');
+    for (const bundle of bundles) hash.update(readFileSync(bundle));
+    digest = hash.digest('hex').slice(0, 16);
   } catch {
     return true; // no bundle here to compare with: the image stands
   }
@@ -69,8 +71,8 @@ export async function ensureSandboxImages(
   }
   const dist = path.join(opts.root, 'dist');
   const ready =
-    (await current(docker, DEFAULT_SIDECAR_IMAGE, path.join(dist, 'sidecar.cjs'))) &&
-    (await current(docker, DEFAULT_AGENT_IMAGE, path.join(dist, 'agent-runtime.cjs')));
+    (await current(docker, DEFAULT_SIDECAR_IMAGE, [path.join(dist, 'sidecar.cjs')])) &&
+    (await current(docker, DEFAULT_AGENT_IMAGE, [path.join(dist, 'agent-runtime.cjs'), path.join(dist, 'mcp-bridge.cjs')]));
   if (!ready) {
     opts.log?.info('building the sandbox images from local files (docker/build-images.sh)', { images: [DEFAULT_SIDECAR_IMAGE, DEFAULT_AGENT_IMAGE] });
     await new Promise<void>((resolve, reject) => {

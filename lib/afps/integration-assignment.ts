@@ -23,3 +23,19 @@ export interface IntegrationAssignment {
   /** decrypted credential fields and login/OAuth outputs (e.g. access_token): only the sidecar sees them */
   credentials: Record<string, string>;
 }
+
+/**
+ * A local integration (source.kind local) of the run: its MCP server runs in a container of its own
+ * beside the sidecar (the docker backend), behind a bridge that speaks the server's stdio over TCP.
+ * No credential reaches a local server: the spec names no way for one to receive it.
+ */
+export interface LocalIntegrationAssignment {
+  /** "@scope/name" of the integration package */
+  packageId: string;
+  /** "<scope>_<name>": the agent's tool names are `${toolPrefix}__${tool}` */
+  toolPrefix: string;
+  /** the tools the agent selected (never empty) */
+  tools: string[];
+  /** where the server's bridge listens on the run's MCP network, and the token it asks for first */
+  bridge: { host: string; port: number; token: string };
+}
