@@ -3,8 +3,8 @@
 import type { PlatformEndpoint } from '../../lib/egress.ts';
 import type { OutboundProxy } from '../../lib/proxy-tunnel.ts';
 
-export type { IntegrationAssignment, LocalIntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
-import type { IntegrationAssignment, LocalIntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
+export type { IntegrationAssignment, LocalIntegrationAssignment, LocalServerSpec } from '../../lib/afps/integration-assignment.ts';
+import type { IntegrationAssignment, LocalIntegrationAssignment, LocalServerSpec } from '../../lib/afps/integration-assignment.ts';
 
 export interface WorkspaceFile {
   /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */
@@ -50,22 +50,6 @@ export interface SidecarAssignment {
 export interface SpendLimit {
   maxTokens: number | null;
   maxCostUsd: number | null;
-}
-
-/** The MCP server of one local integration (source.kind local), started in a runner of its own. */
-export interface LocalServerSpec {
-  /** the integration "@scope/name" (its entry in the sidecar's localIntegrations) */
-  packageId: string;
-  toolPrefix: string;
-  tools: string[];
-  /** argv of the stdio server, run from the package's folder (or the image's) */
-  command: string[];
-  /** an image the operator allows (LOCAL_INTEGRATION_IMAGES); null: the agent image */
-  image: string | null;
-  /** the manifest's env (the mcp-server package's, overridden by the integration's); never a platform secret */
-  env: Record<string, string>;
-  /** the mcp-server package's files, mounted read-only where the command runs; null for a command in an image */
-  files: WorkspaceFile[] | null;
 }
 
 export interface SandboxSpec {

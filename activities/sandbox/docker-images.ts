@@ -11,7 +11,9 @@ import type { Logger } from '../../lib/log.ts';
 import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
 
 export const DEFAULT_SIDECAR_IMAGE = `agent-platform/sidecar:p${SANDBOX_PROTOCOL_VERSION}`;
-export const DEFAULT_AGENT_IMAGE = `agent-platform/agent:p${SANDBOX_PROTOCOL_VERSION}`;
+import { DEFAULT_AGENT_IMAGE } from '../../lib/local-integration-images.ts';
+
+export { DEFAULT_AGENT_IMAGE };
 
 export interface SandboxImages {
   sidecarImage: string;
