@@ -102,7 +102,8 @@ describe('local integrations on the docker backend', { skip: unavailable ?? fals
     hostPort = (hostListener.address() as { port: number }).port;
   });
   after(async () => {
-    for (const s of adapter?.sandboxes() ?? []) await adapter.stop(s.sandboxId);
+    // the sandboxes of this file's runs only: the engine may hold others'
+    for (const s of adapter?.sandboxes() ?? []) if (s.runId.startsWith('run_docker_local_')) await adapter.stop(s.sandboxId);
     await adapter?.close();
     await receiver?.close();
     await model?.close();
@@ -207,7 +208,7 @@ describe('local integrations on the docker backend', { skip: unavailable ?? fals
       assert.deepEqual(await mcpContainersOf(second.docker, sandboxId), []);
       await assert.rejects(second.docker.getNetwork(second.containers(sandboxId).mcpNetwork).inspect(), /404|not found/i);
     } finally {
-      for (const s of second?.sandboxes() ?? []) await second!.stop(s.sandboxId);
+      for (const s of second?.sandboxes() ?? []) if (s.runId === 'run_docker_local_adopt') await second!.stop(s.sandboxId);
       await second?.close();
       await rm(dir, { recursive: true, force: true });
     }
