@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SandboxAdapter } from '../../activities/sandbox/adapter.ts';
 import { createDockerAdapter, LABEL_ROLE, LABEL_RUN, type DockerSandboxAdapter } from '../../activities/sandbox/docker-adapter.ts';
 import { reapEndedSandboxes } from '../../activities/sandbox/reaper.ts';
 import { runActivitiesFor } from '../../bin/sandbox.ts';
@@ -132,7 +133,7 @@ describe('a local integration through the platform on the docker backend', { ski
     assert.deepEqual(await adapter.docker.listNetworks({ filters }), []);
   });
 
-  test('an integration naming an image the operator does not allow is refused at launch with the problem document; the agent image is allowed', async () => {
+  test('an integration naming an image the operator does not allow is refused at launch with the problem document; the agent image is allowed, and refused at boot by a process-backend worker', async () => {
     await imported(archive({
       name: '@acme/boxed', version: '1.0.0', type: 'integration', schema_version: '0.3',
       source: { kind: 'local', command: ['node', 'server.cjs'], image: 'registry.example/tenant/mcp:latest' },
@@ -160,6 +161,11 @@ describe('a local integration through the platform on the docker backend', { ski
     await imported(anAgentArchive('@acme/in-agent-image-agent', '@acme/in-agent-image', ['echo'], []));
     const accepted = await api.post('/api/agents/@acme/in-agent-image-agent/run', { input: {} });
     assert.equal(accepted.status, 201, accepted.text);
+
+    // a worker on the process backend (the setting changed since the launch) refuses it at boot, starting nothing
+    const processAdapter = { ...adapter, kind: 'process', start: async () => assert.fail('nothing is started') } as unknown as SandboxAdapter;
+    await assert.rejects(runActivitiesFor(app.deps, processAdapter).boot(accepted.body.id), (err: { code?: string; message?: string }) =>
+      err.code === 'local_integration_unavailable' && /@acme\/in-agent-image/.test(err.message ?? ''));
   });
 });
 
