@@ -24,7 +24,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { SandboxAdapter, SandboxSpec, SidecarAssignment } from './adapter.ts';
 import { adoptSandboxes, pairState } from './docker-adoption.ts';
 import { AttachedProgram } from './docker-attached-program.ts';
-import { createMcpNetwork, startLocalServers, writeServerFiles } from './docker-local-servers.ts';
+import { createMcpNetwork, serverImage, startLocalServers, writeServerFiles } from './docker-local-servers.ts';
 import { closeHostPorts, isLoopbackHost, LoopbackRelays, removeHostRules } from './docker-network.ts';
 import {
   agentContainerSpec, EGRESS_BRIDGE, EGRESS_NETWORK, ensureEgressNetwork, ignoreMissing, isStatus, LABEL_RUN, LABEL_SANDBOX, names,
@@ -162,6 +162,8 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
   const start = async (spec: SandboxSpec): Promise<{ sandboxId: string }> => {
     if (closed) throw new Error('the docker sandbox adapter is closed');
     checkWorkspacePaths(spec.workspace);
+    // a local server's image is the tenant's choice: one the operator does not allow is refused before anything exists
+    for (const server of spec.localServers ?? []) serverImage(server, opts.agentImage, opts.localIntegrationImages ?? []);
     const sandboxId = `sbx_${randomBase62(20)}`;
     const n = names(sandboxId);
     const dir = path.join(workDir, sandboxId);

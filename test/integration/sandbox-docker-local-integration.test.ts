@@ -214,9 +214,10 @@ describe('local integrations on the docker backend', { skip: unavailable ?? fals
     }
   });
 
-  test('a server naming an image the operator does not allow is refused, and nothing of the sandbox stays', async () => {
+  test('a server naming an image the operator does not allow is refused before anything of the sandbox exists', async () => {
     const spec = hanging('run_docker_local_image', [aLocalServer({ image: 'agent-platform/not-allowed:1', files: null })]);
     await assert.rejects(adapter.start(spec), /agent-platform\/not-allowed:1.*LOCAL_INTEGRATION_IMAGES/);
+    assert.ok(!adapter.sandboxes().some((s) => s.runId === 'run_docker_local_image'));
     assert.deepEqual(await adapter.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=run_docker_local_image`] } }), []);
     assert.deepEqual(await adapter.docker.listNetworks({ filters: { label: [`${LABEL_RUN}=run_docker_local_image`] } }), []);
   });
