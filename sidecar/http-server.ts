@@ -139,7 +139,7 @@ export class SidecarHttpServer {
       proxy: assignment.proxy ?? null,
       refreshCredential: assignment.connectionsUrl ? platformCredentialRefresh(assignment.connectionsUrl, assignment.eventSecret) : undefined,
       note: (message) => events.emit('log', { level: 'info', message }),
-    });
+    }, assignment.localIntegrations);
     const tools: SidecarTool[] = [
       ...runtimeTools({
         events,

@@ -2,6 +2,7 @@
 // source none: api_call, which puts the connection's credential on a request (delivery.http) only
 // when the target falls under a safely bound authorized_uris entry. source remote: the vendor's MCP
 // server, reached with the official SDK client, its selected tools served under the naming rule.
+// source local: the server its runner started, reached the same way (local-integration-tools.ts).
 // Every request goes through the egress guard, and through the organization's default proxy when
 // it has one (the guard judges the target, then the proxy); credentials never reach the agent:
 // they are scrubbed from results and errors, and a request carrying one the agent put there is refused.
@@ -17,7 +18,8 @@ import {
 import { EgressRefusal, effectivePort, guardedFetch, guardedRequest, type EgressOptions } from '../lib/egress.ts';
 import type { McpToolResult } from '../lib/mcp/tool-shapes.ts';
 import { fetchThroughProxy, ProxyFailure, requestThroughProxy, type OutboundProxy } from '../lib/proxy-tunnel.ts';
-import type { IntegrationAssignment } from './assignment.ts';
+import type { IntegrationAssignment, LocalIntegrationAssignment } from './assignment.ts';
+import { localConnection, localTools } from './local-integration-tools.ts';
 import { toolError, type SidecarTool, type ToolAnswer } from './tool.ts';
 
 /** what api_call hands back to the model at most */
@@ -328,7 +330,7 @@ function remoteFailure(err: unknown, integration: IntegrationAssignment, secrets
 }
 
 /** The selected tools of a remote integration, as served by its MCP server (listed once at the start). */
-async function remoteTools(integration: IntegrationAssignment, ctx: IntegrationToolsContext, connections: RemoteConnection[]): Promise<SidecarTool[]> {
+async function remoteTools(integration: IntegrationAssignment, ctx: IntegrationToolsContext, connections: Array<{ close(): Promise<void> }>): Promise<SidecarTool[]> {
   const connection = remoteConnection(integration, ctx);
   connections.push(connection);
   const secrets = secretsOf(integration);
@@ -365,9 +367,14 @@ export interface IntegrationTools {
   close(): Promise<void>;
 }
 
-/** Every integration's tools; remote servers are connected (and their tools listed) before this resolves. */
-export async function integrationTools(integrations: IntegrationAssignment[], ctx: IntegrationToolsContext): Promise<IntegrationTools> {
-  const connections: RemoteConnection[] = [];
+/** Every integration's tools; remote and local servers are connected (and their tools listed) before this resolves. */
+export async function integrationTools(integrations: IntegrationAssignment[], ctx: IntegrationToolsContext, local: LocalIntegrationAssignment[] = []): Promise<IntegrationTools> {
+  const connections: Array<{ close(): Promise<void> }> = [];
+  const localGroups = local.map((integration) => {
+    const connection = localConnection(integration);
+    connections.push(connection);
+    return localTools(integration, connection);
+  });
   const groups = await Promise.all(
     integrations.map(async (integration): Promise<SidecarTool[]> => {
       if (integration.source.kind === 'remote') return remoteTools(integration, ctx, connections);
@@ -375,8 +382,10 @@ export async function integrationTools(integrations: IntegrationAssignment[], ct
         // api_call is the only tool a source none integration has
         return integration.tools.includes('api_call') ? [apiCallTool(integration, ctx)] : [];
       }
+      // a local source's server is served through `local`, which its runner filled in
       return [];
     }),
   );
+  groups.push(...(await Promise.all(localGroups)));
   return { tools: groups.flat(), close: async () => void (await Promise.all(connections.map((c) => c.close()))) };
 }

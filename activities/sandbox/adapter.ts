@@ -3,8 +3,8 @@
 import type { PlatformEndpoint } from '../../lib/egress.ts';
 import type { OutboundProxy } from '../../lib/proxy-tunnel.ts';
 
-export type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
-import type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
+export type { IntegrationAssignment, LocalIntegrationAssignment, LocalServerSpec } from '../../lib/afps/integration-assignment.ts';
+import type { IntegrationAssignment, LocalIntegrationAssignment, LocalServerSpec } from '../../lib/afps/integration-assignment.ts';
 
 export interface WorkspaceFile {
   /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */
@@ -38,6 +38,8 @@ export interface SidecarAssignment {
   /** the platform's own endpoints, never a model provider */
   egressPlatformEndpoints?: PlatformEndpoint[];
   integrations?: IntegrationAssignment[];
+  /** the local integrations' servers, which the adapter starts (it adds each one's bridge) */
+  localIntegrations?: LocalIntegrationAssignment[];
   /** the organization's default outbound proxy: the sidecar's integration calls go through it */
   proxy?: OutboundProxy | null;
   /** model usage limits the sidecar enforces (db/budgets.ts runBudgetAtBoot); absent: none */
@@ -55,6 +57,8 @@ export interface SandboxSpec {
   workspace: WorkspaceFile[];
   sidecar: SidecarAssignment;
   limits: { memoryMb: number; cpus: number };
+  /** local integrations' servers: only a container or microVM backend starts them */
+  localServers?: LocalServerSpec[];
 }
 
 /**

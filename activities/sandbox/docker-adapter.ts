@@ -7,6 +7,8 @@
 // - Both: non-root, read-only root, every capability dropped, no-new-privileges, pids, memory and
 //   CPU ceilings (docker-specs.ts); the agent writes only its workspace, the sidecar its files and
 //   its state folder.
+// - Local integrations' MCP servers each get a container, confined the same way, on a second
+//   --internal network shared with the sidecar only (docker-local-servers.ts).
 // - The programs take their assignment on stdin (the same handshake as the process backend). The
 //   pair outlives a worker restart: a new adapter adopts the labelled containers it finds and
 //   re-opens their relays before it answers (docker-adoption.ts), and the run's workflow, which
@@ -22,6 +24,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { SandboxAdapter, SandboxSpec, SidecarAssignment } from './adapter.ts';
 import { adoptSandboxes, pairState } from './docker-adoption.ts';
 import { AttachedProgram } from './docker-attached-program.ts';
+import { createMcpNetwork, serverImage, startLocalServers, writeServerFiles } from './docker-local-servers.ts';
 import { closeHostPorts, isLoopbackHost, LoopbackRelays, removeHostRules } from './docker-network.ts';
 import {
   agentContainerSpec, EGRESS_BRIDGE, EGRESS_NETWORK, ensureEgressNetwork, ignoreMissing, isStatus, LABEL_RUN, LABEL_SANDBOX, names,
@@ -40,6 +43,8 @@ export interface DockerAdapterOptions {
   workDir: string;
   sidecarImage: string;
   agentImage: string;
+  /** images a local integration may name besides the agent image (LOCAL_INTEGRATION_IMAGES) */
+  localIntegrationImages?: string[];
   /** the Engine API socket; /var/run/docker.sock when absent */
   socketPath?: string;
   log?: Logger;
@@ -48,7 +53,7 @@ export interface DockerAdapterOptions {
 export interface DockerSandboxAdapter extends SandboxAdapter {
   readonly kind: 'docker';
   /** names of a running sandbox's containers and run network, for diagnostics and tests */
-  containers(sandboxId: string): { sidecar: string; agent: string; network: string };
+  containers(sandboxId: string): { sidecar: string; agent: string; network: string; mcpNetwork: string };
   /** the Engine API client the adapter uses */
   readonly docker: Docker;
   /** the egress network's gateway address (where the relays listen) */
@@ -124,9 +129,14 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     const entry = known.get(sandboxId);
     entry?.programs?.sidecar.detach();
     entry?.programs?.agent.detach();
-    await Promise.all([n.agent, n.sidecar].map((name) => ignoreMissing(docker.getContainer(name).remove({ force: true, v: true }))));
+    // every container labelled with the sandbox: the pair and its local integrations' servers
+    const labelled = await docker.listContainers({ all: true, filters: { label: [`${LABEL_SANDBOX}=${sandboxId}`] } });
+    const containers = new Set([n.agent, n.sidecar, ...labelled.map((c) => c.Id)]);
+    await Promise.all([...containers].map((name) => ignoreMissing(docker.getContainer(name).remove({ force: true, v: true }))));
     await ignoreMissing(docker.getNetwork(n.network).remove());
+    await ignoreMissing(docker.getNetwork(n.mcpNetwork).remove());
     await removeHostRules(n.bridge);
+    await removeHostRules(n.mcpBridge);
     await rm(path.join(workDir, sandboxId), { recursive: true, force: true });
     known.delete(sandboxId);
   };
@@ -152,6 +162,8 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
   const start = async (spec: SandboxSpec): Promise<{ sandboxId: string }> => {
     if (closed) throw new Error('the docker sandbox adapter is closed');
     checkWorkspacePaths(spec.workspace);
+    // a local server's image is the tenant's choice: one the operator does not allow is refused before anything exists
+    for (const server of spec.localServers ?? []) serverImage(server, opts.agentImage, opts.localIntegrationImages ?? []);
     const sandboxId = `sbx_${randomBase62(20)}`;
     const n = names(sandboxId);
     const dir = path.join(workDir, sandboxId);
@@ -162,6 +174,8 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
       const files = path.join(dir, 'files');
       await Promise.all([workspace, files, stateDirOf(sandboxId)].map((d) => mkdir(d, { recursive: true })));
       await writeWorkspace(workspace, spec.workspace);
+      const servers = spec.localServers ?? [];
+      await writeServerFiles(dir, servers);
       await handOver(dir);
       const assignment = await relayedAssignment(spec.sidecar, relays);
 
@@ -171,6 +185,16 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
         sandboxId, runId: spec.runId, image: opts.sidecarImage, filesDir: files, stateDir: stateDirOf(sandboxId), relays: relays.entries(),
       }));
       await docker.getNetwork(n.network).connect({ Container: sidecar.id, EndpointConfig: { Aliases: ['sidecar'] } });
+      if (servers.length) {
+        await createMcpNetwork(docker, sandboxId, spec.runId);
+        await docker.getNetwork(n.mcpNetwork).connect({ Container: sidecar.id });
+      }
+      const local = servers.length
+        ? await startLocalServers(docker, {
+          sandboxId, runId: spec.runId, sandboxDir: dir, servers, agentImage: opts.agentImage,
+          allowedImages: opts.localIntegrationImages ?? [], limits: spec.limits,
+        })
+        : null;
       const agent = await docker.createContainer(agentContainerSpec({
         sandboxId, runId: spec.runId, image: opts.agentImage, workspaceDir: workspace, heapMb: agentHeapMb(spec.limits.memoryMb), limits: spec.limits,
       }));
@@ -188,8 +212,9 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
       const sidecarIp = sidecarNets[n.network]?.IPAddress;
       if (!sidecarIp) throw new Error('the sidecar has no address on its run network');
 
+      const localIntegrations = local ? await local.ready : [];
       const token = randomBytes(32).toString('base64url');
-      programs.sidecar.send({ ...assignment, token, filesDir: '/files' });
+      programs.sidecar.send({ ...assignment, token, filesDir: '/files', localIntegrations });
       const ack = await programs.sidecar.nextLine(ASSIGN_TIMEOUT_MS);
       if (ack.assigned !== true) throw new Error('the sidecar did not take its assignment');
       // confined: the agent's only way out is its sidecar; no shell (the image has none)
@@ -240,7 +265,7 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     },
     containers(sandboxId) {
       const n = names(sandboxId);
-      return { sidecar: n.sidecar, agent: n.agent, network: n.network };
+      return { sidecar: n.sidecar, agent: n.agent, network: n.network, mcpNetwork: n.mcpNetwork };
     },
   };
 }

@@ -11,7 +11,9 @@ import type { Logger } from '../../lib/log.ts';
 import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
 
 export const DEFAULT_SIDECAR_IMAGE = `agent-platform/sidecar:p${SANDBOX_PROTOCOL_VERSION}`;
-export const DEFAULT_AGENT_IMAGE = `agent-platform/agent:p${SANDBOX_PROTOCOL_VERSION}`;
+import { DEFAULT_AGENT_IMAGE } from '../../lib/local-integration-images.ts';
+
+export { DEFAULT_AGENT_IMAGE };
 
 export interface SandboxImages {
   sidecarImage: string;
@@ -40,13 +42,15 @@ export async function checkConfiguredImage(docker: Docker, setting: string, imag
   }
 }
 
-/** whether the default image holds the bundle dist/ has now (its label starts with the bundle's hash) */
-async function current(docker: Docker, image: string, bundle: string): Promise<boolean> {
+/** whether the default image holds the bundles dist/ has now (its label starts with their hash, as build-images.sh makes it) */
+async function current(docker: Docker, image: string, bundles: string[]): Promise<boolean> {
   const labels = await labelsOf(docker, image);
   if (!labels || labels[PROTOCOL_LABEL] !== SANDBOX_PROTOCOL_VERSION) return false;
   let digest: string;
   try {
-    digest = createHash('sha256').update(readFileSync(bundle)).digest('hex').slice(0, 16);
+    const hash = createHash('sha256');
+    for (const bundle of bundles) hash.update(readFileSync(bundle));
+    digest = hash.digest('hex').slice(0, 16);
   } catch {
     return true; // no bundle here to compare with: the image stands
   }
@@ -69,8 +73,8 @@ export async function ensureSandboxImages(
   }
   const dist = path.join(opts.root, 'dist');
   const ready =
-    (await current(docker, DEFAULT_SIDECAR_IMAGE, path.join(dist, 'sidecar.cjs'))) &&
-    (await current(docker, DEFAULT_AGENT_IMAGE, path.join(dist, 'agent-runtime.cjs')));
+    (await current(docker, DEFAULT_SIDECAR_IMAGE, [path.join(dist, 'sidecar.cjs')])) &&
+    (await current(docker, DEFAULT_AGENT_IMAGE, [path.join(dist, 'agent-runtime.cjs'), path.join(dist, 'mcp-bridge.cjs')]));
   if (!ready) {
     opts.log?.info('building the sandbox images from local files (docker/build-images.sh)', { images: [DEFAULT_SIDECAR_IMAGE, DEFAULT_AGENT_IMAGE] });
     await new Promise<void>((resolve, reject) => {

@@ -1,5 +1,6 @@
 // What the docker backend asks the Engine for: the names and labels of a sandbox's parts, the
-// shared egress network, a run's --internal network, and the two containers' create options.
+// shared egress network, a run's --internal networks (the agent's, and its local integrations'),
+// and the containers' create options.
 import type Docker from 'dockerode';
 import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
 import { relayHostRules } from './docker-network.ts';
@@ -11,6 +12,8 @@ export const LABEL_ROLE = 'org.agent-platform.role';
 /** on the sidecar: the relays (target, port) its URLs go through, re-opened by a worker that adopts it */
 export const LABEL_RELAYS = 'org.agent-platform.relays';
 const LABEL_EGRESS = 'org.agent-platform.egress';
+/** on a local integration's container: the integration it serves */
+export const LABEL_INTEGRATION = 'org.agent-platform.integration';
 export const EGRESS_NETWORK = 'agent-platform-egress';
 export const EGRESS_BRIDGE = 'ap-egress0';
 /** the image's non-root user; the sandbox's folders are handed to it */
@@ -20,6 +23,11 @@ export const SIDECAR_STATE_DIR = '/state';
 const SIDECAR_MEMORY_MB = SIDECAR_HEAP_MB + 128;
 const AGENT_PIDS = 128;
 const SIDECAR_PIDS = 64;
+const MCP_PIDS = 128;
+/** where a local integration's bridge listens, inside its container */
+export const MCP_BRIDGE_PORT = 7300;
+/** where an mcp-server package's files are mounted (read-only), its command's working folder */
+const MCP_SERVER_DIR = '/server';
 
 export const names = (sandboxId: string) => ({
   sidecar: `ap-${sandboxId}-sidecar`,
@@ -27,6 +35,10 @@ export const names = (sandboxId: string) => ({
   network: `ap-${sandboxId}`,
   // interface names hold 15 bytes
   bridge: `apr${sandboxId.slice(4, 16)}`,
+  /** the network of the run's local integrations' servers: theirs and the sidecar's only */
+  mcpNetwork: `ap-${sandboxId}-mcp`,
+  mcpBridge: `apm${sandboxId.slice(4, 16)}`,
+  mcp: (index: number) => `ap-${sandboxId}-mcp${index}`,
 });
 
 export type SandboxNames = ReturnType<typeof names>;
@@ -83,6 +95,19 @@ export function runNetworkSpec(sandboxId: string, runId: string): Docker.Network
     CheckDuplicate: true,
     Labels: labels(sandboxId, runId, 'network'),
     Options: { 'com.docker.network.bridge.name': n.bridge },
+  };
+}
+
+/** The second --internal network of a run with local integrations: the sidecar and their servers. */
+export function mcpNetworkSpec(sandboxId: string, runId: string): Docker.NetworkCreateOptions {
+  const n = names(sandboxId);
+  return {
+    Name: n.mcpNetwork,
+    Driver: 'bridge',
+    Internal: true,
+    CheckDuplicate: true,
+    Labels: labels(sandboxId, runId, 'mcp-network'),
+    Options: { 'com.docker.network.bridge.name': n.mcpBridge },
   };
 }
 
@@ -158,6 +183,50 @@ export function agentContainerSpec(c: AgentContainer): Docker.ContainerCreateOpt
       NanoCpus: Math.round(c.limits.cpus * 1e9),
       PidsLimit: AGENT_PIDS,
       Binds: [`${c.workspaceDir}:/workspace:rw`],
+    },
+  };
+}
+
+export interface McpServerContainer {
+  sandboxId: string;
+  runId: string;
+  index: number;
+  image: string;
+  packageId: string;
+  /** host folder of the mcp-server package's files (mounted read-only), or null: the command is the image's */
+  serverDir: string | null;
+  /** what the bridge reads (bin/mcp-bridge.ts): its token and port, the server's argv and environment */
+  bridge: { token: string; command: string[]; env: Record<string, string> };
+  limits: { memoryMb: number; cpus: number };
+}
+
+/** A local integration's MCP server behind its bridge, confined like the agent, on the run's MCP network only. */
+export function mcpServerContainerSpec(c: McpServerContainer): Docker.ContainerCreateOptions {
+  const n = names(c.sandboxId);
+  const cwd = c.serverDir ? MCP_SERVER_DIR : '/tmp';
+  const config = { token: c.bridge.token, port: MCP_BRIDGE_PORT, command: c.bridge.command, cwd, env: c.bridge.env };
+  return {
+    name: n.mcp(c.index),
+    Image: c.image,
+    Entrypoint: ['/usr/bin/node'],
+    Cmd: ['/app/mcp-bridge.cjs'],
+    User: `${SANDBOX_UID}:${SANDBOX_UID}`,
+    // the bridge takes its configuration out of its environment before it starts the server
+    Env: [`MCP_BRIDGE_CONFIG=${JSON.stringify(config)}`, 'HOME=/tmp', 'PATH=/usr/bin'],
+    WorkingDir: cwd,
+    Labels: { ...labels(c.sandboxId, c.runId, 'mcp'), [LABEL_INTEGRATION]: c.packageId },
+    AttachStdin: false,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    HostConfig: {
+      ...confinement,
+      NetworkMode: n.mcpNetwork,
+      Memory: c.limits.memoryMb * 1024 * 1024,
+      MemorySwap: c.limits.memoryMb * 1024 * 1024,
+      NanoCpus: Math.round(c.limits.cpus * 1e9),
+      PidsLimit: MCP_PIDS,
+      Binds: c.serverDir ? [`${c.serverDir}:${MCP_SERVER_DIR}:ro`] : [],
     },
   };
 }

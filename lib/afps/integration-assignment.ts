@@ -23,3 +23,35 @@ export interface IntegrationAssignment {
   /** decrypted credential fields and login/OAuth outputs (e.g. access_token): only the sidecar sees them */
   credentials: Record<string, string>;
 }
+
+/**
+ * A local integration (source.kind local) of the run: its MCP server runs in a container of its own
+ * beside the sidecar (the docker backend), behind a bridge that speaks the server's stdio over TCP.
+ * No credential reaches a local server: the spec names no way for one to receive it.
+ */
+export interface LocalIntegrationAssignment {
+  /** "@scope/name" of the integration package */
+  packageId: string;
+  /** "<scope>_<name>": the agent's tool names are `${toolPrefix}__${tool}` */
+  toolPrefix: string;
+  /** the tools the agent selected (never empty) */
+  tools: string[];
+  /** where the server's bridge listens on the run's MCP network, and the token it asks for first */
+  bridge: { host: string; port: number; token: string };
+}
+
+/** The MCP server of one local integration (source.kind local), started in a runner of its own. */
+export interface LocalServerSpec {
+  /** the integration "@scope/name" (its entry in the sidecar's localIntegrations) */
+  packageId: string;
+  toolPrefix: string;
+  tools: string[];
+  /** argv of the stdio server, run from the package's folder (or the image's) */
+  command: string[];
+  /** an image the operator allows (LOCAL_INTEGRATION_IMAGES); null: the agent image */
+  image: string | null;
+  /** the manifest's env (the mcp-server package's, overridden by the integration's); never a platform secret */
+  env: Record<string, string>;
+  /** the mcp-server package's files, mounted read-only where the command runs; null for a command in an image */
+  files: Array<{ path: string; content: Buffer }> | null;
+}

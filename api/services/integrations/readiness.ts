@@ -5,6 +5,7 @@
 // integration, and records the connections it resolved on the run.
 import type { AgentManifest, IntegrationManifest, IntegrationSource } from '../../../lib/afps/manifest-types.ts';
 import type { Config } from '../../../lib/config.ts';
+import { refusedLocalImage } from '../../../lib/local-integration-images.ts';
 import type { FieldError } from '../../../lib/problem.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
@@ -132,7 +133,8 @@ function reason(item: ReadinessItem): string {
 }
 
 /**
- * The launch's check: a local integration on the process backend is refused naming it; an unready
+ * The launch's check: a local integration on the process backend is refused naming it, and so is
+ * one naming an image the operator does not allow (LOCAL_INTEGRATION_IMAGES); an unready
  * integration is 409 missing_integration_connection (with a connect link for the caller where one
  * can be issued). Answers the connections to record on the run.
  */
@@ -145,6 +147,14 @@ export async function connectionsForLaunch(scope: SpaceScope, deps: IntegrationD
         errors: [{ field: `dependencies.integrations.${local.id}`, code: 'invalid_value', message: 'source.kind local needs a container or microVM backend', packageId: local.id }],
       });
     }
+  }
+  for (const integration of agent.integrations) {
+    const image = refusedLocalImage(integration.manifest.source, config);
+    if (image === null) continue;
+    throw problem('local_integration_unavailable', {
+      detail: `${integration.id} runs its local MCP server in the image ${image}, which this platform does not start: the operator allows ${config.LOCAL_INTEGRATION_IMAGES.length ? 'only the images in LOCAL_INTEGRATION_IMAGES' : 'only the agent image (LOCAL_INTEGRATION_IMAGES is unset)'}.`,
+      errors: [{ field: `dependencies.integrations.${integration.id}`, code: 'invalid_value', message: `source.image ${image} is not an allowed image`, packageId: integration.id }],
+    });
   }
   const plan = await planConnections(scope, deps, agent);
   const unready = plan.items.filter((i) => !i.ready);

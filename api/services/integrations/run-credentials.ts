@@ -61,6 +61,8 @@ export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egr
   for (const r of rows) {
     const bound = await boundConnection(scope, secrets, egress, r);
     const { manifest, auth } = bound;
+    // a local server's tools come through its runner (local-servers.ts); it receives no credential
+    if (manifest.source.kind === 'local') continue;
     const credentials = await usableCredentials(scope.pool, secrets, bound.egress, bound.connection, auth, bound.client);
     const { refresh_token: _kept, ...forSidecar } = credentials;
     const tools = agent.integrations_configuration?.[r.integration_package_id]?.tools ?? manifest.default_tools ?? [];

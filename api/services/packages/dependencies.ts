@@ -130,6 +130,11 @@ export async function findRunnableAgentPackage(scope: SpaceScope, packageId: str
  */
 export async function resolveAgentDependencies(scope: SpaceScope, owner: string, manifest: AgentManifest): Promise<Pick<RunnableAgent, 'skills' | 'integrations' | 'mcpServers'>> {
   const skills = await Promise.all(Object.entries(manifest.dependencies?.skills ?? {}).map(([id, range]) => resolveDependency(scope, owner, 'skills', id, range)));
+  return { skills, ...(await resolveAgentIntegrations(scope, owner, manifest)) };
+}
+
+/** The integrations an agent manifest declares, and the MCP-server packages its local ones start, resolved in the space. */
+export async function resolveAgentIntegrations(scope: SpaceScope, owner: string, manifest: AgentManifest): Promise<Pick<RunnableAgent, 'integrations' | 'mcpServers'>> {
   const integrations = await Promise.all(Object.entries(manifest.dependencies?.integrations ?? {}).map(([id, range]) => resolveDependency(scope, owner, 'integrations', id, range)));
   const mcpServers: RunnablePackage[] = [];
   for (const integration of integrations) {
@@ -138,7 +143,7 @@ export async function resolveAgentDependencies(scope: SpaceScope, owner: string,
       mcpServers.push(await resolveDependency(scope, `${integration.id}@${integration.version}`, 'server', source.server.name, source.server.version));
     }
   }
-  return { skills, integrations, mcpServers };
+  return { integrations, mcpServers };
 }
 
 /**

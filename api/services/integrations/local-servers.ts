@@ -1,0 +1,36 @@
+// The sandbox-boot side of local integrations (source.kind local): what the runner must start for
+// each one the agent selected tools of. An integration naming an mcp-server package runs that
+// package's server.command from its files; one naming a command runs it in its image (checked
+// against LOCAL_INTEGRATION_IMAGES at launch and again at boot). The server's environment is the
+// manifests' env only: the mcp-server package's, overridden by the integration's. No credential
+// and no platform secret reaches it (the spec names no way for a local server to receive one).
+import type { LocalServerSpec } from '../../../lib/afps/integration-assignment.ts';
+import type { AgentManifest, IntegrationManifest, McpServerManifest } from '../../../lib/afps/manifest-types.ts';
+import type { SpaceScope } from '../../../db/tenant.ts';
+import { resolveAgentIntegrations } from '../packages/dependencies.ts';
+import { selectedTools } from './readiness.ts';
+import { toolPrefixOf } from './run-credentials.ts';
+
+export async function runLocalServers(scope: SpaceScope, owner: string, agent: AgentManifest): Promise<LocalServerSpec[]> {
+  const declared = Object.keys(agent.dependencies?.integrations ?? {});
+  if (declared.length === 0) return [];
+  const { integrations, mcpServers } = await resolveAgentIntegrations(scope, owner, agent);
+  const out: LocalServerSpec[] = [];
+  for (const integration of integrations) {
+    const manifest = integration.manifest as IntegrationManifest;
+    const source = manifest.source;
+    if (source.kind !== 'local') continue;
+    const tools = selectedTools(agent, { id: integration.id, version: integration.version, manifest });
+    if (tools.length === 0) continue;
+    const base = { packageId: integration.id, toolPrefix: toolPrefixOf(integration.id), tools };
+    if ('server' in source) {
+      const server = mcpServers.find((s) => s.id === source.server.name)!;
+      const { command, env } = (server.manifest as McpServerManifest).server;
+      const files = [...server.files].map(([path, content]) => ({ path, content }));
+      out.push({ ...base, command, image: null, env: { ...env, ...source.env }, files });
+    } else {
+      out.push({ ...base, command: source.command, image: source.image ?? null, env: { ...source.env }, files: null });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,95 @@
+// The tools of a local integration (source.kind local): its MCP server runs in a runner of its own
+// (the docker backend's container, behind its bridge); the sidecar is its only client, through the
+// official SDK client over the bridge's connection, and serves the selected tools under the naming
+// rule, like a remote integration's. No credential is involved: a local server receives none.
+import type { McpToolResult } from '../lib/mcp/tool-shapes.ts';
+import type { LocalIntegrationAssignment } from './assignment.ts';
+import { BridgeTransport } from './bridge-transport.ts';
+import { toolError, type SidecarTool, type ToolAnswer } from './tool.ts';
+
+const CONNECT_TIMEOUT_MS = 15_000;
+const CALL_TIMEOUT_MS = 600_000;
+
+interface LocalClient {
+  listTools(params?: undefined, options?: { timeout: number }): Promise<{ tools: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> }>;
+  callTool(params: { name: string; arguments: Record<string, unknown> }, resultSchema?: undefined, options?: { timeout: number }): Promise<unknown>;
+  close(): Promise<void>;
+  onclose?: () => void;
+}
+
+export interface LocalConnection {
+  client(): Promise<LocalClient>;
+  close(): Promise<void>;
+}
+
+/** The SDK client of one local server: connected on first use, and again once the connection is lost. */
+export function localConnection(integration: LocalIntegrationAssignment): LocalConnection {
+  let pending: Promise<LocalClient> | undefined;
+  const connect = async (): Promise<LocalClient> => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const client = new Client({ name: 'agent-platform-sidecar', version: '1.0.0' });
+    await client.connect(new BridgeTransport(integration.bridge, CONNECT_TIMEOUT_MS), { timeout: CONNECT_TIMEOUT_MS });
+    return client as unknown as LocalClient;
+  };
+  return {
+    client() {
+      if (!pending) {
+        const attempt: Promise<LocalClient> = connect().then(
+          (client) => {
+            client.onclose = () => {
+              if (pending === attempt) pending = undefined;
+            };
+            return client;
+          },
+          (err) => {
+            if (pending === attempt) pending = undefined;
+            throw err;
+          },
+        );
+        pending = attempt;
+      }
+      return pending;
+    },
+    async close() {
+      const open = pending;
+      pending = undefined;
+      if (open) await open.then((c) => c.close()).catch(() => undefined);
+    },
+  };
+}
+
+function failure(err: unknown, integration: LocalIntegrationAssignment): ToolAnswer {
+  const message = String((err as Error)?.message ?? err).slice(0, 500);
+  if (/timed out/i.test(message)) return toolError(`upstream_timeout: the MCP server of ${integration.packageId} did not answer in time`);
+  return toolError(`upstream_unreachable: the MCP server of ${integration.packageId} failed: ${message}`);
+}
+
+/** The selected tools of a local integration, as its server lists them (listed once, at the start). */
+export async function localTools(integration: LocalIntegrationAssignment, connection: LocalConnection): Promise<SidecarTool[]> {
+  let listed = new Map<string, { description?: string; inputSchema: Record<string, unknown> }>();
+  try {
+    const { tools } = await (await connection.client()).listTools(undefined, { timeout: CONNECT_TIMEOUT_MS });
+    listed = new Map(tools.map((t) => [t.name, t]));
+  } catch {
+    // a server that does not answer still gets its tools listed: calling one says why it fails
+  }
+  return integration.tools.map((tool): SidecarTool => {
+    const found = listed.get(tool);
+    return {
+      name: `${integration.toolPrefix}__${tool}`,
+      description: found?.description ?? `${tool} of ${integration.packageId}`,
+      inputSchema: found?.inputSchema ?? { type: 'object' },
+      async call(args) {
+        let result: McpToolResult;
+        try {
+          result = (await (await connection.client()).callTool({ name: tool, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS })) as McpToolResult;
+        } catch (err) {
+          return failure(err, integration);
+        }
+        const content = result.content ?? [];
+        const text = content.map((c) => (c.type === 'text' && typeof c.text === 'string' ? c.text : JSON.stringify(c))).join('\n');
+        return { text, isError: result.isError === true, content };
+      },
+    };
+  });
+}

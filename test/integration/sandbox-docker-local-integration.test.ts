@@ -1,0 +1,229 @@
+// RUN_ADAPTER=docker at the adapter, local integrations (source.kind local): each server runs in a
+// container of its own, confined like the agent, on a second internal network whose only other
+// member is the sidecar. The agent cannot reach it, the server reaches neither the agent nor the
+// host, a connection to its bridge without the token is closed, and every part goes with the
+// sandbox (stop, or the next adapter's, as its reaper would). A run calling the tool through the
+// whole platform: local-integration-docker-run.test.ts.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import type Docker from 'dockerode';
+import type { LocalServerSpec, SandboxSpec } from '../../activities/sandbox/adapter.ts';
+import { createDockerAdapter, LABEL_ROLE, LABEL_RUN, LABEL_SANDBOX, type DockerSandboxAdapter } from '../../activities/sandbox/docker-adapter.ts';
+import { LABEL_INTEGRATION, MCP_BRIDGE_PORT } from '../../activities/sandbox/docker-specs.ts';
+import { newRunEventSecret } from '../../lib/run-events.ts';
+import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
+import { startEventReceiver, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
+import { aSandboxSpec, MODEL_KEY } from './sandbox-process-harness.ts';
+
+const unavailable = await dockerForTests();
+const SERVER = readFileSync(new URL('../fixtures/local-mcp-server/server.cjs', import.meta.url));
+
+function aLocalServer(overrides: Partial<LocalServerSpec> = {}): LocalServerSpec {
+  return {
+    packageId: '@acme/local-echo', toolPrefix: 'acme_local-echo', tools: ['echo', 'environment', 'connect'],
+    command: ['node', 'server.cjs'], image: null, env: { GREETING: 'hello' }, files: [{ path: 'server.cjs', content: SERVER }],
+    ...overrides,
+  };
+}
+
+/** Runs a node script in a container as its user; answers what it prints as JSON. */
+async function execNode(docker: Docker, container: string, script: string): Promise<any> {
+  const exec = await docker.getContainer(container).exec({ Cmd: ['/usr/bin/node', '-e', script], AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (c: Buffer) => (text += c.toString()));
+  docker.modem.demuxStream(stream, out, new PassThrough());
+  await new Promise((resolve) => stream.on('end', resolve));
+  return JSON.parse(text);
+}
+
+/** node source that tries a TCP connection to each target and prints {target: 'connected' | error code} */
+const probeScript = (targets: string[]) => `
+const net = require('net');
+Promise.all(${JSON.stringify(targets)}.map((t) => new Promise((resolve) => {
+  const i = t.lastIndexOf(':');
+  const s = net.connect({ host: t.slice(0, i), port: Number(t.slice(i + 1)) });
+  const done = (r) => { s.destroy(); resolve([t, r]); };
+  s.setTimeout(1000, () => done('timeout'));
+  s.on('connect', () => done('connected'));
+  s.on('error', (e) => done(e.code || 'error'));
+}))).then((r) => console.log(JSON.stringify(Object.fromEntries(r))));`;
+
+/** node source that presents `token` to a bridge, asks for its tools, and prints what came back before the bridge closed */
+const bridgeScript = (target: string, token: string) => `
+const net = require('net');
+const i = ${JSON.stringify(target)}.lastIndexOf(':');
+const s = net.connect({ host: ${JSON.stringify(target)}.slice(0, i), port: Number(${JSON.stringify(target)}.slice(i + 1)) });
+let data = '';
+const done = (closed) => { console.log(JSON.stringify({ data, closed })); process.exit(0); };
+s.on('connect', () => s.write(JSON.stringify({ token: ${JSON.stringify(token)} }) + '\\n' + JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\\n'));
+s.on('data', (c) => (data += c));
+s.on('close', () => done(true));
+s.on('error', () => undefined);
+setTimeout(() => done(false), 3000);`;
+
+async function mcpContainersOf(docker: Docker, sandboxId: string) {
+  return docker.listContainers({ all: true, filters: { label: [`${LABEL_SANDBOX}=${sandboxId}`, `${LABEL_ROLE}=mcp`] } });
+}
+
+describe('local integrations on the docker backend', { skip: unavailable ?? false }, () => {
+  let model: FakeModel;
+  let receiver: EventReceiver;
+  let adapter: DockerSandboxAdapter;
+  let workDir: string;
+  let hostListener: Server;
+  let hostPort: number;
+  const secret = newRunEventSecret();
+  /** a run that stays up (its model never answers), with the given local servers */
+  const hanging = (runId: string, servers: LocalServerSpec[]): SandboxSpec => {
+    const spec = aSandboxSpec({ runId, eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
+    spec.sidecar.model = { ...spec.sidecar.model!, model: 'fake-hang' };
+    spec.limits.cpus = 1;
+    return { ...spec, localServers: servers };
+  };
+
+  before(async () => {
+    model = await startFakeModel({});
+    receiver = await startEventReceiver(secret);
+    workDir = await mkdtemp(join(tmpdir(), 'sbx-docker-local-'));
+    adapter = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+    // a service of the host on every address: what a server's container must not reach
+    hostListener = createServer((s) => s.end('host service\n'));
+    await new Promise<void>((resolve) => hostListener.listen(0, '0.0.0.0', resolve));
+    hostPort = (hostListener.address() as { port: number }).port;
+  });
+  after(async () => {
+    // the sandboxes of this file's runs only: the engine may hold others'
+    for (const s of adapter?.sandboxes() ?? []) if (s.runId.startsWith('run_docker_local_')) await adapter.stop(s.sandboxId);
+    await adapter?.close();
+    await receiver?.close();
+    await model?.close();
+    hostListener?.close();
+    await rm(workDir, { recursive: true, force: true });
+  });
+
+  test("the server is confined on the sidecar's second network: the agent cannot reach it, it reaches neither the agent nor the host, its bridge wants the token; stop removes it all", async () => {
+    const { sandboxId } = await adapter.start(hanging('run_docker_local_net', [aLocalServer()]));
+    const names = adapter.containers(sandboxId);
+    const docker = adapter.docker;
+    try {
+      const [found] = await mcpContainersOf(docker, sandboxId);
+      assert.ok(found, 'a container runs the local server');
+      const mcp = await docker.getContainer(found.Id).inspect();
+      assert.equal(mcp.State.Running, true);
+      assert.equal(mcp.Config.User, '10001:10001');
+      assert.equal(mcp.HostConfig.ReadonlyRootfs, true);
+      assert.deepEqual(mcp.HostConfig.CapDrop, ['ALL']);
+      assert.ok(mcp.HostConfig.SecurityOpt?.includes('no-new-privileges'));
+      assert.equal(mcp.HostConfig.PidsLimit, 128);
+      assert.equal(mcp.HostConfig.Memory, 256 * 1024 * 1024);
+      assert.equal(mcp.Config.Labels[LABEL_RUN], 'run_docker_local_net');
+      assert.equal(mcp.Config.Labels[LABEL_INTEGRATION], '@acme/local-echo');
+      assert.equal(mcp.Config.Image, AGENT_IMAGE);
+      for (const value of mcp.Config.Env ?? []) assert.ok(!value.includes('whsec_') && !value.includes(MODEL_KEY), value);
+      assert.deepEqual(Object.keys(mcp.NetworkSettings.Networks), [names.mcpNetwork]);
+
+      const mcpNetwork = await docker.getNetwork(names.mcpNetwork).inspect();
+      assert.equal(mcpNetwork.Internal, true);
+      assert.equal(mcpNetwork.Labels?.[LABEL_SANDBOX], sandboxId);
+      const agent = await docker.getContainer(names.agent).inspect();
+      const sidecar = await docker.getContainer(names.sidecar).inspect();
+      const members = Object.keys(mcpNetwork.Containers ?? {}).sort();
+      assert.deepEqual(members, [mcp.Id, sidecar.Id].sort(), 'the sidecar and the server only');
+      assert.deepEqual(Object.keys(agent.NetworkSettings.Networks), [names.network], 'the agent is on its run network only');
+
+      const ipOn = (c: typeof mcp, network: string) => (c.NetworkSettings.Networks as Record<string, { IPAddress: string }>)[network].IPAddress;
+      const bridge = `${ipOn(mcp, names.mcpNetwork)}:${MCP_BRIDGE_PORT}`;
+      const mcpGateway = mcpNetwork.IPAM?.Config?.[0]?.Gateway as string;
+
+      const fromSidecar = await execNode(docker, names.sidecar, probeScript([bridge]));
+      assert.equal(fromSidecar[bridge], 'connected', 'the sidecar reaches the bridge');
+      const fromAgent = await execNode(docker, names.agent, probeScript([bridge, `${mcpGateway}:${hostPort}`]));
+      for (const [target, result] of Object.entries(fromAgent)) assert.notEqual(result, 'connected', `the agent reached ${target}`);
+      const agentIp = ipOn(agent, names.network);
+      const fromServer = await execNode(docker, found.Id, probeScript([
+        `${agentIp}:${MCP_BRIDGE_PORT}`, `${ipOn(sidecar, names.network)}:${MCP_BRIDGE_PORT}`, `${mcpGateway}:${hostPort}`, `${adapter.gateway}:${hostPort}`,
+      ]));
+      for (const [target, result] of Object.entries(fromServer)) assert.notEqual(result, 'connected', `the server reached ${target}`);
+
+      // on the server's network, without its token: closed before a word reaches the server
+      const intruder = await execNode(docker, names.sidecar, bridgeScript(bridge, 'x'.repeat(43)));
+      assert.deepEqual(intruder, { data: '', closed: true });
+    } finally {
+      await adapter.stop(sandboxId);
+    }
+    assert.deepEqual(await mcpContainersOf(docker, sandboxId), []);
+    await assert.rejects(docker.getNetwork(names.mcpNetwork).inspect(), /404|not found/i);
+    assert.doesNotMatch(execFileSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' }), new RegExp(`apm${sandboxId.slice(4, 16)}`));
+  });
+
+  test('a run calls the local tool and gets its answer; the server sees the manifest env, its package folder and the sandbox user', async () => {
+    const script = [
+      { tool: 'acme_local-echo__echo', arguments: { text: 'ping' } },
+      { tool: 'acme_local-echo__environment', arguments: {} },
+      { tool: 'log', arguments: { level: 'info', message: '{{result:1}}' } },
+      { tool: 'output', arguments: { summary: '{{result:0}}', count: 1 } },
+    ];
+    const base = aSandboxSpec({ runId: 'run_docker_local_call', eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
+    base.sidecar.model = { ...base.sidecar.model!, model: 'fake-script' };
+    base.workspace[0] = { path: 'prompt.md', content: Buffer.from(`Use the tools.\n\n\`\`\`fake-model-script\n${JSON.stringify(script)}\n\`\`\`\n`) };
+    const { sandboxId } = await adapter.start({ ...base, localServers: [aLocalServer()] });
+    try {
+      const events = () => receiver.deliveries.filter((d) => d.path.includes('/runs/run_docker_local_call/') && d.status < 300 && d.event).map((d) => d.event!);
+      await waitUntil(() => events().some((e) => e.type === 'completed' || e.type === 'failed'), 60_000);
+      const output = events().find((e) => e.type === 'output');
+      assert.deepEqual(output?.type === 'output' && output.data.output, { summary: 'hello: ping', count: 1 });
+      const logged = events().find((e) => e.type === 'log' && String(e.data.message).includes('"env"'));
+      const seen = JSON.parse(String(logged?.type === 'log' && logged.data.message));
+      assert.deepEqual(Object.keys(seen.env).sort(), ['GREETING', 'HOME', 'PATH'], 'the manifest env, no bridge configuration, no secret');
+      assert.equal(seen.cwd, '/server');
+      assert.equal(seen.uid, 10001);
+      assert.ok(events().some((e) => e.type === 'completed'));
+    } finally {
+      await adapter.stop(sandboxId);
+    }
+  });
+
+  test('a pair with a local server is adopted by the next adapter, whose stop (the reaper) removes the server too', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sbx-docker-local-adopt-'));
+    const first = await createDockerAdapter({ workDir: dir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+    let second: DockerSandboxAdapter | undefined;
+    try {
+      const { sandboxId } = await first.start(hanging('run_docker_local_adopt', [aLocalServer()]));
+      await first.close();
+      assert.equal((await mcpContainersOf(first.docker, sandboxId))[0]?.State, 'running', 'the server outlives the adapter');
+      second = await createDockerAdapter({ workDir: dir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+      assert.ok(second.sandboxes().some((s) => s.sandboxId === sandboxId && s.runId === 'run_docker_local_adopt'));
+      assert.equal(await second.state(sandboxId), 'running');
+      await second.stop(sandboxId);
+      assert.deepEqual(await mcpContainersOf(second.docker, sandboxId), []);
+      await assert.rejects(second.docker.getNetwork(second.containers(sandboxId).mcpNetwork).inspect(), /404|not found/i);
+    } finally {
+      for (const s of second?.sandboxes() ?? []) if (s.runId === 'run_docker_local_adopt') await second!.stop(s.sandboxId);
+      await second?.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a server naming an image the operator does not allow is refused before anything of the sandbox exists', async () => {
+    const spec = hanging('run_docker_local_image', [aLocalServer({ image: 'agent-platform/not-allowed:1', files: null })]);
+    await assert.rejects(adapter.start(spec), /agent-platform\/not-allowed:1.*LOCAL_INTEGRATION_IMAGES/);
+    assert.ok(!adapter.sandboxes().some((s) => s.runId === 'run_docker_local_image'));
+    assert.deepEqual(await adapter.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=run_docker_local_image`] } }), []);
+    assert.deepEqual(await adapter.docker.listNetworks({ filters: { label: [`${LABEL_RUN}=run_docker_local_image`] } }), []);
+  });
+});
+
+test('the local integration docker tests run here when CI requires them', () => {
+  if (DOCKER_REQUIRED) assert.equal(unavailable, null);
+  else if (unavailable) assert.match(unavailable, /docker/);
+});
