@@ -45,7 +45,8 @@ export const GROUPS: Record<string, Group> = {
   },
   ingestion: {
     mutate: ['api/services/runs/events.ts'],
-    tests: ['test/integration/runs-event-sink.test.ts', 'test/integration/run-event-forgery-after-open.test.ts', 'test/integration/run-event-engine-signal.test.ts'],
+    tests: ['test/integration/run-event-ingestion-rules.test.ts', 'test/integration/runs-event-sink.test.ts', 'test/integration/run-event-forgery-after-open.test.ts', 'test/integration/run-event-engine-signal.test.ts'],
+    oneProcess: true,
   },
   finalization: {
     mutate: ['db/run-finalization.ts'],

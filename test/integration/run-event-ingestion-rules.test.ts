@@ -1,0 +1,231 @@
+// What ingestion makes of each event a runner posts, one rule at a time: the body's shape, how a
+// log or a usage report is normalized before it is stored, how the ending is judged against the
+// run's output schema, and what the caller is told to refresh. Events are signed with the run's
+// own secret and handed to the ingestion service as the sink route hands them.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { signedRunEventHeaders } from '../../lib/run-events.ts';
+import { ingestRunEvent, type IngestDeps } from '../../api/services/runs/events.ts';
+import { aRunWorld, type RunWorld } from '../support/runs.ts';
+
+let world: RunWorld;
+let deps: IngestDeps;
+
+before(async () => {
+  world = await aRunWorld();
+  deps = { pool: world.app.deps.database.pool, secrets: world.app.deps.secrets };
+});
+after(() => world.close());
+
+interface Run { id: string; secret: string; spaceId: string; sequence: number }
+
+async function opened(res: { status: number; text: string; body: any }): Promise<Run> {
+  assert.equal(res.status, 201, res.text);
+  const { rows } = await deps.pool.query('SELECT event_secret, space_id FROM runs WHERE id = $1', [res.body.id]);
+  return { id: res.body.id, secret: deps.secrets.open(rows[0].event_secret), spaceId: rows[0].space_id, sequence: 0 };
+}
+
+/** A run of the echo agent (output schema: {echo: string}, required). */
+async function echoRun(): Promise<Run> {
+  return opened(await world.api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'hi' } }));
+}
+
+/** An inline run with this output schema, or none. */
+async function inlineRun(schema?: object): Promise<Run> {
+  const manifest = {
+    name: '@inline/rules', version: '1.0.0', type: 'agent', schema_version: '0.3',
+    ...(schema ? { output: { schema }, runtime_tools: ['output'] } : {}),
+  };
+  return opened(await world.api.post('/api/runs/inline', { manifest, prompt: 'Do the thing.' }));
+}
+
+function send(run: Run, event: Record<string, unknown>) {
+  const raw = JSON.stringify({ sequence: ++run.sequence, ...event });
+  return ingestRunEvent(deps, run.id, signedRunEventHeaders(run.secret, raw), Buffer.from(raw));
+}
+
+function sendRaw(run: Run, raw: string) {
+  return ingestRunEvent(deps, run.id, signedRunEventHeaders(run.secret, raw), Buffer.from(raw));
+}
+
+async function row(run: Run) {
+  const { rows } = await deps.pool.query('SELECT status, output, error, prompt_tokens, completion_tokens, cost_usd FROM runs WHERE id = $1', [run.id]);
+  return rows[0];
+}
+
+async function logs(run: Run) {
+  const { rows } = await deps.pool.query('SELECT level, message, data FROM run_logs WHERE run_id = $1 ORDER BY sequence', [run.id]);
+  return rows;
+}
+
+async function usage(run: Run) {
+  const { rows } = await deps.pool.query('SELECT model, prompt_tokens, completion_tokens, cost_usd::float8 AS cost_usd FROM run_usage WHERE run_id = $1 ORDER BY sequence', [run.id]);
+  return rows;
+}
+
+function invalid(detail: RegExp) {
+  return (err: any) => {
+    assert.equal(err.code, 'invalid_request');
+    assert.match(err.detail, detail);
+    return true;
+  };
+}
+
+describe('the body of an event', () => {
+  test('a body that is not JSON, or JSON without an integer sequence from 1 and a type, is refused', async () => {
+    const run = await echoRun();
+    await assert.rejects(() => sendRaw(run, '{"sequence": 1,'), invalid(/^The event body is not valid JSON\.$/));
+    const shape = invalid(/^An event needs an integer sequence \(from 1\) and a type\.$/);
+    for (const raw of ['null', '[]', '"started"', '{"sequence":0,"type":"log"}', '{"sequence":1.5,"type":"log"}', '{"sequence":"1","type":"log"}', '{"sequence":1}', '{"sequence":1,"type":7}']) {
+      await assert.rejects(() => sendRaw(run, raw), shape, raw);
+    }
+    // sequence 1 with a type is an event
+    assert.deepEqual(await sendRaw(run, '{"sequence":1,"type":"heartbeat"}'), {});
+  });
+});
+
+describe('logs and usage as stored', () => {
+  test('a log keeps a known level, else info; its message is text of at most 10,000 characters; its data only when given', async () => {
+    const run = await echoRun();
+    await send(run, { type: 'log', data: { level: 'debug', message: 'a' } });
+    await send(run, { type: 'log', data: { level: 'warn', message: 'b', data: { k: 1 } } });
+    await send(run, { type: 'log', data: { level: 'error', message: 42 } });
+    await send(run, { type: 'log', data: { level: 'loud', message: 'x'.repeat(10_001) } });
+    await send(run, { type: 'log' });
+    const stored = await logs(run);
+    assert.deepEqual(stored.map((l) => [l.level, l.message.length > 20 ? l.message.length : l.message, l.data]), [
+      ['debug', 'a', null], ['warn', 'b', { k: 1 }], ['error', '42', null], ['info', 10_000, null], ['info', '', null],
+    ]);
+  });
+
+  test('usage counts are whole numbers, a missing one 0; a cost that is not a number is 0; run totals add up', async () => {
+    const run = await echoRun();
+    await send(run, { type: 'metric', data: { model: 'm1', prompt_tokens: 10, completion_tokens: 5, cost_usd: 0.25 } });
+    await send(run, { type: 'metric', data: { model: 'm2', prompt_tokens: '7', completion_tokens: 2.9, cost_usd: 'lots' } });
+    await send(run, { type: 'metric', data: {} });
+    assert.deepEqual(await usage(run), [
+      { model: 'm1', prompt_tokens: 10, completion_tokens: 5, cost_usd: 0.25 },
+      { model: 'm2', prompt_tokens: 7, completion_tokens: 2, cost_usd: 0 },
+      { model: '', prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 },
+    ]);
+    const totals = await row(run);
+    assert.deepEqual([totals.prompt_tokens, totals.completion_tokens, Number(totals.cost_usd)], [17, 7, 0.25]);
+  });
+
+  test('the caller hears which space to refresh and what to stream, event kind by kind', async () => {
+    const run = await echoRun();
+    assert.deepEqual(await send(run, { type: 'started', data: {} }), { changedSpaceId: run.spaceId });
+    assert.deepEqual(await send(run, { type: 'log', data: { level: 'info', message: 'hello' } }), {
+      recorded: { spaceId: run.spaceId, type: 'log', sequence: 2, data: { level: 'info', message: 'hello' } },
+    });
+    assert.deepEqual(await send(run, { type: 'metric', data: { model: 'm', prompt_tokens: 1, completion_tokens: 2, cost_usd: 0 } }), {
+      changedSpaceId: run.spaceId,
+      recorded: { spaceId: run.spaceId, type: 'metric', sequence: 3, data: { model: 'm', prompt_tokens: 1, completion_tokens: 2, cost_usd: 0 } },
+    });
+    assert.deepEqual(await send(run, { type: 'output', data: { output: { echo: 'x' } } }), {});
+    assert.deepEqual(await send(run, { type: 'heartbeat' }), {});
+    assert.deepEqual(await send(run, { type: 'completed', data: {} }), { changedSpaceId: run.spaceId });
+    assert.equal((await row(run)).status, 'success');
+  });
+
+  test('a failed ending asks for a refresh too', async () => {
+    const run = await echoRun();
+    assert.deepEqual(await send(run, { type: 'failed', data: { code: 'x', message: 'y' } }), { changedSpaceId: run.spaceId });
+  });
+});
+
+describe('the ending, judged against the output schema', () => {
+  test('a failed event keeps its code and message, with defaults when it gives none', async () => {
+    const given = await echoRun();
+    await send(given, { type: 'failed', data: { code: 'tool_crashed', message: 'The tool crashed.' } });
+    assert.deepEqual(await row(given).then((r) => [r.status, r.error.code, r.error.message]), ['failed', 'tool_crashed', 'The tool crashed.']);
+    const bare = await echoRun();
+    await send(bare, { type: 'failed' });
+    assert.deepEqual(await row(bare).then((r) => [r.status, r.error.code, r.error.message]), ['failed', 'agent_error', 'The agent failed.']);
+  });
+
+  test('with a schema, a reported output that matches it is the run\'s output', async () => {
+    const run = await echoRun();
+    await send(run, { type: 'output', data: { output: { echo: 'fine' } } });
+    await send(run, { type: 'completed', data: { text: 'ignored' } });
+    const r = await row(run);
+    assert.deepEqual([r.status, r.output], ['success', { echo: 'fine' }]);
+  });
+
+  test('with a schema, no reported output fails the run no_output, whatever text the agent ended with', async () => {
+    const run = await echoRun();
+    await send(run, { type: 'completed', data: { text: '{"echo":"in text"}' } });
+    const r = await row(run);
+    assert.deepEqual([r.status, r.error.code, r.error.message], ['failed', 'no_output', 'The agent finished without reporting an output.']);
+  });
+
+  test('with a schema, an output reported as nothing is no output', async () => {
+    const run = await echoRun();
+    await send(run, { type: 'output', data: {} });
+    await send(run, { type: 'completed', data: {} });
+    assert.equal((await row(run)).error.code, 'no_output');
+  });
+
+  test('with a schema, an output that does not match fails the run output_invalid with the field errors', async () => {
+    const run = await echoRun();
+    await send(run, { type: 'output', data: { output: { echo: 5 } } });
+    await send(run, { type: 'completed', data: {} });
+    const r = await row(run);
+    assert.deepEqual([r.status, r.error.code, r.error.message], ['failed', 'output_invalid', 'The output does not match the output schema.']);
+    assert.ok(Array.isArray(r.error.details) && r.error.details.length > 0, JSON.stringify(r.error));
+    assert.match(JSON.stringify(r.error.details), /output/);
+  });
+
+  test('a stored schema that can no longer be used fails the run output_invalid, saying why', async () => {
+    const run = await inlineRun({ type: 'object' });
+    // the schema as stored on the run, made unusable (a pattern that does not compile)
+    await deps.pool.query(
+      `UPDATE runs SET inline_manifest = jsonb_set(inline_manifest, '{output,schema}', $2::jsonb) WHERE id = $1`,
+      [run.id, JSON.stringify({ type: 'string', pattern: '(' })],
+    );
+    await send(run, { type: 'output', data: { output: 'aaaa' } });
+    await send(run, { type: 'completed', data: {} });
+    const r = await row(run);
+    assert.equal(r.status, 'failed');
+    assert.equal(r.error.code, 'output_invalid');
+    assert.match(r.error.message, /^The output schema cannot be evaluated: .+; the output cannot be checked\.$/);
+  });
+
+  test('without a schema, the reported output wins over the final text', async () => {
+    const run = await inlineRun();
+    await send(run, { type: 'output', data: { output: { any: ['thing'] } } });
+    await send(run, { type: 'completed', data: { text: 'final words' } });
+    assert.deepEqual((await row(run)).output, { any: ['thing'] });
+  });
+
+  test('without a schema or a reported output, the final text is the output; without text, nothing', async () => {
+    const text = await inlineRun();
+    await send(text, { type: 'completed', data: { text: 'final words' } });
+    assert.deepEqual([(await row(text)).status, (await row(text)).output], ['success', 'final words']);
+    const notText = await inlineRun();
+    await send(notText, { type: 'completed', data: { text: { not: 'text' } } });
+    assert.deepEqual([(await row(notText)).status, (await row(notText)).output], ['success', null]);
+  });
+});
+
+describe('after the ending', () => {
+  test('an event for an ended run is run_sink_closed, whether its secret was kept or not', async () => {
+    const run = await echoRun();
+    await send(run, { type: 'started', data: {} });
+    await send(run, { type: 'failed', data: {} });
+    await assert.rejects(() => send(run, { type: 'log', data: { message: 'late' } }), { code: 'run_sink_closed' });
+    const fresh = await echoRun();
+    await deps.pool.query(`UPDATE runs SET status = 'cancelled' WHERE id = $1`, [fresh.id]);
+    await assert.rejects(() => send(fresh, { type: 'started', data: {} }), { code: 'run_sink_closed' });
+  });
+
+  test('a run whose sink expired is run_sink_expired on its first event and after its secret was kept', async () => {
+    const first = await echoRun();
+    await deps.pool.query(`UPDATE runs SET sink_expires_at = now() - interval '1 second' WHERE id = $1`, [first.id]);
+    await assert.rejects(() => send(first, { type: 'started', data: {} }), { code: 'run_sink_expired' });
+    const kept = await echoRun();
+    await send(kept, { type: 'started', data: {} });
+    await deps.pool.query(`UPDATE runs SET sink_expires_at = now() - interval '1 second' WHERE id = $1`, [kept.id]);
+    await assert.rejects(() => send(kept, { type: 'log', data: { message: 'late' } }), { code: 'run_sink_expired' });
+  });
+});
