@@ -10,7 +10,7 @@ import { createRunActivities } from '../activities/run-activities.ts';
 import { runIntegrations } from '../api/services/integrations/run-credentials.ts';
 import { inputFilesForWorkspace } from '../api/services/files/run-files.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
-import { createDockerAdapter } from '../activities/sandbox/docker-adapter.ts';
+import { createDockerAdapter, DOCKER_WORK_FOLDER } from '../activities/sandbox/docker-adapter.ts';
 import { ensureSandboxImages } from '../activities/sandbox/docker-images.ts';
 import { projectRoot } from '../lib/project-root.ts';
 import Docker from 'dockerode';
@@ -30,7 +30,7 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
       root: projectRoot(), sidecarImage: config.DOCKER_SIDECAR_IMAGE, agentImage: config.DOCKER_AGENT_IMAGE, log: deps.log,
     });
     // unlike the process backend's, these folders outlive the worker: a restarted worker adopts the pairs
-    return createDockerAdapter({ workDir: path.join(dataDir, 'docker-sandboxes'), socketPath: config.DOCKER_SOCKET, log: deps.log, ...images });
+    return createDockerAdapter({ workDir: path.join(dataDir, DOCKER_WORK_FOLDER), socketPath: config.DOCKER_SOCKET, log: deps.log, ...images });
   }
   if (config.RUN_ADAPTER !== 'process') {
     throw new Error(`RUN_ADAPTER=${config.RUN_ADAPTER} is not available in this build; use RUN_ADAPTER=process or docker.`);

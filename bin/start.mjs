@@ -16,6 +16,10 @@ export const ENTRIES = {
   sidecar: 'sidecar/main.ts',
   'agent-runtime': 'agent-runtime/main.ts',
 };
+/** programs for operators, bundled beside the platform (node dist/<name>.js) */
+const TOOLS = {
+  'remove-worker-data': 'bin/remove-worker-data.ts',
+};
 const SOURCE_DIRS = ['lib', 'db', 'api', 'workflows', 'activities', 'sidecar', 'agent-runtime', 'restate', 'bin'];
 
 function newestSourceMtime() {
@@ -42,7 +46,7 @@ export async function ensureBundle() {
   const common = { absWorkingDir: root, outdir: 'dist', bundle: true, platform: 'node', target: 'node20', sourcemap: 'linked', logLevel: 'warning' };
   const { platform, ...sandboxPrograms } = ENTRIES;
   await Promise.all([
-    esbuild.build({ ...common, format: 'esm', entryPoints: { platform }, packages: 'external' }),
+    esbuild.build({ ...common, format: 'esm', entryPoints: { platform, ...TOOLS }, packages: 'external' }),
     // CommonJS, so bin/cached-program.ts can compile them through vm.Script with V8's code cache
     esbuild.build({
       ...common,

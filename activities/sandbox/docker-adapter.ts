@@ -20,9 +20,9 @@ import Docker from 'dockerode';
 import { randomBase62 } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { SandboxAdapter, SandboxSpec, SidecarAssignment } from './adapter.ts';
-import { adoptSandboxes, pairState } from './docker-adoption.ts';
+import { adoptSandboxes, ownedBy, pairState } from './docker-adoption.ts';
 import { AttachedProgram } from './docker-attached-program.ts';
-import { closeHostPorts, isLoopbackHost, LoopbackRelays, removeHostRules } from './docker-network.ts';
+import { closeHostPorts, LoopbackRelays, needsRelay, removeHostRules } from './docker-network.ts';
 import {
   agentContainerSpec, EGRESS_BRIDGE, EGRESS_NETWORK, ensureEgressNetwork, ignoreMissing, isStatus, LABEL_RUN, LABEL_SANDBOX, names,
   runNetworkSpec, SANDBOX_UID, sidecarContainerSpec,
@@ -34,6 +34,9 @@ export { EGRESS_NETWORK, LABEL_ROLE, LABEL_RUN, LABEL_SANDBOX } from './docker-s
 
 const READY_TIMEOUT_MS = 30_000;
 const ASSIGN_TIMEOUT_MS = 10_000;
+
+/** the docker backend's work folder in the worker's data directory */
+export const DOCKER_WORK_FOLDER = 'docker-sandboxes';
 
 export interface DockerAdapterOptions {
   /** folders bound into the containers go under it: <workDir>/<sandboxId>/{workspace,files,state} */
@@ -61,14 +64,15 @@ interface Known {
 }
 
 /**
- * The sidecar's assignment with every loopback URL (the platform, a local model server) rewritten
- * to a relay on the egress gateway; the allowlist and the platform's endpoints follow the rewrite.
+ * The sidecar's assignment with every URL it cannot reach itself (loopback or an internal address:
+ * the platform, a local model server) rewritten to a relay on the egress gateway; the allowlist
+ * and the platform's endpoints follow the rewrite.
  */
 async function relayedAssignment(assignment: SidecarAssignment, relays: LoopbackRelays): Promise<SidecarAssignment> {
   const viaRelay = async (raw: string | undefined): Promise<string | undefined> => {
     if (!raw) return raw;
     const url = new URL(raw);
-    if (!isLoopbackHost(url.hostname)) return raw;
+    if (!needsRelay(url.hostname)) return raw;
     const port = url.port || (url.protocol === 'https:' ? '443' : '80');
     url.host = `${relays.listenHost}:${await relays.portFor(`${url.hostname}:${port}`)}`;
     return url.toString().replace(/\/$/, raw.endsWith('/') ? '/' : '');
@@ -120,14 +124,10 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
   const stateDirOf = (sandboxId: string) => path.join(workDir, sandboxId, 'state');
 
   const removeSandbox = async (sandboxId: string): Promise<void> => {
-    const n = names(sandboxId);
     const entry = known.get(sandboxId);
     entry?.programs?.sidecar.detach();
     entry?.programs?.agent.detach();
-    await Promise.all([n.agent, n.sidecar].map((name) => ignoreMissing(docker.getContainer(name).remove({ force: true, v: true }))));
-    await ignoreMissing(docker.getNetwork(n.network).remove());
-    await removeHostRules(n.bridge);
-    await rm(path.join(workDir, sandboxId), { recursive: true, force: true });
+    await removeSandboxParts(docker, workDir, sandboxId);
     known.delete(sandboxId);
   };
 
@@ -140,13 +140,14 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     return pending;
   };
 
-  // The pairs a previous worker left running are this adapter's now (their runs' workflows
-  // re-attach by sandbox id; the reaper stops those whose run has ended).
-  for (const [sandboxId, runId] of await adoptSandboxes(docker, relays, opts.log)) known.set(sandboxId, { runId });
-  // run networks whose containers are gone (a crash between the two): nothing to adopt
+  // The pairs a previous worker on this work folder left running are this adapter's now (their
+  // runs' workflows re-attach by sandbox id; the reaper stops those whose run has ended).
+  const owned = ownedBy(workDir);
+  for (const [sandboxId, runId] of await adoptSandboxes(docker, relays, owned, opts.log)) known.set(sandboxId, { runId });
+  // its run networks whose containers are gone (a crash between the two): nothing to adopt
   for (const net of await docker.listNetworks({ filters: { label: [LABEL_SANDBOX] } })) {
     const sandboxId = net.Labels?.[LABEL_SANDBOX];
-    if (sandboxId && !known.has(sandboxId)) await stop(sandboxId);
+    if (sandboxId && !known.has(sandboxId) && (await owned(sandboxId))) await stop(sandboxId);
   }
 
   const start = async (spec: SandboxSpec): Promise<{ sandboxId: string }> => {
@@ -243,6 +244,39 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
       return { sidecar: n.sidecar, agent: n.agent, network: n.network };
     },
   };
+}
+
+/** A sandbox's containers, run network, firewall rules and folder, whichever of them exist. */
+async function removeSandboxParts(docker: Docker, workDir: string, sandboxId: string): Promise<void> {
+  const n = names(sandboxId);
+  await Promise.all([n.agent, n.sidecar].map((name) => ignoreMissing(docker.getContainer(name).remove({ force: true, v: true }))));
+  await ignoreMissing(docker.getNetwork(n.network).remove());
+  await removeHostRules(n.bridge);
+  // last: the folder is what makes the sandbox this work folder's (ownedBy)
+  await rm(path.join(workDir, sandboxId), { recursive: true, force: true });
+}
+
+/**
+ * Removes every sandbox of a work folder whose worker is gone for good (a deployment taken down
+ * with its data): the runs they served are over. The shared egress network stays, other workers
+ * may use it. Answers the sandboxes removed.
+ */
+export async function removeDockerSandboxes(opts: { workDir: string; socketPath?: string }): Promise<string[]> {
+  const docker = new Docker({ socketPath: opts.socketPath ?? '/var/run/docker.sock' });
+  const workDir = path.resolve(opts.workDir);
+  const owned = ownedBy(workDir);
+  const found = new Set<string>();
+  for (const c of await docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX] } })) found.add(c.Labels[LABEL_SANDBOX]);
+  for (const net of await docker.listNetworks({ filters: { label: [LABEL_SANDBOX] } })) if (net.Labels?.[LABEL_SANDBOX]) found.add(net.Labels[LABEL_SANDBOX]);
+  // folders left without parts (a crash before the first was made)
+  for (const e of await readdir(workDir, { withFileTypes: true }).catch(() => [])) if (e.isDirectory() && e.name.startsWith('sbx_')) found.add(e.name);
+  const removed: string[] = [];
+  for (const sandboxId of found) {
+    if (!(await owned(sandboxId))) continue;
+    await removeSandboxParts(docker, workDir, sandboxId);
+    removed.push(sandboxId);
+  }
+  return removed;
 }
 
 /** what a run whose agent went over its memory ceiling ends with */
