@@ -3,13 +3,15 @@
 // - The agent sits on a per-run --internal network whose only other member is its sidecar: no
 //   route out, and the host's own ports are closed to that bridge (docker-network.ts).
 // - The sidecar is also on the shared egress network (inter-container traffic off), where it
-//   reaches model providers and, through relays on the gateway address, the platform.
+//   reaches model providers and, through relays on the gateway address, the platform and anything
+//   else at a loopback or internal address.
 // - Both: non-root, read-only root, every capability dropped, no-new-privileges, pids, memory and
 //   CPU ceilings (docker-specs.ts); the agent writes only its workspace, the sidecar its files and
 //   its state folder.
 // - The programs take their assignment on stdin (the same handshake as the process backend). The
-//   pair outlives a worker restart: a new adapter adopts the labelled containers it finds and
-//   re-opens their relays before it answers (docker-adoption.ts), and the run's workflow, which
+//   pair outlives a worker restart: a new adapter on the same work folder adopts the labelled
+//   containers of its sandboxes (the engine may serve other deployments too) and re-opens their
+//   relays before it answers (docker-adoption.ts), and the run's workflow, which
 //   knows its sandbox by id, finds it running again. A sandbox's state is read from the Engine API
 //   and the sidecar's state folder, never from a stream only the starting worker saw.
 import { randomBytes } from 'node:crypto';
