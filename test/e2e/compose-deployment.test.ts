@@ -1,12 +1,12 @@
 // The compose deployment (docker/compose.yaml), started as the README says (docker/compose-up.sh:
 // images from local files, then `up`): the README's first run against one of its API replicas
 // (claim, key, the scripted model on the host, agent-echo imported, a run that succeeds), the same
-// through the other replica, then platform-worker restarted with a run in flight: the worker runs
-// the docker backend, so that run's containers outlive it, the restarted worker adopts them, and the
-// run succeeds with its output; the next one succeeds too, and the containers of the finished runs
-// are gone. Last, docker/compose-down.sh -v with a run in flight removes the stack with its data:
-// no sandbox container, run network or host firewall rule of the deployment is left, nor the
-// worker's data directory.
+// through the other replica, then platform-worker restarted with two runs in flight: the worker
+// runs the docker backend, so their containers outlive it, the restarted worker adopts them, and
+// the runs succeed with their output; the next one succeeds too, and the containers of the
+// finished runs are gone. Last, docker/compose-down.sh -v with a run in flight removes the stack
+// with its data: no sandbox container, run network or host firewall rule of the deployment is
+// left, nor the worker's data directory.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -115,7 +115,7 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     fs.rmSync(scratch, { recursive: true, force: true });
   });
 
-  test('one command starts it; the first run succeeds through either API replica; a run in flight when platform-worker restarts succeeds, and the next too; down -v leaves nothing behind', async () => {
+  test('one command starts it; the first run succeeds through either API replica; runs in flight when platform-worker restarts succeed, and the next too; down -v leaves nothing behind', async () => {
     const started = Date.now();
     const lap = (what: string) => process.stdout.write(`# compose: ${what} at ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     assert.equal(apis.length, 2);
@@ -162,23 +162,27 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     assert.equal(viaB.status, 'success', JSON.stringify(viaB.error ?? viaB));
     lap('two first runs done');
 
-    // platform-worker restarts with a run in flight (each model turn now takes longer than the
-    // worker's stop and start): its pair of containers outlives the worker, the next adopts it
+    // platform-worker restarts with runs in flight, one launched through each replica (each model
+    // turn now takes longer than the worker's stop and start): their pairs of containers outlive
+    // the worker, the next adopts them
     model.setLatency(SLOW_TURN_MS);
-    const inFlight = await launch(a);
-    await waitForStatus(api, inFlight, (s) => s === 'running', 60_000).catch(logsOnFailure);
-    const pair = (await sandboxesOf(docker, [inFlight])).filter((p) => !p.kind.startsWith('network'));
-    assert.equal(pair.length, 2, `the run's sidecar and agent containers: ${JSON.stringify(pair)}`);
+    const inFlight = [await launch(a), await launch(b)];
+    for (const runId of inFlight) await waitForStatus(api, runId, (s) => s === 'running', 60_000).catch(logsOnFailure);
+    const pairs = (await sandboxesOf(docker, inFlight)).filter((p) => !p.kind.startsWith('network'));
+    assert.equal(pairs.length, 4, `each run's sidecar and agent containers: ${JSON.stringify(pairs)}`);
     lap('restarting the worker');
     await dc('restart', 'platform-worker');
     lap('worker restarted');
-    const after = (await sandboxesOf(docker, [inFlight])).filter((p) => !p.kind.startsWith('network'));
-    assert.deepEqual(after.map((p) => [p.kind, p.state]).sort(), pair.map((p) => [p.kind, 'running']).sort(), 'the same pair runs on');
-    const ended = await ending(a, inFlight);
-    lap('the run in flight ended');
-    assert.equal(ended.status, 'success', JSON.stringify(ended.error ?? ended));
-    assert.deepEqual(ended.result?.output, OUTPUT);
-    assert.match((await dc('logs', 'platform-worker')).stdout, new RegExp(`docker sandboxes adopted.*${pair[0].sandboxId}`));
+    const after = (await sandboxesOf(docker, inFlight)).filter((p) => !p.kind.startsWith('network'));
+    assert.deepEqual(after.map((p) => [p.kind, p.state]).sort(), pairs.map((p) => [p.kind, 'running']).sort(), 'the same pairs run on');
+    for (const runId of inFlight) {
+      const ended = await ending(a, runId);
+      assert.equal(ended.status, 'success', JSON.stringify(ended.error ?? ended));
+      assert.deepEqual(ended.result?.output, OUTPUT);
+    }
+    lap('the runs in flight ended');
+    const logs = (await dc('logs', 'platform-worker')).stdout;
+    for (const p of pairs) assert.match(logs, new RegExp(`docker sandboxes adopted.*${p.sandboxId}`));
     model.setLatency(0);
     const next = await ending(a, await launch(a));
     assert.equal(next.status, 'success', JSON.stringify(next.error ?? next));
