@@ -12,7 +12,7 @@ import { runLocalServers } from '../api/services/integrations/local-servers.ts';
 import { allowedLocalImages } from '../lib/local-integration-images.ts';
 import { inputFilesForWorkspace } from '../api/services/files/run-files.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
-import { createDockerAdapter } from '../activities/sandbox/docker-adapter.ts';
+import { createDockerAdapter, DOCKER_WORK_FOLDER } from '../activities/sandbox/docker-adapter.ts';
 import { ensureSandboxImages } from '../activities/sandbox/docker-images.ts';
 import { projectRoot } from '../lib/project-root.ts';
 import Docker from 'dockerode';
@@ -33,7 +33,7 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
     });
     // unlike the process backend's, these folders outlive the worker: a restarted worker adopts the pairs
     return createDockerAdapter({
-      workDir: path.join(dataDir, 'docker-sandboxes'), socketPath: config.DOCKER_SOCKET, log: deps.log, ...images,
+      workDir: path.join(dataDir, DOCKER_WORK_FOLDER), socketPath: config.DOCKER_SOCKET, log: deps.log, ...images,
       localIntegrationImages: allowedLocalImages(config),
     });
   }

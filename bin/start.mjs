@@ -18,6 +18,10 @@ export const ENTRIES = {
   // a local integration's container runs it beside the integration's MCP server (docker backend)
   'mcp-bridge': 'bin/mcp-bridge.ts',
 };
+/** programs for operators, bundled beside the platform (node dist/<name>.js) */
+const TOOLS = {
+  'remove-worker-data': 'bin/remove-worker-data.ts',
+};
 const SOURCE_DIRS = ['lib', 'db', 'api', 'workflows', 'activities', 'sidecar', 'agent-runtime', 'restate', 'bin'];
 
 function newestSourceMtime() {
@@ -44,7 +48,7 @@ export async function ensureBundle() {
   const common = { absWorkingDir: root, outdir: 'dist', bundle: true, platform: 'node', target: 'node20', sourcemap: 'linked', logLevel: 'warning' };
   const { platform, ...sandboxPrograms } = ENTRIES;
   await Promise.all([
-    esbuild.build({ ...common, format: 'esm', entryPoints: { platform }, packages: 'external' }),
+    esbuild.build({ ...common, format: 'esm', entryPoints: { platform, ...TOOLS }, packages: 'external' }),
     // CommonJS, so bin/cached-program.ts can compile them through vm.Script with V8's code cache
     esbuild.build({
       ...common,

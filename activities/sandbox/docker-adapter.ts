@@ -3,15 +3,17 @@
 // - The agent sits on a per-run --internal network whose only other member is its sidecar: no
 //   route out, and the host's own ports are closed to that bridge (docker-network.ts).
 // - The sidecar is also on the shared egress network (inter-container traffic off), where it
-//   reaches model providers and, through relays on the gateway address, the platform.
+//   reaches model providers and, through relays on the gateway address, the platform and anything
+//   else at a loopback or internal address.
 // - Both: non-root, read-only root, every capability dropped, no-new-privileges, pids, memory and
 //   CPU ceilings (docker-specs.ts); the agent writes only its workspace, the sidecar its files and
 //   its state folder.
 // - Local integrations' MCP servers each get a container, confined the same way, on a second
 //   --internal network shared with the sidecar only (docker-local-servers.ts).
 // - The programs take their assignment on stdin (the same handshake as the process backend). The
-//   pair outlives a worker restart: a new adapter adopts the labelled containers it finds and
-//   re-opens their relays before it answers (docker-adoption.ts), and the run's workflow, which
+//   pair outlives a worker restart: a new adapter on the same work folder adopts the labelled
+//   containers of its sandboxes (the engine may serve other deployments too) and re-opens their
+//   relays before it answers (docker-adoption.ts), and the run's workflow, which
 //   knows its sandbox by id, finds it running again. A sandbox's state is read from the Engine API
 //   and the sidecar's state folder, never from a stream only the starting worker saw.
 import { randomBytes } from 'node:crypto';
@@ -22,10 +24,10 @@ import Docker from 'dockerode';
 import { randomBase62 } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { SandboxAdapter, SandboxSpec, SidecarAssignment } from './adapter.ts';
-import { adoptSandboxes, pairState } from './docker-adoption.ts';
+import { adoptSandboxes, ownedBy, pairState } from './docker-adoption.ts';
 import { AttachedProgram } from './docker-attached-program.ts';
 import { createMcpNetwork, serverImage, startLocalServers, writeServerFiles } from './docker-local-servers.ts';
-import { closeHostPorts, isLoopbackHost, LoopbackRelays, removeHostRules } from './docker-network.ts';
+import { closeHostPorts, LoopbackRelays, needsRelay, removeHostRules } from './docker-network.ts';
 import {
   agentContainerSpec, EGRESS_BRIDGE, EGRESS_NETWORK, ensureEgressNetwork, ignoreMissing, isStatus, LABEL_RUN, LABEL_SANDBOX, names,
   runNetworkSpec, SANDBOX_UID, sidecarContainerSpec,
@@ -37,6 +39,9 @@ export { EGRESS_NETWORK, LABEL_ROLE, LABEL_RUN, LABEL_SANDBOX } from './docker-s
 
 const READY_TIMEOUT_MS = 30_000;
 const ASSIGN_TIMEOUT_MS = 10_000;
+
+/** the docker backend's work folder in the worker's data directory */
+export const DOCKER_WORK_FOLDER = 'docker-sandboxes';
 
 export interface DockerAdapterOptions {
   /** folders bound into the containers go under it: <workDir>/<sandboxId>/{workspace,files,state} */
@@ -66,14 +71,15 @@ interface Known {
 }
 
 /**
- * The sidecar's assignment with every loopback URL (the platform, a local model server) rewritten
- * to a relay on the egress gateway; the allowlist and the platform's endpoints follow the rewrite.
+ * The sidecar's assignment with every URL it cannot reach itself (loopback or an internal address:
+ * the platform, a local model server) rewritten to a relay on the egress gateway; the allowlist
+ * and the platform's endpoints follow the rewrite.
  */
 async function relayedAssignment(assignment: SidecarAssignment, relays: LoopbackRelays): Promise<SidecarAssignment> {
   const viaRelay = async (raw: string | undefined): Promise<string | undefined> => {
     if (!raw) return raw;
     const url = new URL(raw);
-    if (!isLoopbackHost(url.hostname)) return raw;
+    if (!needsRelay(url.hostname)) return raw;
     const port = url.port || (url.protocol === 'https:' ? '443' : '80');
     url.host = `${relays.listenHost}:${await relays.portFor(`${url.hostname}:${port}`)}`;
     return url.toString().replace(/\/$/, raw.endsWith('/') ? '/' : '');
@@ -125,19 +131,10 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
   const stateDirOf = (sandboxId: string) => path.join(workDir, sandboxId, 'state');
 
   const removeSandbox = async (sandboxId: string): Promise<void> => {
-    const n = names(sandboxId);
     const entry = known.get(sandboxId);
     entry?.programs?.sidecar.detach();
     entry?.programs?.agent.detach();
-    // every container labelled with the sandbox: the pair and its local integrations' servers
-    const labelled = await docker.listContainers({ all: true, filters: { label: [`${LABEL_SANDBOX}=${sandboxId}`] } });
-    const containers = new Set([n.agent, n.sidecar, ...labelled.map((c) => c.Id)]);
-    await Promise.all([...containers].map((name) => ignoreMissing(docker.getContainer(name).remove({ force: true, v: true }))));
-    await ignoreMissing(docker.getNetwork(n.network).remove());
-    await ignoreMissing(docker.getNetwork(n.mcpNetwork).remove());
-    await removeHostRules(n.bridge);
-    await removeHostRules(n.mcpBridge);
-    await rm(path.join(workDir, sandboxId), { recursive: true, force: true });
+    await removeSandboxParts(docker, workDir, sandboxId);
     known.delete(sandboxId);
   };
 
@@ -150,13 +147,14 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     return pending;
   };
 
-  // The pairs a previous worker left running are this adapter's now (their runs' workflows
-  // re-attach by sandbox id; the reaper stops those whose run has ended).
-  for (const [sandboxId, runId] of await adoptSandboxes(docker, relays, opts.log)) known.set(sandboxId, { runId });
-  // run networks whose containers are gone (a crash between the two): nothing to adopt
+  // The pairs a previous worker on this work folder left running are this adapter's now (their
+  // runs' workflows re-attach by sandbox id; the reaper stops those whose run has ended).
+  const owned = ownedBy(workDir);
+  for (const [sandboxId, runId] of await adoptSandboxes(docker, relays, owned, opts.log)) known.set(sandboxId, { runId });
+  // its run networks whose containers are gone (a crash between the two): nothing to adopt
   for (const net of await docker.listNetworks({ filters: { label: [LABEL_SANDBOX] } })) {
     const sandboxId = net.Labels?.[LABEL_SANDBOX];
-    if (sandboxId && !known.has(sandboxId)) await stop(sandboxId);
+    if (sandboxId && !known.has(sandboxId) && (await owned(sandboxId))) await stop(sandboxId);
   }
 
   const start = async (spec: SandboxSpec): Promise<{ sandboxId: string }> => {
@@ -268,6 +266,46 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
       return { sidecar: n.sidecar, agent: n.agent, network: n.network, mcpNetwork: n.mcpNetwork };
     },
   };
+}
+
+/**
+ * A sandbox's containers (the pair and its local integrations' servers: every one labelled with
+ * the sandbox), its two networks, their firewall rules and its folder, whichever of them exist.
+ */
+async function removeSandboxParts(docker: Docker, workDir: string, sandboxId: string): Promise<void> {
+  const n = names(sandboxId);
+  const labelled = await docker.listContainers({ all: true, filters: { label: [`${LABEL_SANDBOX}=${sandboxId}`] } });
+  const containers = new Set([n.agent, n.sidecar, ...labelled.map((c) => c.Id)]);
+  await Promise.all([...containers].map((name) => ignoreMissing(docker.getContainer(name).remove({ force: true, v: true }))));
+  await ignoreMissing(docker.getNetwork(n.network).remove());
+  await ignoreMissing(docker.getNetwork(n.mcpNetwork).remove());
+  await removeHostRules(n.bridge);
+  await removeHostRules(n.mcpBridge);
+  // last: the folder is what makes the sandbox this work folder's (ownedBy)
+  await rm(path.join(workDir, sandboxId), { recursive: true, force: true });
+}
+
+/**
+ * Removes every sandbox of a work folder whose worker is gone for good (a deployment taken down
+ * with its data): the runs they served are over. The shared egress network stays, other workers
+ * may use it. Answers the sandboxes removed.
+ */
+export async function removeDockerSandboxes(opts: { workDir: string; socketPath?: string }): Promise<string[]> {
+  const docker = new Docker({ socketPath: opts.socketPath ?? '/var/run/docker.sock' });
+  const workDir = path.resolve(opts.workDir);
+  const owned = ownedBy(workDir);
+  const found = new Set<string>();
+  for (const c of await docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX] } })) found.add(c.Labels[LABEL_SANDBOX]);
+  for (const net of await docker.listNetworks({ filters: { label: [LABEL_SANDBOX] } })) if (net.Labels?.[LABEL_SANDBOX]) found.add(net.Labels[LABEL_SANDBOX]);
+  // folders left without parts (a crash before the first was made)
+  for (const e of await readdir(workDir, { withFileTypes: true }).catch(() => [])) if (e.isDirectory() && e.name.startsWith('sbx_')) found.add(e.name);
+  const removed: string[] = [];
+  for (const sandboxId of found) {
+    if (!(await owned(sandboxId))) continue;
+    await removeSandboxParts(docker, workDir, sandboxId);
+    removed.push(sandboxId);
+  }
+  return removed;
 }
 
 /** what a run whose agent went over its memory ceiling ends with */

@@ -54,16 +54,29 @@ export async function pairState(docker: Docker, n: SandboxNames, stateDir: strin
 }
 
 /**
- * The pairs a previous worker left on this engine, with their runs. Each sidecar's relays are
- * re-opened on the ports its URLs name before this answers, so the pair reaches the platform again
- * before any workflow re-attaches to it.
+ * Whether a sandbox is this worker's: it has its folder in the worker's work folder (made before
+ * any of its parts, removed after them). The engine may be shared with other deployments and test
+ * runs, whose pairs are neither adopted nor reaped here; nor could they be judged, their state
+ * folders being elsewhere.
  */
-export async function adoptSandboxes(docker: Docker, relays: LoopbackRelays, log?: Logger): Promise<Map<string, string>> {
+export function ownedBy(workDir: string): (sandboxId: string) => Promise<boolean> {
+  return (sandboxId) => exists(path.join(workDir, path.basename(sandboxId)));
+}
+
+/**
+ * The pairs a previous worker on the same work folder left on this engine, with their runs. Each
+ * sidecar's relays are re-opened on the ports its URLs name before this answers, so the pair
+ * reaches the platform again before any workflow re-attaches to it.
+ */
+export async function adoptSandboxes(docker: Docker, relays: LoopbackRelays, owned: (sandboxId: string) => Promise<boolean>, log?: Logger): Promise<Map<string, string>> {
   const adopted = new Map<string, string>();
   const found = await docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX] } });
   for (const c of found) {
     const sandboxId = c.Labels[LABEL_SANDBOX];
-    if (!adopted.has(sandboxId)) adopted.set(sandboxId, c.Labels[LABEL_RUN] ?? '');
+    if (!adopted.has(sandboxId)) {
+      if (!(await owned(sandboxId))) continue;
+      adopted.set(sandboxId, c.Labels[LABEL_RUN] ?? '');
+    }
     if (!c.Labels[LABEL_RELAYS]) continue;
     for (const r of JSON.parse(c.Labels[LABEL_RELAYS]) as Array<{ target: string; port: number }>) {
       await reopenRelay(relays, r.target, r.port).catch((err: Error) =>

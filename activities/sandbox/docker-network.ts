@@ -3,14 +3,16 @@
 //   gateway address, --internal or not. Each network of the backend gets INPUT rules, keyed by its
 //   bridge interface, that drop such traffic (a run network: all of it; the egress network: all
 //   but the platform relays' ports). They are removed with the network.
-// - Relays: the platform (and any loopback service the run must reach, as a local model server)
-//   listens on 127.0.0.1, which a container cannot reach. A relay listens on the egress
-//   network's gateway address and forwards to one loopback target; the sidecar's URLs are
-//   rewritten to go through it. Only the sidecar is on the egress network.
+// - Relays: the platform (and any local service the run must reach, as a local model server)
+//   listens on 127.0.0.1 or an internal address, which a container on the egress network cannot
+//   reach. A relay listens on the egress network's gateway address and forwards to one such
+//   target; the sidecar's URLs are rewritten to go through it. Only the sidecar is on the egress
+//   network.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { promisify } from 'node:util';
+import { classifyAddress } from '../../lib/egress.ts';
 import type { Logger } from '../../lib/log.ts';
 
 const run = promisify(execFile);
@@ -115,12 +117,23 @@ async function listeningPorts(host: string): Promise<Set<number>> {
   return ports;
 }
 
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
   return host === 'localhost' || host === '::1' || (net.isIPv4(host) && host.startsWith('127.'));
 }
 
-/** TCP relays from the egress network's gateway address to loopback targets of this host. */
+/**
+ * Whether a sidecar reaches `hostname` only through a relay: loopback, and any internal address
+ * literal. An address of this host is closed to the egress network by its INPUT rules, another
+ * docker network's (a compose deployment's platform) is isolated from it by docker; a LAN machine
+ * would be reachable, and relaying it costs only the hop. Names are left to the sidecar's resolver.
+ */
+export function needsRelay(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return isLoopbackHost(host) || (net.isIP(host) !== 0 && classifyAddress(host) !== null);
+}
+
+/** TCP relays from the egress network's gateway address to targets a sidecar cannot reach itself (needsRelay). */
 export class LoopbackRelays {
   /** by listening port: a target may have several (one opened here, others adopted from an earlier worker) */
   private readonly relays = new Map<number, { server: net.Server; target: string }>();

@@ -1,9 +1,12 @@
 // The compose deployment (docker/compose.yaml), started as the README says (docker/compose-up.sh:
 // images from local files, then `up`): the README's first run against one of its API replicas
 // (claim, key, the scripted model on the host, agent-echo imported, a run that succeeds), the same
-// through the other replica, then platform-worker restarted with a run in flight: that run still
-// reaches its ending (the process backend's: its sandbox went with the worker, sandbox_lost), and
-// the next one succeeds. The stack is torn down with its volumes.
+// through the other replica, then platform-worker restarted with two runs in flight: the worker
+// runs the docker backend, so their containers outlive it, the restarted worker adopts them, and
+// the runs succeed with their output; the next one succeeds too, and the containers of the
+// finished runs are gone. Last, docker/compose-down.sh -v with a run in flight removes the stack
+// with its data: no sandbox container, run network or host firewall rule of the deployment is
+// left, nor the worker's data directory.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import Docker from 'dockerode';
+import { LABEL_RUN, LABEL_SANDBOX } from '../../activities/sandbox/docker-adapter.ts';
+import { names } from '../../activities/sandbox/docker-specs.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { DOCKER_REQUIRED, dockerForTests } from '../support/docker.ts';
 import { client } from '../support/http.ts';
@@ -53,21 +59,44 @@ function relayTo(target: number, host: string, port: number): Promise<net.Server
   return new Promise((resolve, reject) => server.once('error', reject).listen(port, host, () => resolve(server)));
 }
 
+/** The deployment's sandboxes as the engine lists them: each run's containers and run network. */
+async function sandboxesOf(docker: Docker, runIds: string[]): Promise<Array<{ runId: string; sandboxId: string; kind: string; state?: string }>> {
+  const found = [];
+  for (const runId of runIds) {
+    const filters = { label: [`${LABEL_RUN}=${runId}`] };
+    for (const c of await docker.listContainers({ all: true, filters })) found.push({ runId, sandboxId: c.Labels[LABEL_SANDBOX], kind: c.Names[0], state: c.State });
+    for (const n of await docker.listNetworks({ filters })) found.push({ runId, sandboxId: n.Labels?.[LABEL_SANDBOX] ?? '', kind: `network ${n.Name}` });
+  }
+  return found;
+}
+
+/** a model turn of the runs that must still be going while the worker restarts or the stack goes down */
+const SLOW_TURN_MS = 8000;
+
+const firewallRules = () => spawnSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' }).stdout ?? '';
+
 describe('the compose deployment', { skip: unavailable ?? false }, () => {
   const project = `aptest${randomBytes(3).toString('hex')}`;
   const third = 100 + Math.floor(Math.random() * 100);
   const gateway = `172.30.${third}.1`;
   const modelPort = 20_000 + Math.floor(Math.random() * 10_000);
-  const envFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'compose-')), 'compose.env');
-  const env = { ...process.env, COMPOSE_PROJECT_NAME: project, AP_COMPOSE_ENV: envFile, AP_SUBNET: `172.30.${third}.0/24`, AP_EGRESS_ALLOW_INTERNAL_HOSTS: `${gateway}:${modelPort}` };
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-'));
+  const envFile = path.join(scratch, 'compose.env');
+  const workerData = path.join(scratch, 'worker');
+  const env = {
+    ...process.env, COMPOSE_PROJECT_NAME: project, AP_COMPOSE_ENV: envFile, AP_SUBNET_PREFIX: `172.30.${third}`,
+    AP_WORKER_DATA_DIR: workerData, AP_EGRESS_ALLOW_INTERNAL_HOSTS: `${gateway}:${modelPort}`,
+  };
   const dc = (...args: string[]) => run(compose![0], [...compose!.slice(1), '--env-file', envFile, '-f', 'docker/compose.yaml', ...args], { cwd: root, env, maxBuffer: 64 * 1024 * 1024 });
+  const composeDown = () => run('docker/compose-down.sh', ['-v', '--remove-orphans'], { cwd: root, env, maxBuffer: 64 * 1024 * 1024 });
+  const docker = new Docker();
+  const runIds: string[] = [];
   let model: FakeModel;
   let relay: net.Server | undefined;
   let apis: string[] = [];
 
   before(async () => {
-    // each model turn takes a while: a run is still going when its worker restarts
-    model = await startFakeModel({ latencyMs: 1500 });
+    model = await startFakeModel({});
     await run('docker/compose-up.sh', [], { cwd: root, env, maxBuffer: 64 * 1024 * 1024 });
     relay = await relayTo(Number(new URL(model.url).port), gateway, modelPort);
     for (const index of [1, 2]) apis.push(`http://${(await dc('port', `--index=${index}`, 'platform-api', '3000')).stdout.trim()}`);
@@ -80,13 +109,15 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     }
   });
   after(async () => {
-    await dc('down', '-v', '--remove-orphans').catch(() => undefined);
+    await composeDown().catch(() => undefined);
     relay?.close();
     await model?.close();
-    fs.rmSync(path.dirname(envFile), { recursive: true, force: true });
+    fs.rmSync(scratch, { recursive: true, force: true });
   });
 
-  test('one command starts it; the first run succeeds through either API replica; a run in flight when platform-worker restarts still ends, and the next succeeds', async () => {
+  test('one command starts it; the first run succeeds through either API replica; runs in flight when platform-worker restarts succeed, and the next too; down -v leaves nothing behind', async () => {
+    const started = Date.now();
+    const lap = (what: string) => process.stdout.write(`# compose: ${what} at ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     assert.equal(apis.length, 2);
     assert.equal((await dc('ps', '-q', 'platform-api')).stdout.trim().split('\n').length, 2, 'two API replicas');
     const token = /AP_BOOTSTRAP_TOKEN=(\S+)/.exec(fs.readFileSync(envFile, 'utf8'))![1];
@@ -118,24 +149,66 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     const launch = async (base: string) => {
       const res = await client(base, { key }).post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'hello' } });
       assert.equal(res.status, 201, JSON.stringify(res.body));
+      runIds.push(res.body.id);
       return res.body.id as string;
     };
-    const first = await waitForStatus(api, await launch(a), (s) => !['pending', 'running'].includes(s), 120_000).catch(logsOnFailure);
+    const ending = (base: string, runId: string) => waitForStatus(client(base, { key }), runId, (s) => !['pending', 'running'].includes(s), 120_000).catch(logsOnFailure);
+    const OUTPUT = { echo: 'example' };
+    const first = await ending(a, await launch(a));
     assert.equal(first.status, 'success', JSON.stringify(first.error ?? first));
+    assert.deepEqual(first.result?.output, OUTPUT);
     // the other replica serves the same deployment (one database, one engine)
-    const viaB = await waitForStatus(client(b, { key }), await launch(b), (s) => !['pending', 'running'].includes(s), 120_000).catch(logsOnFailure);
+    const viaB = await ending(b, await launch(b));
     assert.equal(viaB.status, 'success', JSON.stringify(viaB.error ?? viaB));
+    lap('two first runs done');
 
-    // platform-worker restarts with a run in flight
-    const inFlight = await launch(a);
-    await waitForStatus(api, inFlight, (s) => s === 'running', 60_000).catch(logsOnFailure);
+    // platform-worker restarts with runs in flight, one launched through each replica (each model
+    // turn now takes longer than the worker's stop and start): their pairs of containers outlive
+    // the worker, the next adopts them
+    model.setLatency(SLOW_TURN_MS);
+    const inFlight = [await launch(a), await launch(b)];
+    for (const runId of inFlight) await waitForStatus(api, runId, (s) => s === 'running', 60_000).catch(logsOnFailure);
+    const pairs = (await sandboxesOf(docker, inFlight)).filter((p) => !p.kind.startsWith('network'));
+    assert.equal(pairs.length, 4, `each run's sidecar and agent containers: ${JSON.stringify(pairs)}`);
+    lap('restarting the worker');
     await dc('restart', 'platform-worker');
-    const ended = await waitForStatus(api, inFlight, (s) => !['pending', 'running'].includes(s), 120_000).catch(logsOnFailure);
-    // the process backend's sandbox lives in the worker: it went with it, and the run says so
-    assert.equal(ended.status, 'failed', JSON.stringify(ended));
-    assert.equal(ended.error?.code, 'sandbox_lost', JSON.stringify(ended.error));
-    const next = await waitForStatus(api, await launch(a), (s) => !['pending', 'running'].includes(s), 120_000).catch(logsOnFailure);
+    lap('worker restarted');
+    const after = (await sandboxesOf(docker, inFlight)).filter((p) => !p.kind.startsWith('network'));
+    assert.deepEqual(after.map((p) => [p.kind, p.state]).sort(), pairs.map((p) => [p.kind, 'running']).sort(), 'the same pairs run on');
+    for (const runId of inFlight) {
+      const ended = await ending(a, runId);
+      assert.equal(ended.status, 'success', JSON.stringify(ended.error ?? ended));
+      assert.deepEqual(ended.result?.output, OUTPUT);
+    }
+    lap('the runs in flight ended');
+    const logs = (await dc('logs', 'platform-worker')).stdout;
+    for (const p of pairs) assert.match(logs, new RegExp(`docker sandboxes adopted.*${p.sandboxId}`));
+    model.setLatency(0);
+    const next = await ending(a, await launch(a));
     assert.equal(next.status, 'success', JSON.stringify(next.error ?? next));
+    lap('the next run ended');
+
+    // the finished runs' containers and networks are removed (by their workflows, else the reaper)
+    for (let i = 0; (await sandboxesOf(docker, runIds)).length > 0; i++) {
+      if (i > 150) assert.deepEqual(await sandboxesOf(docker, runIds), [], 'the sandboxes of the finished runs are gone');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    lap('their sandboxes removed');
+
+    // taken down with its data while a run goes on: its sandbox goes too, with its firewall rules
+    model.setLatency(SLOW_TURN_MS);
+    const last = await launch(a);
+    await waitForStatus(api, last, (s) => s === 'running', 60_000).catch(logsOnFailure);
+    const left = await sandboxesOf(docker, [last]);
+    assert.ok(left.length >= 2, JSON.stringify(left));
+    const bridge = names(left[0].sandboxId).bridge;
+    assert.match(firewallRules(), new RegExp(bridge));
+    await composeDown();
+    lap('down -v');
+    assert.deepEqual(await sandboxesOf(docker, runIds), []);
+    assert.doesNotMatch(firewallRules(), new RegExp(bridge));
+    assert.equal(fs.existsSync(workerData), false, 'the worker data directory is removed');
+    assert.equal((await docker.listContainers({ all: true, filters: { label: [`com.docker.compose.project=${project}`] } })).length, 0);
   });
 });
 

@@ -1,22 +1,28 @@
 // RUN_ADAPTER=docker at the adapter: a run in its container pair, the pair's confinement, what the
-// agent's network reaches (its sidecar, nothing else), a run over its memory ceiling, the boot
-// check of the images, a pair adopted by the next adapter. Through the whole platform, a worker
-// killed mid-run: test/e2e/run-docker-worker-restart.test.ts.
+// agent's network reaches (its sidecar, nothing else), a run whose platform and model are at an
+// internal address of the host (relayed), a run over its memory ceiling, the boot check of the
+// images, a pair adopted by the next adapter, and only by an adapter of its own work folder (the
+// engine is shared), the removal of a work folder's sandboxes. Through the whole platform, a worker
+// killed mid-run: test/e2e/run-docker-worker-restart.test.ts; in the compose deployment:
+// test/e2e/compose-deployment.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import DockerClient from 'dockerode';
 import type Docker from 'dockerode';
 import { DEFAULT_AGENT_IMAGE, DEFAULT_SIDECAR_IMAGE, ensureSandboxImages } from '../../activities/sandbox/docker-images.ts';
 import { PROTOCOL_LABEL, SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
-import { createDockerAdapter, EGRESS_NETWORK, LABEL_RUN, LABEL_SANDBOX, MEMORY_EXCEEDED_CODE, type DockerSandboxAdapter } from '../../activities/sandbox/docker-adapter.ts';
-import { LABEL_RELAYS } from '../../activities/sandbox/docker-specs.ts';
+import {
+  createDockerAdapter, EGRESS_NETWORK, LABEL_RUN, LABEL_SANDBOX, MEMORY_EXCEEDED_CODE, removeDockerSandboxes, type DockerSandboxAdapter,
+} from '../../activities/sandbox/docker-adapter.ts';
+import { LABEL_RELAYS, names as sandboxNames, runNetworkSpec } from '../../activities/sandbox/docker-specs.ts';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
@@ -218,6 +224,83 @@ describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
       await first.close();
       await slow.close();
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a platform and a model at an internal address of the host (a docker network of their own) are reached through relays', async () => {
+    // the host's address on a network made here: a container of the egress network cannot reach it itself
+    const net = `ap-test-internal-${randomBytes(3).toString('hex')}`;
+    await adapter.docker.createNetwork({ Name: net, Driver: 'bridge', Internal: true });
+    const hostAddress = ((await adapter.docker.getNetwork(net).inspect()) as { IPAM: { Config: Array<{ Gateway: string }> } }).IPAM.Config[0].Gateway;
+    const forwards: Server[] = [];
+    const forward = async (target: string): Promise<string> => {
+      const server = createServer((inbound) => {
+        const outbound = connect({ host: '127.0.0.1', port: Number(new URL(target).port) });
+        inbound.pipe(outbound).pipe(inbound);
+        inbound.on('error', () => outbound.destroy());
+        outbound.on('error', () => inbound.destroy());
+      });
+      await new Promise<void>((resolve) => server.listen(0, hostAddress, resolve));
+      forwards.push(server);
+      const url = new URL(target);
+      url.host = `${hostAddress}:${(server.address() as { port: number }).port}`;
+      return url.toString().replace(/\/$/, '');
+    };
+    try {
+      const spec = aSandboxSpec({
+        runId: 'run_docker_internal', eventsBaseUrl: await forward(receiver.url), secret, modelUrl: await forward(model.url), memoryMb: 256,
+      });
+      const { sandboxId } = await adapter.start(spec);
+      try {
+        const relayed = JSON.parse((await adapter.docker.getContainer(adapter.containers(sandboxId).sidecar).inspect()).Config.Labels[LABEL_RELAYS]) as Array<{ target: string }>;
+        for (const url of [spec.sidecar.eventsUrl, spec.sidecar.model!.baseUrl]) assert.ok(relayed.some((r) => r.target === new URL(url).host), `${url} relayed`);
+        await waitUntil(() => eventsOf('run_docker_internal').some((e) => e.type === 'completed'), 30_000);
+        const output = eventsOf('run_docker_internal').find((e) => e.type === 'output');
+        assert.deepEqual(output?.type === 'output' && output.data.output, { summary: 'three apples', count: 3 });
+      } finally {
+        await adapter.stop(sandboxId);
+      }
+    } finally {
+      for (const server of forwards) server.close();
+      await adapter.docker.getNetwork(net).remove();
+    }
+  });
+
+  test("an adapter adopts and removes only its own work folder's sandboxes; removeDockerSandboxes takes a gone worker's away", async () => {
+    const mine = await mkdtemp(join(tmpdir(), 'sbx-docker-mine-'));
+    const others = await mkdtemp(join(tmpdir(), 'sbx-docker-others-'));
+    const first = await createDockerAdapter({ workDir: mine, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+    const spec = aSandboxSpec({ runId: 'run_docker_owned', eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
+    spec.sidecar.model = { ...spec.sidecar.model!, model: 'fake-hang' };
+    const { sandboxId } = await first.start(spec);
+    const n = first.containers(sandboxId);
+    // a run network whose containers were never made (a worker that died between the two)
+    const stray = `sbx_${randomBytes(10).toString('hex')}`;
+    await mkdir(join(mine, stray));
+    await first.docker.createNetwork(runNetworkSpec(stray, 'run_docker_stray'));
+    const running = async () => (await first.docker.getContainer(n.sidecar).inspect()).State.Running && (await first.docker.getContainer(n.agent).inspect()).State.Running;
+    try {
+      await first.close();
+      // another worker on this engine: neither adopts the pair nor clears the network
+      const other = await createDockerAdapter({ workDir: others, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
+      assert.deepEqual(other.sandboxes(), []);
+      await other.close();
+      assert.deepEqual(await removeDockerSandboxes({ workDir: others }), []);
+      assert.equal(await running(), true);
+      await first.docker.getNetwork(sandboxNames(stray).network).inspect();
+      assert.match(execFileSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' }), new RegExp(sandboxNames(sandboxId).bridge));
+
+      // its own worker gone for good: everything of its folder goes
+      assert.deepEqual((await removeDockerSandboxes({ workDir: mine })).sort(), [sandboxId, stray].sort());
+      for (const name of [n.agent, n.sidecar]) await assert.rejects(first.docker.getContainer(name).inspect(), /404|no such container/i);
+      for (const network of [n.network, sandboxNames(stray).network]) await assert.rejects(first.docker.getNetwork(network).inspect(), /404|not found/i);
+      assert.doesNotMatch(execFileSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' }), new RegExp(sandboxNames(sandboxId).bridge));
+      assert.equal(existsSync(join(mine, sandboxId)), false);
+      assert.equal(existsSync(join(mine, stray)), false);
+    } finally {
+      await removeDockerSandboxes({ workDir: mine });
+      await rm(mine, { recursive: true, force: true });
+      await rm(others, { recursive: true, force: true });
     }
   });
 
