@@ -6,15 +6,27 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { ingestRunEvent, type IngestDeps } from '../../api/services/runs/events.ts';
+import type { RunWorkflowClient } from '../../workflows/run-client.ts';
+import { aKey } from '../support/builders.ts';
+import { client } from '../support/http.ts';
 import { aRunWorld, type RunWorld } from '../support/runs.ts';
 
 let world: RunWorld;
 let deps: IngestDeps;
+/** launches are rate-limited per key: this file launches more runs than one key may in a minute */
+const launchers: Array<ReturnType<typeof client>> = [];
+let launches = 0;
 
 before(async () => {
   world = await aRunWorld();
   deps = { pool: world.app.deps.database.pool, secrets: world.app.deps.secrets };
+  for (let i = 0; i < 3; i++) {
+    const { key } = await aKey(deps.pool, { ...world.org, userId: world.org.ownerId });
+    launchers.push(client(world.app.url, { key }));
+  }
 });
+
+const launcher = () => launchers[launches++ % launchers.length];
 after(() => world.close());
 
 interface Run { id: string; secret: string; spaceId: string; sequence: number }
@@ -27,7 +39,7 @@ async function opened(res: { status: number; text: string; body: any }): Promise
 
 /** A run of the echo agent (output schema: {echo: string}, required). */
 async function echoRun(): Promise<Run> {
-  return opened(await world.api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'hi' } }));
+  return opened(await launcher().post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'hi' } }));
 }
 
 /** An inline run with this output schema, or none. */
@@ -36,7 +48,7 @@ async function inlineRun(schema?: object): Promise<Run> {
     name: '@inline/rules', version: '1.0.0', type: 'agent', schema_version: '0.3',
     ...(schema ? { output: { schema }, runtime_tools: ['output'] } : {}),
   };
-  return opened(await world.api.post('/api/runs/inline', { manifest, prompt: 'Do the thing.' }));
+  return opened(await launcher().post('/api/runs/inline', { manifest, prompt: 'Do the thing.' }));
 }
 
 function send(run: Run, event: Record<string, unknown>) {
@@ -209,23 +221,110 @@ describe('the ending, judged against the output schema', () => {
 });
 
 describe('after the ending', () => {
+  const closed = { code: 'run_sink_closed', detail: 'The run has ended; stop sending events.' };
+  const expired = { code: 'run_sink_expired', detail: 'The run event sink has expired.' };
+
   test('an event for an ended run is run_sink_closed, whether its secret was kept or not', async () => {
     const run = await echoRun();
     await send(run, { type: 'started', data: {} });
     await send(run, { type: 'failed', data: {} });
-    await assert.rejects(() => send(run, { type: 'log', data: { message: 'late' } }), { code: 'run_sink_closed' });
+    await assert.rejects(() => send(run, { type: 'log', data: { message: 'late' } }), closed);
     const fresh = await echoRun();
     await deps.pool.query(`UPDATE runs SET status = 'cancelled' WHERE id = $1`, [fresh.id]);
-    await assert.rejects(() => send(fresh, { type: 'started', data: {} }), { code: 'run_sink_closed' });
+    await assert.rejects(() => send(fresh, { type: 'started', data: {} }), closed);
+    // ended while its secret was kept (by another path than an event: a cancel)
+    const cancelled = await echoRun();
+    await send(cancelled, { type: 'started', data: {} });
+    await deps.pool.query(`UPDATE runs SET status = 'cancelled' WHERE id = $1`, [cancelled.id]);
+    await assert.rejects(() => send(cancelled, { type: 'log', data: { message: 'late' } }), closed);
   });
 
   test('a run whose sink expired is run_sink_expired on its first event and after its secret was kept', async () => {
     const first = await echoRun();
     await deps.pool.query(`UPDATE runs SET sink_expires_at = now() - interval '1 second' WHERE id = $1`, [first.id]);
-    await assert.rejects(() => send(first, { type: 'started', data: {} }), { code: 'run_sink_expired' });
+    await assert.rejects(() => send(first, { type: 'started', data: {} }), expired);
     const kept = await echoRun();
     await send(kept, { type: 'started', data: {} });
     await deps.pool.query(`UPDATE runs SET sink_expires_at = now() - interval '1 second' WHERE id = $1`, [kept.id]);
-    await assert.rejects(() => send(kept, { type: 'log', data: { message: 'late' } }), { code: 'run_sink_expired' });
+    await assert.rejects(() => send(kept, { type: 'log', data: { message: 'late' } }), expired);
+  });
+
+  test('an ended or expired run is told so before its event is read, even a malformed one', async () => {
+    const ended = await echoRun();
+    await deps.pool.query(`UPDATE runs SET status = 'failed' WHERE id = $1`, [ended.id]);
+    await assert.rejects(() => sendRaw(ended, '{"no":"sequence"}'), closed);
+    const old = await echoRun();
+    await deps.pool.query(`UPDATE runs SET sink_expires_at = now() - interval '1 second' WHERE id = $1`, [old.id]);
+    await assert.rejects(() => sendRaw(old, '{"no":"sequence"}'), expired);
+  });
+
+  test('an unknown run, or one deleted after its secret was kept, is not_found; a replay is message_replayed', async () => {
+    const notFound = { code: 'not_found', detail: 'No such run.' };
+    const run = await echoRun();
+    await assert.rejects(() => ingestRunEvent(deps, 'run_doesnotexist', {}, Buffer.from('{}')), notFound);
+    await send(run, { type: 'started', data: {} });
+    const raw = JSON.stringify({ sequence: 2, type: 'log', data: { message: 'once' } });
+    const headers = signedRunEventHeaders(run.secret, raw);
+    await ingestRunEvent(deps, run.id, headers, Buffer.from(raw));
+    await assert.rejects(() => ingestRunEvent(deps, run.id, headers, Buffer.from(raw)), {
+      code: 'message_replayed', detail: 'This webhook-id was already accepted for the run.',
+    });
+    await deps.pool.query('DELETE FROM runs WHERE id = $1', [run.id]);
+    await assert.rejects(() => send(run, { type: 'log', data: { message: 'gone' } }), notFound);
+  });
+});
+
+describe('what the engine is told', () => {
+  /** The engine's side of the workflow client, recording the signals it is given. */
+  function recordingEngine(refuse = false) {
+    const signals: Array<[string, unknown]> = [];
+    const runs = {
+      async started(runId: string) {
+        signals.push(['started', runId]);
+        if (refuse) throw new Error('engine down');
+      },
+      async terminal(runId: string, payload: unknown) {
+        signals.push(['terminal', payload]);
+        if (refuse) throw new Error('engine down');
+      },
+    } as unknown as RunWorkflowClient;
+    return { signals, deps: { ...deps, runs } };
+  }
+
+  test('started and the judged ending are signalled, nothing else is', async () => {
+    const engine = recordingEngine();
+    const run = await echoRun();
+    const post = (event: Record<string, unknown>) => {
+      const raw = JSON.stringify({ sequence: ++run.sequence, ...event });
+      return ingestRunEvent(engine.deps, run.id, signedRunEventHeaders(run.secret, raw), Buffer.from(raw));
+    };
+    await post({ type: 'started', data: {} });
+    await post({ type: 'log', data: { message: 'm' } });
+    await post({ type: 'metric', data: { model: 'm' } });
+    await post({ type: 'heartbeat' });
+    await post({ type: 'output', data: { output: { echo: 'done' } } });
+    assert.deepEqual(engine.signals, [['started', run.id]]);
+    await post({ type: 'completed', data: {} });
+    assert.deepEqual(engine.signals, [['started', run.id], ['terminal', { status: 'success', output: { echo: 'done' } }]]);
+  });
+
+  test('a started signal the engine does not take is answered bad_gateway and forgotten for the retry', async () => {
+    const engine = recordingEngine(true);
+    const run = await echoRun();
+    const raw = JSON.stringify({ sequence: 1, type: 'started', data: {} });
+    const headers = signedRunEventHeaders(run.secret, raw);
+    const refusal = { code: 'bad_gateway', detail: 'The workflow engine is unreachable; retry the event.' };
+    await assert.rejects(() => ingestRunEvent(engine.deps, run.id, headers, Buffer.from(raw)), refusal);
+    await assert.rejects(() => ingestRunEvent(engine.deps, run.id, headers, Buffer.from(raw)), refusal);
+    assert.deepEqual(engine.signals, [['started', run.id], ['started', run.id]]);
+  });
+
+  test('an ending the engine does not take still ends the run, once', async () => {
+    const engine = recordingEngine(true);
+    const run = await echoRun();
+    const raw = JSON.stringify({ sequence: 1, type: 'failed', data: { code: 'c', message: 'm' } });
+    assert.deepEqual(await ingestRunEvent(engine.deps, run.id, signedRunEventHeaders(run.secret, raw), Buffer.from(raw)), { changedSpaceId: run.spaceId });
+    assert.deepEqual(engine.signals, [['terminal', { status: 'failed', error: { code: 'c', message: 'm' } }]]);
+    assert.equal((await row(run)).status, 'failed');
   });
 });
