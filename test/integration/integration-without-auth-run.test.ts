@@ -5,6 +5,7 @@
 // (one such integration and one with an API key) waits only for the API key's connection and
 // then gets both. A source none integration without auths is ready and offers no tool.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +20,8 @@ import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapt
 import { createProcessAdapter, type ProcessSandboxAdapter } from '../../activities/sandbox/process-adapter.ts';
 import { runMaterialsFor } from '../../bin/sandbox.ts';
 import { readBody } from '../../lib/outbound-http.ts';
+import { runConnectionSigningPayload } from '../../lib/run-connection-signing.ts';
+import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { parseAssignment } from '../../sidecar/assignment.ts';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp } from '../support/app.ts';
@@ -166,6 +169,16 @@ describe('an agent using an integration without auths', () => {
     const launch = await world.api.post(`/api/agents/${agent}/run`, { input: {} });
     assert.equal(launch.status, 201, launch.text);
     assert.deepEqual(await runIntegrationRows(launch.body.id), [{ integration_package_id: '@public/weather', integration_version: '1.0.0', auth_key: null, connection_id: null }]);
+
+    // the runner's connection route has nothing to answer for it: no connection is bound
+    const { rows } = await world.app.deps.database.pool.query('SELECT event_secret FROM runs WHERE id = $1', [launch.body.id]);
+    const secret = world.app.deps.secrets.open(rows[0].event_secret);
+    const anyConnection = randomUUID();
+    const read = await call(world.app.url, 'GET', `/internal/runs/${launch.body.id}/connections/${anyConnection}?integration=${encodeURIComponent('@public/weather')}`, {
+      headers: signedRunEventHeaders(secret, runConnectionSigningPayload('read', anyConnection, '@public/weather')),
+    });
+    assert.equal(read.status, 400, read.text);
+    assert.equal(read.body.code, 'connection_not_in_run');
   });
 
   test('a run calls its tool through the sidecar, which sends no credential, and succeeds with the answer; the version is the launch\'s', async () => {
