@@ -83,15 +83,15 @@ async function connectionById(q: Queryable, orgId: string, id: string | null): P
 }
 
 const usable = (c: ConnectionRow) => !c.needs_reconnection;
+const newestFirst = (a: ConnectionRow, b: ConnectionRow) => b.updated_at.getTime() - a.updated_at.getTime();
 
 /** An integration declaring no auths: ready as it is, nothing to choose. */
-function withoutConnection(packageId: string): ReadinessItem {
+function readyWithoutConnection(packageId: string): ReadinessItem {
   return {
     packageId, ready: true, requires_connection: false, connection_id: null, auth_key: null, owned_by_actor: false, needs_reconnection: false,
     required_auth_key: null, available_auth_keys: [], required_scopes: [], missing_scopes: [], candidate_connections: [],
   };
 }
-const newestFirst = (a: ConnectionRow, b: ConnectionRow) => b.updated_at.getTime() - a.updated_at.getTime();
 
 export async function planConnections(scope: SpaceScope, deps: IntegrationDeps, agent: AgentUnderLaunch): Promise<ConnectionPlan> {
   const items: ReadinessItem[] = [];
@@ -100,7 +100,7 @@ export async function planConnections(scope: SpaceScope, deps: IntegrationDeps, 
     const auths = integration.manifest.auths ?? {};
     const authKeys = Object.keys(auths);
     if (authKeys.length === 0) {
-      items.push(withoutConnection(integration.id));
+      items.push(readyWithoutConnection(integration.id));
       resolved.push({
         packageId: integration.id, version: integration.version, authKey: null, connectionId: null,
         tools: selectedTools(agent.manifest, integration), source: integration.manifest.source,
