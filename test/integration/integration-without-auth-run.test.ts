@@ -165,6 +165,9 @@ describe('an agent using an integration without auths', () => {
     }]);
     const check = conformanceChecker((await call(world.app.url, 'GET', '/api/openapi.json')).body);
     assert.deepEqual(check('GET', `/api/agents/${agent}/connection-readiness`, readiness), []);
+    const listed = await world.api.get('/api/integrations');
+    assert.deepEqual(check('GET', '/api/integrations', listed), []);
+    assert.deepEqual(listed.body.data.find((i: any) => i.packageId === '@public/weather')?.auths, []);
 
     const launch = await world.api.post(`/api/agents/${agent}/run`, { input: {} });
     assert.equal(launch.status, 201, launch.text);
