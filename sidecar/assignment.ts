@@ -237,9 +237,13 @@ function parseIntegration(v: unknown, field: string): IntegrationAssignment {
   if (typeof toolPrefix !== 'string' || !TOOL_PREFIX.test(toolPrefix)) fail(`${field}.toolPrefix must be <scope>_<name>`);
   if (!stringList(tools) || !tools.every((t) => TOOL_NAME.test(t))) fail(`${field}.tools must be an array of tool names`);
   if (tools.length === 0) fail(`${field}.tools is empty (no_tools_selected)`);
-  if (typeof authKey !== 'string' || authKey === '') fail(`${field}.authKey must be a non-empty string`);
+  // an integration declaring no auths comes without a connection: both null, nothing to deliver
+  const connectionless = authKey === null && connectionId === null;
+  if (!connectionless) {
+    if (typeof authKey !== 'string' || authKey === '') fail(`${field}.authKey must be a non-empty string, or null with connectionId`);
+    if (typeof connectionId !== 'string' || connectionId === '') fail(`${field}.connectionId must be a non-empty string, or null with authKey`);
+  }
   if (v.authType !== undefined && !(AUTH_TYPES as readonly unknown[]).includes(v.authType)) fail(`${field}.authType must be one of ${AUTH_TYPES.join(', ')}`);
-  if (typeof connectionId !== 'string' || connectionId === '') fail(`${field}.connectionId must be a non-empty string`);
   if (!stringList(authorizedUris)) fail(`${field}.authorizedUris must be an array of strings`);
   let parsedDelivery: IntegrationAssignment['delivery'] = null;
   if (delivery !== null && delivery !== undefined) {
@@ -252,14 +256,22 @@ function parseIntegration(v: unknown, field: string): IntegrationAssignment {
   if (!isObject(credentials) || !Object.values(credentials).every((c) => typeof c === 'string')) {
     fail(`${field}.credentials must be an object of strings`);
   }
+  const source = parseSource(v.source, `${field}.source`);
+  if (connectionless) {
+    // api_call (source none) only delivers a credential: without a connection it has nothing to do
+    if (source.kind !== 'remote') fail(`${field}: only a remote source comes without a connection`);
+    if (v.authType !== undefined || parsedDelivery !== null || authorizedUris.length > 0 || Object.keys(credentials).length > 0) {
+      fail(`${field}: an integration without a connection has no authType, delivery, authorizedUris or credentials`);
+    }
+  }
   return {
     packageId,
     toolPrefix,
     tools: [...new Set(tools)],
-    source: parseSource(v.source, `${field}.source`),
-    authKey,
+    source,
+    authKey: authKey as string | null,
     ...(v.authType !== undefined ? { authType: v.authType as AuthType } : {}),
-    connectionId,
+    connectionId: connectionId as string | null,
     authorizedUris,
     delivery: parsedDelivery,
     credentials: { ...(credentials as Record<string, string>) },

@@ -18,6 +18,8 @@ function stringFields(v: unknown): Record<string, string> | null {
 
 export function platformCredentialRefresh(connectionsUrl: string, secret: string): (integration: IntegrationAssignment) => Promise<CredentialRefresh> {
   return async (integration) => {
+    // an integration without a connection (no auths) has no credential the platform could refresh
+    if (integration.connectionId === null) return { ok: false, code: 'no_connection' };
     const target = new URL(`${connectionsUrl.replace(/\/+$/, '')}/${encodeURIComponent(integration.connectionId)}/refresh`);
     target.searchParams.set('integration', integration.packageId);
     try {

@@ -1,7 +1,8 @@
 // The tools of the integrations the run's agent selected, named `${toolPrefix}__${tool}`.
 // source none: api_call, which puts the connection's credential on a request (delivery.http) only
 // when the target falls under a safely bound authorized_uris entry. source remote: the vendor's MCP
-// server, reached with the official SDK client, its selected tools served under the naming rule.
+// server, reached with the official SDK client, its selected tools served under the naming rule
+// (one declaring no auths comes without a connection: no credential header, no refresh).
 // source local: the server its runner started, reached the same way (local-integration-tools.ts).
 // Every request goes through the egress guard, and through the organization's default proxy when
 // it has one (the guard judges the target, then the proxy); credentials never reach the agent:
@@ -85,7 +86,11 @@ async function readCapped(res: IncomingMessage, cap: number): Promise<Buffer> {
 }
 
 function egressFor(integration: IntegrationAssignment, base: EgressOptions): EgressOptions {
-  // an internal host needs both: named literally in authorized_uris and allowed by the operator
+  // an internal host needs both: named literally in authorized_uris and allowed by the operator;
+  // an integration without auths has no authorized_uris: its server's URL is what names its host
+  if (integration.connectionId === null && integration.source.kind === 'remote') {
+    return { ...base, authorizedHosts: [new URL(integration.source.url).hostname.replace(/^\[(.*)\]$/, '$1')] };
+  }
   return { ...base, authorizedHosts: literalAuthorizedHosts(integration.authorizedUris) };
 }
 
@@ -113,7 +118,7 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
   const deliveredName = integration.delivery?.name.toLowerCase();
   /** one host per integration: the first host:port a call reaches is the only one later calls may */
   let boundHost: string | undefined;
-  const refreshable = integration.authType === 'oauth2' && ctx.refreshCredential !== undefined;
+  const refreshable = integration.authType === 'oauth2' && integration.connectionId !== null && ctx.refreshCredential !== undefined;
 
   /** One refresh at a time: calls meeting a 401 together share it. */
   const refresh = (): Promise<CredentialRefresh> => {
@@ -379,8 +384,8 @@ export async function integrationTools(integrations: IntegrationAssignment[], ct
     integrations.map(async (integration): Promise<SidecarTool[]> => {
       if (integration.source.kind === 'remote') return remoteTools(integration, ctx, connections);
       if (integration.source.kind === 'none') {
-        // api_call is the only tool a source none integration has
-        return integration.tools.includes('api_call') ? [apiCallTool(integration, ctx)] : [];
+        // api_call is the only tool a source none integration has, and it needs a credential to add
+        return integration.tools.includes('api_call') && integration.connectionId !== null ? [apiCallTool(integration, ctx)] : [];
       }
       // a local source's server is served through `local`, which its runner filled in
       return [];

@@ -82,11 +82,12 @@ const Candidate = z.object({ id: z.string(), label: z.string(), account_id: z.st
 const Readiness = z.object({
   packageId: z.string(),
   ready: z.boolean(),
+  requires_connection: z.boolean().describe('false: the integration declares no auths; runs use it without a connection'),
   connection_id: z.string().nullable(),
   auth_key: z.string().nullable(),
   owned_by_actor: z.boolean(),
   needs_reconnection: z.boolean(),
-  required_auth_key: z.string(),
+  required_auth_key: z.string().nullable(),
   available_auth_keys: z.array(z.string()),
   required_scopes: z.array(z.string()),
   missing_scopes: z.array(z.string()),

@@ -1,8 +1,8 @@
 // Integration connections (credentials sealed with the instance key), the single-use connect links
 // and OAuth states, the organization's governance per integration, pins of connections to agents,
-// and the connections each run was launched with. Migration 0004_integrations.
+// and the integrations (with their connections) each run was launched with. Migration 0004_integrations.
 import { sql } from 'drizzle-orm';
-import { boolean, index, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { endUsers, organizations, spaces } from './identity.ts';
 import { runs } from './runs.ts';
 
@@ -77,11 +77,15 @@ export const integrationConnectionPins = pgTable('integration_connection_pins', 
   index('integration_connection_pins_connection_idx').on(t.connectionId),
 ]);
 
+/** One row per integration of a run, its version pinned at launch; auth and connection null for one declaring no auths (migration 0025). */
 export const runConnections = pgTable('run_connections', {
   runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
   orgId: uuid('org_id').notNull(),
   integrationPackageId: text('integration_package_id').notNull(),
   integrationVersion: text('integration_version').notNull(),
-  authKey: text('auth_key').notNull(),
-  connectionId: uuid('connection_id').notNull(),
-}, (t) => [primaryKey({ columns: [t.runId, t.integrationPackageId] })]);
+  authKey: text('auth_key'),
+  connectionId: uuid('connection_id'),
+}, (t) => [
+  primaryKey({ columns: [t.runId, t.integrationPackageId] }),
+  check('run_connections_connection_with_auth', sql`(${t.authKey} IS NULL) = (${t.connectionId} IS NULL)`),
+]);

@@ -2,7 +2,11 @@
 // read by the sidecar's tools. One shape for both ends.
 import type { AuthType, IntegrationSource } from './manifest-types.ts';
 
-/** One integration the run's agent selected, with the connection resolved for the run at launch. */
+/**
+ * One integration the run's agent selected, with the connection resolved for the run at launch.
+ * An integration that declares no auths (a public remote MCP server) has no connection: its
+ * authKey and connectionId are null, its authorizedUris empty, delivery null and credentials {}.
+ */
 export interface IntegrationAssignment {
   /** "@scope/name" of the integration package */
   packageId: string;
@@ -12,10 +16,12 @@ export interface IntegrationAssignment {
   tools: string[];
   /** the integration manifest's source (IntegrationSource of lib/afps/manifest-types.ts) */
   source: IntegrationSource;
-  authKey: string;
+  /** the auth the connection is of; null: the integration declares no auths */
+  authKey: string | null;
   /** the auth's type: an OAuth 2 credential may be refreshed mid-run (the sidecar asks the platform) */
   authType?: AuthType;
-  connectionId: string;
+  /** the connection the run bound at launch; null: none (nothing to read or refresh mid-run) */
+  connectionId: string | null;
   /** the auth's authorized_uris as declared (may hold {$credential.<field>} templates) */
   authorizedUris: string[];
   /** the auth's delivery.http, or null when it declares none */

@@ -2,7 +2,9 @@
 // a connection pinned to the agent, else the enforced organization default, else the actor's own
 // (unless personal connections are disabled), else the organization default or a shared one.
 // The launch refuses 409 missing_integration_connection with one errors[] entry per unready
-// integration, and records the connections it resolved on the run.
+// integration, and records the connections it resolved on the run. An integration that declares
+// no auths (a public remote MCP server) needs no connection: it is always ready, and the run
+// records it with its version and no connection.
 import type { AgentManifest, IntegrationManifest, IntegrationSource } from '../../../lib/afps/manifest-types.ts';
 import type { Config } from '../../../lib/config.ts';
 import { refusedLocalImage } from '../../../lib/local-integration-images.ts';
@@ -30,8 +32,9 @@ export interface AgentUnderLaunch {
 export interface ResolvedConnection {
   packageId: string;
   version: string;
-  authKey: string;
-  connectionId: string;
+  /** null with connectionId: the integration declares no auths */
+  authKey: string | null;
+  connectionId: string | null;
   tools: string[];
   source: IntegrationSource;
 }
@@ -39,12 +42,15 @@ export interface ResolvedConnection {
 export interface ReadinessItem {
   packageId: string;
   ready: boolean;
+  /** false: the integration declares no auths, so a run uses it without a connection */
+  requires_connection: boolean;
   /** the connection a run would use, when one is chosen (ready or not) */
   connection_id: string | null;
   auth_key: string | null;
   owned_by_actor: boolean;
   needs_reconnection: boolean;
-  required_auth_key: string;
+  /** the auth a connection must be of; null when the integration declares none */
+  required_auth_key: string | null;
   available_auth_keys: string[];
   required_scopes: string[];
   missing_scopes: string[];
@@ -79,13 +85,28 @@ async function connectionById(q: Queryable, orgId: string, id: string | null): P
 const usable = (c: ConnectionRow) => !c.needs_reconnection;
 const newestFirst = (a: ConnectionRow, b: ConnectionRow) => b.updated_at.getTime() - a.updated_at.getTime();
 
+/** An integration declaring no auths: ready as it is, nothing to choose. */
+function readyWithoutConnection(packageId: string): ReadinessItem {
+  return {
+    packageId, ready: true, requires_connection: false, connection_id: null, auth_key: null, owned_by_actor: false, needs_reconnection: false,
+    required_auth_key: null, available_auth_keys: [], required_scopes: [], missing_scopes: [], candidate_connections: [],
+  };
+}
+
 export async function planConnections(scope: SpaceScope, deps: IntegrationDeps, agent: AgentUnderLaunch): Promise<ConnectionPlan> {
   const items: ReadinessItem[] = [];
   const resolved: ResolvedConnection[] = [];
   for (const integration of agent.integrations) {
     const auths = integration.manifest.auths ?? {};
     const authKeys = Object.keys(auths);
-    if (authKeys.length === 0) continue;
+    if (authKeys.length === 0) {
+      items.push(readyWithoutConnection(integration.id));
+      resolved.push({
+        packageId: integration.id, version: integration.version, authKey: null, connectionId: null,
+        tools: selectedTools(agent.manifest, integration), source: integration.manifest.source,
+      });
+      continue;
+    }
     const settings = await readSettings(scope.pool, deps.secrets, scope.orgId, integration.id);
     const candidates = (await listVisibleConnections(scope, { integrationId: integration.id })).filter((c) => auths[c.auth_key]);
     const own = candidates.filter((c) => ownedBy(c, scope.actor) && (!settings.personal_connections_disabled || c.shared_with_org)).sort(newestFirst);
@@ -105,6 +126,7 @@ export async function planConnections(scope: SpaceScope, deps: IntegrationDeps, 
     items.push({
       packageId: integration.id,
       ready,
+      requires_connection: true,
       connection_id: chosen?.id ?? null,
       auth_key: chosen?.auth_key ?? null,
       owned_by_actor: chosen ? ownedBy(chosen, scope.actor) : false,
@@ -157,7 +179,8 @@ export async function connectionsForLaunch(scope: SpaceScope, deps: IntegrationD
     });
   }
   const plan = await planConnections(scope, deps, agent);
-  const unready = plan.items.filter((i) => !i.ready);
+  // only an integration with auths can be unready
+  const unready = plan.items.filter((i): i is ReadinessItem & { required_auth_key: string } => !i.ready && i.required_auth_key !== null);
   if (unready.length === 0) return plan.resolved;
   const errors: FieldError[] = [];
   for (const item of unready) {

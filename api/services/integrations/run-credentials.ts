@@ -1,6 +1,8 @@
 // The sandbox-boot side: the connections a run recorded at launch, decrypted (OAuth tokens
 // refreshed when near expiry) into the sidecar's integration assignments. Only the sidecar
-// receives them; a refresh token never leaves the platform.
+// receives them; a refresh token never leaves the platform. An integration declaring no auths was
+// recorded without a connection: a remote one reaches the sidecar with none (no credential to add),
+// a source none one is left out (api_call only delivers a credential, so it has no tool).
 import type { IntegrationAssignment } from '../../../lib/afps/integration-assignment.ts';
 import type { AgentManifest, IntegrationAuth, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
@@ -28,6 +30,9 @@ export interface RunBinding {
   connection_id: string;
 }
 
+/** A row as stored: auth and connection null for an integration that declares no auths. */
+type RunIntegrationRow = Omit<RunBinding, 'auth_key' | 'connection_id'> & { auth_key: string | null; connection_id: string | null };
+
 export interface BoundConnection {
   manifest: IntegrationManifest;
   auth: IntegrationAuth;
@@ -52,14 +57,19 @@ export async function boundConnection(scope: Pick<SpaceScope, 'pool' | 'orgId'>,
 }
 
 export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egress: EgressOptions, runId: string, agent: AgentManifest): Promise<RunIntegration[]> {
-  const { rows } = await scope.pool.query<RunBinding>(
+  const { rows } = await scope.pool.query<RunIntegrationRow>(
     `SELECT integration_package_id, integration_version, auth_key, connection_id FROM run_connections
       WHERE run_id = $1 AND org_id = $2 ORDER BY integration_package_id`,
     [runId, scope.orgId],
   );
   const out: RunIntegration[] = [];
   for (const r of rows) {
-    const bound = await boundConnection(scope, secrets, egress, r);
+    if (r.auth_key === null || r.connection_id === null) {
+      const connectionless = await withoutConnection(scope, r, agent);
+      if (connectionless) out.push(connectionless);
+      continue;
+    }
+    const bound = await boundConnection(scope, secrets, egress, { ...r, auth_key: r.auth_key, connection_id: r.connection_id });
     const { manifest, auth } = bound;
     // a local server's tools come through its runner (local-servers.ts); it receives no credential
     if (manifest.source.kind === 'local') continue;
@@ -81,4 +91,23 @@ export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egr
     });
   }
   return out;
+}
+
+/** The assignment of an integration the run recorded without a connection: a remote server's tools, served as they come. */
+async function withoutConnection(scope: SpaceScope, r: RunIntegrationRow, agent: AgentManifest): Promise<RunIntegration | null> {
+  const manifest = (await versionManifest(scope.pool, scope.orgId, r.integration_package_id, r.integration_version)) as IntegrationManifest;
+  if (manifest.source.kind !== 'remote') return null;
+  const tools = agent.integrations_configuration?.[r.integration_package_id]?.tools ?? manifest.default_tools ?? [];
+  if (tools.length === 0) return null;
+  return {
+    packageId: r.integration_package_id,
+    toolPrefix: toolPrefixOf(r.integration_package_id),
+    tools,
+    source: manifest.source,
+    authKey: null,
+    connectionId: null,
+    authorizedUris: [],
+    delivery: null,
+    credentials: {},
+  };
 }
