@@ -22,7 +22,7 @@ import { names } from '../../activities/sandbox/docker-specs.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { DOCKER_REQUIRED, dockerForTests } from '../support/docker.ts';
 import { client } from '../support/http.ts';
-import { importFixture } from '../support/runs.ts';
+import { importFixture, waitForStatus } from '../support/runs.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
@@ -37,16 +37,6 @@ function composeClient(): string[] | null {
 const dockerUnavailable = await dockerForTests();
 const compose = dockerUnavailable ? null : composeClient();
 const unavailable = dockerUnavailable ?? (compose ? null : 'no compose client (apt-get install docker-compose)');
-
-async function waitForStatus(api: ReturnType<typeof client>, runId: string, wanted: (s: string) => boolean, ms: number): Promise<any> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const res = await api.get(`/api/runs/${runId}`).catch(() => null);
-    if (res?.status === 200 && wanted(res.body.status)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach the wanted status (last: ${res?.body?.status})`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 /** The scripted model on the host, reached by the deployment at its network's gateway (an address of this host). */
 function relayTo(target: number, host: string, port: number): Promise<net.Server> {

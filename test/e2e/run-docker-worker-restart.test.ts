@@ -14,19 +14,9 @@ import { aKey, anOrg } from '../support/builders.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
 import { client } from '../support/http.ts';
 import { freePort, startPlatformProcess } from '../support/platform-process.ts';
-import { aDefaultModel, importFixture } from '../support/runs.ts';
+import { aDefaultModel, importFixture, waitForStatus } from '../support/runs.ts';
 
 const unavailable = await dockerForTests();
-
-async function waitForStatus(api: ReturnType<typeof client>, runId: string, wanted: (s: string) => boolean, ms: number): Promise<any> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const res = await api.get(`/api/runs/${runId}`).catch(() => null);
-    if (res?.status === 200 && wanted(res.body.status)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach the wanted status (last: ${res?.body?.status})`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** What a failed re-attach leaves to read: the pair's state and logs, the platform's output. */
 async function diagnostics(docker: Docker, runId: string, platformOutput: string): Promise<string> {

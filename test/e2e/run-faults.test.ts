@@ -9,7 +9,7 @@ import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { aKey, anOrg } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
-import { aDefaultModel, importFixture } from '../support/runs.ts';
+import { aDefaultModel, importFixture, waitForStatus } from '../support/runs.ts';
 import pg from 'pg';
 
 const FAST_LIVENESS = { RUN_HEARTBEAT_SECONDS: '1', RUN_BOOT_SECONDS: '20', SANDBOX_WARM_POOL: '0' };
@@ -21,16 +21,6 @@ async function arrange(platform: PlatformProcess, fakeUrl: string, model: string
   await importFixture(platform.url, key, 'agent-echo');
   await aDefaultModel(platform.url, key, fakeUrl, model);
   return { pool, api: client(platform.url, { key }) };
-}
-
-async function waitForStatus(api: ReturnType<typeof client>, runId: string, wanted: (s: string) => boolean, ms: number): Promise<any> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const res = await api.get(`/api/runs/${runId}`).catch(() => null);
-    if (res?.status === 200 && wanted(res.body.status)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach the wanted status (last: ${res?.body?.status})`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** The run workflow's own result: what it ended with and whether its compare-and-set recorded it. */

@@ -74,3 +74,14 @@ export async function endEchoRun(app: TestApp, runId: string, output: unknown = 
     assert.equal(res.status, 204, res.text);
   }
 }
+
+/** Polls GET /api/runs/{id} until its status passes `wanted` (answers the run), or fails after `ms`. */
+export async function waitForStatus(api: ReturnType<typeof client>, runId: string, wanted: (s: string) => boolean, ms: number): Promise<any> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const res = await api.get(`/api/runs/${runId}`).catch(() => null);
+    if (res?.status === 200 && wanted(res.body.status)) return res.body;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach the wanted status (last: ${res?.body?.status})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
