@@ -44,15 +44,32 @@ async function oneRun(adapter: SandboxAdapter, backend: string): Promise<{ runni
   return figures;
 }
 
+/** the docker adapter's phases of each start (its debug line): where launch -> running goes */
+const startPhases: Array<Record<string, number>> = [];
+const phaseLog = {
+  debug(msg: string, fields?: Record<string, unknown>) {
+    if (msg !== 'docker sandbox started' || !fields) return;
+    startPhases.push(Object.fromEntries(Object.entries(fields).filter(([k, v]) => k.endsWith('_ms') && typeof v === 'number')) as Record<string, number>);
+  },
+  info() {}, warn() {}, error() {},
+};
+
+/** p50 of each phase over the sequential runs */
+function phaseMedians(): Record<string, number> {
+  const names = Object.keys(startPhases[0] ?? {});
+  return Object.fromEntries(names.map((n) => [n, spread(startPhases.map((p) => p[n])).p50]));
+}
+
 async function measure(backend: 'process' | 'docker'): Promise<object> {
   const workDir = await mkdtemp(join(tmpdir(), `bench-${backend}-`));
   const adapter =
     backend === 'docker'
-      ? await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE })
+      ? await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE, log: phaseLog })
       : await createProcessAdapter({ workDir, warmPool: 2, poolMemoryMb: 512 });
   try {
     if (backend === 'process') await (adapter as Awaited<ReturnType<typeof createProcessAdapter>>).whenWarm();
     await oneRun(adapter, backend); // warm-up: code caches, page cache
+    startPhases.length = 0;
     const running: number[] = [];
     const success: number[] = [];
     for (let i = 0; i < RUNS; i++) {
@@ -61,6 +78,7 @@ async function measure(backend: 'process' | 'docker'): Promise<object> {
       success.push(r.successMs);
     }
     note(`${backend}: ${RUNS} sequential runs done`);
+    const phases = backend === 'docker' ? { start_phases_p50_ms: phaseMedians() } : {};
     const t0 = performance.now();
     let next = 0;
     await Promise.all([0, 1].map(async () => {
@@ -70,7 +88,7 @@ async function measure(backend: 'process' | 'docker'): Promise<object> {
       }
     }));
     const seconds = (performance.now() - t0) / 1000;
-    return { launch_to_running_ms: spread(running), launch_to_success_ms: spread(success), sustained: { runs: SUSTAINED, in_flight: 2, seconds: round(seconds, 2), runs_per_s: round(SUSTAINED / seconds, 2) } };
+    return { launch_to_running_ms: spread(running), launch_to_success_ms: spread(success), ...phases, sustained: { runs: SUSTAINED, in_flight: 2, seconds: round(seconds, 2), runs_per_s: round(SUSTAINED / seconds, 2) } };
   } finally {
     await adapter.close();
     await rm(workDir, { recursive: true, force: true });

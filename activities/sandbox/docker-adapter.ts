@@ -167,6 +167,14 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     const dir = path.join(workDir, sandboxId);
     const entry: Known = { runId: spec.runId };
     known.set(sandboxId, entry);
+    // where a start's time goes (logged at debug): what a warm pool could and could not take off
+    const phases: Record<string, number> = {};
+    let since = performance.now();
+    const phase = (name: string) => {
+      const now = performance.now();
+      phases[name] = Math.round(now - since);
+      since = now;
+    };
     try {
       const workspace = path.join(dir, 'workspace');
       const files = path.join(dir, 'files');
@@ -176,9 +184,11 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
       await writeServerFiles(dir, servers);
       await handOver(dir);
       const assignment = await relayedAssignment(spec.sidecar, relays);
+      phase('folders_ms');
 
       await docker.createNetwork(runNetworkSpec(sandboxId, spec.runId));
       await closeHostPorts(n.bridge);
+      phase('network_ms');
       const sidecar = await docker.createContainer(sidecarContainerSpec({
         sandboxId, runId: spec.runId, image: opts.sidecarImage, filesDir: files, stateDir: stateDirOf(sandboxId), relays: relays.entries(),
       }));
@@ -201,7 +211,9 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
         new AttachedProgram(label, (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex, docker);
       const programs = { sidecar: await attach(sidecar, 'sidecar'), agent: await attach(agent, 'agent-runtime') };
       entry.programs = programs;
+      phase('create_ms');
       await Promise.all([sidecar.start(), agent.start()]);
+      phase('start_ms');
 
       const [sidecarReady, agentReady] = await Promise.all([programs.sidecar.nextLine(READY_TIMEOUT_MS), programs.agent.nextLine(READY_TIMEOUT_MS)]);
       const port = sidecarReady.port;
@@ -209,6 +221,7 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
       const sidecarNets = (await sidecar.inspect()).NetworkSettings.Networks as Record<string, { IPAddress?: string }>;
       const sidecarIp = sidecarNets[n.network]?.IPAddress;
       if (!sidecarIp) throw new Error('the sidecar has no address on its run network');
+      phase('programs_ready_ms');
 
       const localIntegrations = local ? await local.ready : [];
       const token = randomBytes(32).toString('base64url');
@@ -219,7 +232,8 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
       programs.agent.send({ workspace: '/workspace', sidecarUrl: `http://${sidecarIp}:${port}`, sidecarToken: token, confined: true, shell: null });
       const egressIp = sidecarNets[EGRESS_NETWORK]?.IPAddress;
       if (egressIp) void reportMemoryOverrun(agent, programs.agent, `http://${egressIp}:${port}`, token, spec.limits.memoryMb, opts.log);
-      opts.log?.debug('docker sandbox started', { runId: spec.runId, sandboxId });
+      phase('assigned_ms');
+      opts.log?.debug('docker sandbox started', { runId: spec.runId, sandboxId, ...phases });
       return { sandboxId };
     } catch (err) {
       await stop(sandboxId).catch(() => undefined);
