@@ -99,7 +99,7 @@ export const runSinkRoutes = [
       404: { description: 'No such run, or credential_not_found: the connection was deleted after the launch' },
       409: { description: 'run_not_running' },
       410: { description: 'run_sink_expired; OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
-      502: { description: 'bad_gateway: the token endpoint failed a refresh near expiry' },
+      502: { description: 'bad_gateway: the token endpoint failed a refresh near expiry; upstream_unreachable: it, or the organization\'s proxy, could not be reached' },
     },
     handler: async ({ params, query, req, deps }) => {
       const credential = await runConnectionCredential(
@@ -117,7 +117,7 @@ export const runSinkRoutes = [
       404: { description: 'No such run, or credential_not_found: the connection was deleted after the launch' },
       409: { description: 'connect_run_no_refresh: the credential cannot be refreshed; run_not_running' },
       410: { description: 'run_sink_expired; OAUTH_CONNECTION_NEEDS_RECONNECTION or OAUTH_REFRESH_REVOKED' },
-      502: { description: 'bad_gateway: the token endpoint failed' },
+      502: { description: 'bad_gateway: the token endpoint failed; upstream_unreachable: it, or the organization\'s proxy, could not be reached' },
       503: { description: 'connect_unavailable: the organization registered no OAuth client for the integration' },
     },
     handler: async ({ params, query, req, deps }) => {

@@ -1,12 +1,15 @@
 // A tiny HTTP CONNECT proxy on 127.0.0.1 for tests: it records every CONNECT (the authority asked
-// for and the Proxy-Authorization sent), may demand Basic credentials (407 otherwise), and opens
-// tunnels to loopback addresses only (403 for anything else: tests never reach other hosts).
+// for, the Proxy-Authorization sent, the port of the connection it opened), may demand Basic
+// credentials (407 otherwise), and opens tunnels to loopback addresses only (403 for anything
+// else: tests never reach other hosts).
 import { createServer, type IncomingMessage } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 
 export interface ConnectRecord {
   authority: string;
   authorization: string | null;
+  /** the proxy's own port on the tunnel it opened to the target (the peer port the target sees); null until open */
+  tunnelPort: number | null;
 }
 
 export interface ConnectProxy {
@@ -33,7 +36,8 @@ export async function startConnectProxy(opts: { port?: number; credentials?: { u
     client.on('error', () => client.destroy());
     const authority = req.url ?? '';
     const authorization = req.headers['proxy-authorization'] ?? null;
-    connects.push({ authority, authorization });
+    const record: ConnectRecord = { authority, authorization, tunnelPort: null };
+    connects.push(record);
     if (expected && authorization !== expected) {
       client.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n');
       return;
@@ -49,6 +53,7 @@ export async function startConnectProxy(opts: { port?: number; credentials?: { u
     let open = false;
     upstream.once('connect', () => {
       open = true;
+      record.tunnelPort = upstream.localPort ?? null;
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client);

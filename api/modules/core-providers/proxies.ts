@@ -2,7 +2,8 @@
 // together before they are stored and never leave this file in clear except as an OutboundProxy
 // for a call; records say only whether credentials are set. The organization's default proxy
 // carries its model traffic (provider tests, discovery, the catalog search, the model proxy, a run's
-// sidecar) and its integration traffic (a run's api_call and remote MCP calls, the credential proxy).
+// sidecar) and its integration traffic (a run's api_call and remote MCP calls, the credential proxy,
+// connect logins and OAuth token calls).
 import type pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import { checkEgressTarget, EgressRefusal, guardedFetch } from '../../../lib/egress.ts';
@@ -203,7 +204,7 @@ function outbound(pdeps: Pick<ProvidersDeps, 'secrets'>, row: Pick<Row, 'url' | 
   return openProxy(pdeps.secrets, row.url, row.credentials_sealed);
 }
 
-/** The organization's default proxy, through which its model traffic goes; null when it has none. */
+/** The organization's default proxy, through which its model and integration traffic goes; null when it has none. */
 export async function defaultProxyOf(scope: Pick<OrgScope, 'pool' | 'orgId'>, pdeps: Pick<ProvidersDeps, 'secrets'>): Promise<OutboundProxy | null> {
   const { rows } = await scope.pool.query<Pick<Row, 'url' | 'credentials_sealed'>>(
     'SELECT url, credentials_sealed FROM proxies WHERE org_id = $1 AND is_default', [scope.orgId],

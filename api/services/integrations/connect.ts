@@ -1,6 +1,7 @@
 // Connect flows: fields (validated against credentials.schema, the login run at once), the
 // single-use ten-minute connect link with its hosted form, and OAuth 2 (authorization code with
-// PKCE and state, completed at the callback). Every path ends in storeConnection.
+// PKCE and state, completed at the callback). Every path ends in storeConnection. The login and the
+// code exchange go through the organization's default proxy when it has one.
 import { randomBytes } from 'node:crypto';
 import type { IntegrationAuth } from '../../../lib/afps/manifest-types.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
@@ -15,6 +16,7 @@ import { readSettings } from './governance.ts';
 import { performLogin } from './login.ts';
 import { claimedIdentity } from './identity-claims.ts';
 import { authorizationUrl, exchangeCode, newPkce, tokenSecrets } from './oauth.ts';
+import { proxyRouteOf } from './outbound.ts';
 
 export const CONNECT_LINK_SECONDS = 600;
 const IDENTITY_FIELDS = ['account_id', 'username', 'email', 'login', 'user'];
@@ -80,7 +82,8 @@ async function completeFields(scope: SpaceScope, deps: IntegrationDeps, orgRole:
   let accountId = identityOf(body.credentials);
   let label: string | null = null;
   if (auth.connect?.login) {
-    const login = await performLogin(auth.connect.login, body.credentials, { ...deps.egress, authorizedHosts: literalHosts(auth) });
+    const via = await proxyRouteOf(scope, deps);
+    const login = await performLogin(auth.connect.login, body.credentials, { ...deps.egress, authorizedHosts: literalHosts(auth) }, via);
     stored = login.outputs;
     // neither a login output nor a typed field (but those that name the account already) may become its visible name
     const typedSecrets = Object.entries(asText(body.credentials)).filter(([name]) => !IDENTITY_FIELDS.includes(name)).map(([, v]) => v);
@@ -230,7 +233,8 @@ export async function completeOAuth(base: Pick<SpaceScope, 'pool' | 'db'>, deps:
   const settings = await readSettings(base.pool, deps.secrets, session.org_id, integration.id);
   const client = settings.oauth_clients[session.auth_key];
   if (!client || !session.oauth_verifier) throw problem('connect_unavailable', { detail: 'The OAuth client of this integration was removed.' });
-  const tokens = await exchangeCode(auth, client, { code: query.code, verifier: deps.secrets.open(session.oauth_verifier), redirectUri: `${deps.publicBase}/api/integrations/connect/callback` }, deps.egress);
+  const via = await proxyRouteOf(scope, deps);
+  const tokens = await exchangeCode(auth, client, { code: query.code, verifier: deps.secrets.open(session.oauth_verifier), redirectUri: `${deps.publicBase}/api/integrations/connect/callback` }, deps.egress, via);
   const reconnect = session.connection_id && isUuid(session.connection_id) ? await ownConnection(scope, session.connection_id) : undefined;
   const claimed = claimedIdentity(auth, tokens.answer, tokenSecrets(tokens));
   const row = await storeConnection(scope, deps.secrets, {

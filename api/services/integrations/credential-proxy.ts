@@ -1,8 +1,8 @@
 // The credential proxy for remote runners: a request to X-Target with the integration's credential
 // injected per delivery.http, only to a target authorized_uris binds safely, through the egress
-// guard and the organization's default proxy when it has one; the upstream's own answer comes back
-// with Proxy-Status. X-Session-Id groups a runner's
-// calls: within CREDENTIAL_PROXY_LIMITS.session_ttl_seconds it stays with its caller and connection.
+// guard and the organization's default proxy when it has one (a token refresh on the way too); the
+// upstream's own answer comes back with Proxy-Status. X-Session-Id groups a runner's calls:
+// within CREDENTIAL_PROXY_LIMITS.session_ttl_seconds it stays with its caller and connection.
 import type { IncomingHttpHeaders } from 'node:http';
 import { authorizeCredentialTarget, deliveryHeader } from '../../../lib/afps/credential-delivery.ts';
 import type { CacheStore } from '../../../lib/cache/store.ts';
@@ -13,8 +13,7 @@ import { isUuid, listVisibleConnections, ownedBy, visibleConnection, type Connec
 import { integrationInSpace, literalHosts, type IntegrationDeps } from './context.ts';
 import { readSettings } from './governance.ts';
 import { usableCredentials } from './oauth.ts';
-import { outbound } from './outbound.ts';
-import { defaultProxyOf } from '../../modules/core-providers/proxies.ts';
+import { outbound, proxyRouteOf } from './outbound.ts';
 
 export const PROXY_SERVICE = 'agent-platform-credential-proxy';
 const UPSTREAM_TIMEOUT_MS = 30_000;
@@ -110,7 +109,8 @@ export async function proxyCredentialCall(scope: SpaceScope, deps: IntegrationDe
   if (!bound) await cache.setIfAbsent(sessionKey, `${caller}|${connection.id}`, limits.session_ttl_seconds * 1000);
 
   const settings = await readSettings(scope.pool, deps.secrets, scope.orgId, integrationId);
-  const credentials = await usableCredentials(scope.pool, deps.secrets, { ...deps.egress, authorizedHosts: literalHosts(auth) }, connection, auth, settings.oauth_clients[connection.auth_key] ?? null);
+  const via = await proxyRouteOf(scope, deps);
+  const credentials = await usableCredentials(scope.pool, deps.secrets, { ...deps.egress, authorizedHosts: literalHosts(auth) }, via, connection, auth, settings.oauth_clients[connection.auth_key] ?? null);
   const verdict = authorizeCredentialTarget(auth.authorized_uris ?? [], credentials, targetUrl.toString());
   if (verdict === 'unauthorized_target') throw problem('unauthorized_target', { param: 'X-Target', detail: `${targetUrl.origin} is outside the authorized_uris of ${integrationId}.` });
   if (verdict === 'credential_exfiltration_refused') throw problem('credential_exfiltration_refused', { param: 'X-Target', detail: `No authorized_uris entry of ${integrationId} binds ${targetUrl.host} safely; the credential is not sent there.` });
@@ -123,11 +123,10 @@ export async function proxyCredentialCall(scope: SpaceScope, deps: IntegrationDe
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   headers[injected[0].toLowerCase()] = injected[1];
-  const proxy = await defaultProxyOf(scope, deps);
   const answer = await outbound(targetUrl.toString(), {
     method: req.method, headers, body: req.body.length ? req.body : undefined, timeoutMs: UPSTREAM_TIMEOUT_MS, maxBytes: limits.max_response_bytes,
     onTimeout: () => problem('upstream_timeout', { detail: `${targetUrl.host} did not answer within ${UPSTREAM_TIMEOUT_MS / 1000} s.` }),
-    via: proxy ? { proxy, egress: deps.egress } : null,
+    via,
   }, { ...deps.egress, authorizedHosts: literalHosts(auth) });
 
   const proxyStatus = `${PROXY_SERVICE}; received-status=${answer.status}`;

@@ -1,13 +1,14 @@
 // connect.login: one request built from the typed fields ({{field}} filled as typed, no URL
 // encoding), no redirects, no cookie jar; the success criteria judged (any 2xx without them);
-// only the declared outputs are kept. The typed password is never stored.
+// only the declared outputs are kept. The typed password is never stored. The request goes through
+// the organization's default proxy when it has one.
 import type { EgressOptions } from '../../../lib/egress.ts';
 import { evaluateSuccessCriterion, extractLoginOutput, type LoginResponse } from '../../../lib/afps/login-evaluation.ts';
 import type { ConnectLogin } from '../../../lib/afps/manifest-types.ts';
 import { parseSuccessCriterion } from '../../../lib/afps/success-criterion.ts';
 import { problem } from '../../../lib/problem.ts';
 import { jsonAnswer } from './identity-claims.ts';
-import { flatHeaders, outbound, setCookies } from './outbound.ts';
+import { flatHeaders, outbound, setCookies, type ProxyRoute } from './outbound.ts';
 
 const PLACEHOLDER = /\{\{\s*([^{}\s]+)\s*\}\}/g;
 export const LOGIN_TIMEOUT_MS = 15_000;
@@ -34,8 +35,8 @@ export interface LoginResult {
   answer: unknown;
 }
 
-/** Runs the login; answers the outputs and the parsed answer. */
-export async function performLogin(login: ConnectLogin, fields: Record<string, unknown>, egress: EgressOptions, timeoutMs = LOGIN_TIMEOUT_MS): Promise<LoginResult> {
+/** Runs the login (through `via`, the organization's proxy, when given); answers the outputs and the parsed answer. */
+export async function performLogin(login: ConnectLogin, fields: Record<string, unknown>, egress: EgressOptions, via: ProxyRoute | null, timeoutMs = LOGIN_TIMEOUT_MS): Promise<LoginResult> {
   const { request } = login;
   const body = request.body === undefined ? undefined : fillPlaceholders(request.body, fields);
   const headers: Record<string, string> = { accept: '*/*' };
@@ -44,6 +45,7 @@ export async function performLogin(login: ConnectLogin, fields: Record<string, u
   const answer = await outbound(request.url, {
     method: request.method, headers, body, timeoutMs, maxBytes: LOGIN_MAX_BYTES,
     onTimeout: () => problem('timeout', { detail: `The login at ${host} did not complete within ${timeoutMs / 1000} s.` }),
+    via,
   }, egress);
   const response: LoginResponse = { status: answer.status, headers: flatHeaders(answer.headers), cookies: setCookies(answer.headers), body: answer.body.toString('utf8') };
 

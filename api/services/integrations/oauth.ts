@@ -1,6 +1,7 @@
 // OAuth 2 authorization code with PKCE (S256) and state against the integration's provider, and
 // refresh before expiry. A refresh the provider refuses with invalid_grant flags the connection
-// needs_reconnection (OAUTH_REFRESH_REVOKED). Token calls go through the egress guard.
+// needs_reconnection (OAUTH_REFRESH_REVOKED). Token calls go through the egress guard, and through
+// the organization's default proxy (`via`) when it has one.
 import { createHash, randomBytes } from 'node:crypto';
 import type { IntegrationAuth } from '../../../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
@@ -9,7 +10,7 @@ import { problem } from '../../../lib/problem.ts';
 import type { Queryable } from '../packages/store.ts';
 import { flagNeedsReconnection, openCredentials, sealCredentials, type ConnectionRow } from './connections.ts';
 import { literalHosts } from './context.ts';
-import { outbound } from './outbound.ts';
+import { outbound, type ProxyRoute } from './outbound.ts';
 
 /** Tokens this close to expiry are refreshed before use. */
 export const REFRESH_MARGIN_MS = 5 * 60 * 1000;
@@ -73,7 +74,7 @@ interface TokenCall {
   status: number;
 }
 
-async function tokenRequest(auth: IntegrationAuth, client: OAuthClient, form: Record<string, string>, egress: EgressOptions): Promise<TokenCall> {
+async function tokenRequest(auth: IntegrationAuth, client: OAuthClient, form: Record<string, string>, egress: EgressOptions, via: ProxyRoute | null): Promise<TokenCall> {
   const body = new URLSearchParams({ ...form, client_id: client.client_id });
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
   if (client.client_secret) {
@@ -83,6 +84,7 @@ async function tokenRequest(auth: IntegrationAuth, client: OAuthClient, form: Re
   const res = await outbound(auth.oauth2!.token_url, {
     method: 'POST', headers, body: body.toString(), timeoutMs: TOKEN_TIMEOUT_MS, maxBytes: 256 * 1024,
     onTimeout: () => problem('timeout', { detail: `The token endpoint at ${host} did not answer within ${TOKEN_TIMEOUT_MS / 1000} s.` }),
+    via,
   }, tokenEgress(auth, egress));
   let answer: Record<string, unknown> | null = null;
   try {
@@ -110,8 +112,8 @@ function tokenSet(answer: Record<string, unknown>, previous: Record<string, stri
   };
 }
 
-export async function exchangeCode(auth: IntegrationAuth, client: OAuthClient, o: { code: string; verifier: string; redirectUri: string }, egress: EgressOptions): Promise<TokenSet> {
-  const { answer, status } = await tokenRequest(auth, client, { grant_type: 'authorization_code', code: o.code, code_verifier: o.verifier, redirect_uri: o.redirectUri }, egress);
+export async function exchangeCode(auth: IntegrationAuth, client: OAuthClient, o: { code: string; verifier: string; redirectUri: string }, egress: EgressOptions, via: ProxyRoute | null): Promise<TokenSet> {
+  const { answer, status } = await tokenRequest(auth, client, { grant_type: 'authorization_code', code: o.code, code_verifier: o.verifier, redirect_uri: o.redirectUri }, egress, via);
   if (status < 200 || status >= 300 || !answer) throw problem('bad_gateway', { detail: `The token endpoint refused the authorization code (status ${status}).` });
   return tokenSet(answer);
 }
@@ -121,7 +123,9 @@ export async function exchangeCode(auth: IntegrationAuth, client: OAuthClient, o
  * A connection flagged needs_reconnection is 410 OAUTH_CONNECTION_NEEDS_RECONNECTION; a refresh
  * refused with invalid_grant flags it and is 410 OAUTH_REFRESH_REVOKED.
  */
-export async function usableCredentials(q: Queryable, secrets: SecretBox, egress: EgressOptions, row: ConnectionRow, auth: IntegrationAuth, client: OAuthClient | null): Promise<Record<string, string>> {
+export async function usableCredentials(
+  q: Queryable, secrets: SecretBox, egress: EgressOptions, via: ProxyRoute | null, row: ConnectionRow, auth: IntegrationAuth, client: OAuthClient | null,
+): Promise<Record<string, string>> {
   if (row.needs_reconnection) throw problem('OAUTH_CONNECTION_NEEDS_RECONNECTION', { detail: `Connection ${row.id} must be reconnected.` });
   const credentials = openCredentials(secrets, row);
   if (auth.type !== 'oauth2' || !row.token_expires_at || row.token_expires_at.getTime() - Date.now() > REFRESH_MARGIN_MS) return credentials;
@@ -130,7 +134,7 @@ export async function usableCredentials(q: Queryable, secrets: SecretBox, egress
     await flagNeedsReconnection(q, row.org_id, row.id);
     throw problem('OAUTH_CONNECTION_NEEDS_RECONNECTION', { detail: `The access token of connection ${row.id} expired and cannot be refreshed.` });
   }
-  const refreshed = await refreshTokens(q, secrets, egress, row, auth, client, credentials);
+  const refreshed = await refreshTokens(q, secrets, egress, via, row, auth, client, credentials);
   if (refreshed === 'revoked') {
     await flagNeedsReconnection(q, row.org_id, row.id);
     throw revokedProblem(row.id);
@@ -148,9 +152,9 @@ export function revokedProblem(connectionId: string) {
  * connection, outside any transaction that would roll the flag back.
  */
 export async function refreshTokens(
-  q: Queryable, secrets: SecretBox, egress: EgressOptions, row: ConnectionRow, auth: IntegrationAuth, client: OAuthClient, credentials: Record<string, string>,
+  q: Queryable, secrets: SecretBox, egress: EgressOptions, via: ProxyRoute | null, row: ConnectionRow, auth: IntegrationAuth, client: OAuthClient, credentials: Record<string, string>,
 ): Promise<Record<string, string> | 'revoked'> {
-  const { answer, status } = await tokenRequest(auth, client, { grant_type: 'refresh_token', refresh_token: credentials.refresh_token }, egress);
+  const { answer, status } = await tokenRequest(auth, client, { grant_type: 'refresh_token', refresh_token: credentials.refresh_token }, egress, via);
   if (status >= 400 && status < 500 && (answer?.error === 'invalid_grant' || status === 401)) return 'revoked';
   if (status < 200 || status >= 300 || !answer) throw problem('bad_gateway', { detail: `The token endpoint answered ${status} to a refresh.` });
   const fresh = tokenSet(answer, credentials);

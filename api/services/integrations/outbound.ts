@@ -1,12 +1,15 @@
 // The integration layer's own outbound requests (login, OAuth token calls, the credential proxy),
-// all through the egress guard: connected to the checked address (or tunnelled through the
-// organization's proxy when the call names one), no redirect followed, a deadline, a capped body.
-// Refusals and failures map to the catalog.
+// all through the egress guard: connected to the checked address, or tunnelled through the
+// organization's default proxy when it has one (every caller asks proxyRouteOf once per
+// operation), no redirect followed, a deadline, a capped body. Refusals and failures map to the
+// catalog.
 import type { IncomingMessage } from 'node:http';
 import { EgressRefusal, guardedRequest, type EgressOptions } from '../../../lib/egress.ts';
 import { ProxyFailure, requestThroughProxy, type OutboundProxy } from '../../../lib/proxy-tunnel.ts';
-import { proxyFailureProblem } from '../../modules/core-providers/proxies.ts';
+import { defaultProxyOf, proxyFailureProblem } from '../../modules/core-providers/proxies.ts';
 import { isProblem, problem, type ProblemError } from '../../../lib/problem.ts';
+import type { SecretBox } from '../../../lib/crypto.ts';
+import type { OrgScope } from '../../../db/tenant.ts';
 
 export interface OutboundAnswer {
   status: number;
@@ -22,8 +25,23 @@ export interface OutboundCall {
   maxBytes: number;
   /** what a deadline overrun answers (504 timeout for a login, upstream_timeout for the proxy) */
   onTimeout: () => ProblemError;
-  /** the organization's outbound proxy and the rules it answers to (the operator's, not the target's) */
-  via?: { proxy: OutboundProxy; egress: EgressOptions } | null;
+  /** the organization's outbound proxy and the rules it answers to; null: direct */
+  via: ProxyRoute | null;
+}
+
+/** A call's way through the organization's proxy: the proxy and the rules it answers to (the operator's, not the target's). */
+export interface ProxyRoute {
+  proxy: OutboundProxy;
+  egress: EgressOptions;
+}
+
+/**
+ * The organization's default proxy as a call's route, judged by `deps.egress` (the operator's
+ * rules: never an integration's); null when it has none (its calls go direct).
+ */
+export async function proxyRouteOf(scope: Pick<OrgScope, 'pool' | 'orgId'>, deps: { secrets: SecretBox; egress: EgressOptions }): Promise<ProxyRoute | null> {
+  const proxy = await defaultProxyOf(scope, deps);
+  return proxy ? { proxy, egress: deps.egress } : null;
 }
 
 export function egressProblem(err: EgressRefusal): ProblemError {

@@ -1,8 +1,9 @@
 // A run's connections as its sidecar reads them mid-run: the current credential of a connection the
 // run bound to an integration at launch, and a refresh of its OAuth access token (an upstream
-// answered 401 during a long run). Requests are signed with the run's secret; the run reaches only
-// its own bindings: any other connection (another run's, another tenant's, one of the same actor
-// that this run did not bind to that integration) is 400 connection_not_in_run. The signature
+// answered 401 during a long run), through the organization's default proxy when it has one.
+// Requests are signed with the run's secret; the run reaches only its own bindings: any other
+// connection (another run's, another tenant's, one of the same actor that this run did not bind
+// to that integration) is 400 connection_not_in_run. The signature
 // covers the action, connection and integration (lib/run-connection-signing.ts), not a body. A
 // refresh token never leaves the platform.
 import type { SecretBox } from '../../../lib/crypto.ts';
@@ -14,6 +15,7 @@ import type pg from 'pg';
 import { openSink } from '../runs/events.ts';
 import { flagNeedsReconnection, isUuid, openCredentials } from './connections.ts';
 import { refreshTokens, revokedProblem, usableCredentials } from './oauth.ts';
+import { proxyRouteOf } from './outbound.ts';
 import { boundConnection, type RunBinding } from './run-credentials.ts';
 
 export interface RunConnectionDeps {
@@ -98,8 +100,9 @@ export async function runConnectionCredential(
 ): Promise<RunConnectionCredential> {
   const run = await signedRun(deps, runId, headers, signed('read', connectionId, integrationId));
   const binding = await bindingOf(deps.pool, runId, run.org_id, connectionId, integrationId);
-  const bound = await boundConnection({ pool: deps.pool, orgId: run.org_id }, deps.secrets, deps.egress, binding);
-  const credentials = await usableCredentials(deps.pool, deps.secrets, bound.egress, bound.connection, bound.auth, bound.client);
+  const org = { pool: deps.pool, orgId: run.org_id };
+  const bound = await boundConnection(org, deps.secrets, deps.egress, binding);
+  const credentials = await usableCredentials(deps.pool, deps.secrets, bound.egress, await proxyRouteOf(org, deps), bound.connection, bound.auth, bound.client);
   const { rows } = await deps.pool.query<{ token_expires_at: Date | null }>('SELECT token_expires_at FROM integration_connections WHERE org_id = $1 AND id = $2', [run.org_id, binding.connection_id]);
   return wire(binding, bound.auth.type, credentials, rows[0]?.token_expires_at ?? null);
 }
@@ -116,8 +119,10 @@ export async function refreshRunConnection(
 ): Promise<RunConnectionCredential> {
   const run = await signedRun(deps, runId, headers, signed('refresh', connectionId, integrationId));
   const binding = await bindingOf(deps.pool, runId, run.org_id, connectionId, integrationId);
+  const org = { pool: deps.pool, orgId: run.org_id };
+  const via = await proxyRouteOf(org, deps);
   const outcome = await inTransaction(deps.pool, async (tx) => {
-    const bound = await boundConnection({ pool: deps.pool, orgId: run.org_id }, deps.secrets, deps.egress, binding, tx, true);
+    const bound = await boundConnection(org, deps.secrets, deps.egress, binding, tx, true);
     const { auth, connection, client } = bound;
     if (connection.needs_reconnection) throw problem('OAUTH_CONNECTION_NEEDS_RECONNECTION', { detail: `Connection ${connection.id} must be reconnected.` });
     if (auth.type !== 'oauth2') {
@@ -128,7 +133,7 @@ export async function refreshRunConnection(
       throw problem('connect_run_no_refresh', { detail: `Connection ${connection.id} holds no refresh token: the provider granted none; reconnect it when its access token expires.` });
     }
     if (!client) throw problem('connect_unavailable', { detail: `The organization has no OAuth client registered for ${binding.integration_package_id} (${binding.auth_key}).` });
-    const fresh = await refreshTokens(tx, deps.secrets, bound.egress, connection, auth, client, credentials);
+    const fresh = await refreshTokens(tx, deps.secrets, bound.egress, via, connection, auth, client, credentials);
     if (fresh === 'revoked') return { revoked: true as const, auth };
     const { rows } = await tx.query<{ token_expires_at: Date | null }>('SELECT token_expires_at FROM integration_connections WHERE org_id = $1 AND id = $2', [run.org_id, connection.id]);
     return { revoked: false as const, auth, credentials: fresh, expiresAt: rows[0]?.token_expires_at ?? null };

@@ -1,6 +1,7 @@
 // The sandbox-boot side: the connections a run recorded at launch, decrypted (OAuth tokens
-// refreshed when near expiry) into the sidecar's integration assignments. Only the sidecar
-// receives them; a refresh token never leaves the platform. An integration declaring no auths was
+// refreshed when near expiry, through the organization's default proxy when it has one) into the
+// sidecar's integration assignments. Only the sidecar receives them; a refresh token never leaves
+// the platform. An integration declaring no auths was
 // recorded without a connection: a remote one reaches the sidecar with none (no credential to add),
 // a source none one is left out (api_call only delivers a credential, so it has no tool).
 import type { IntegrationAssignment } from '../../../lib/afps/integration-assignment.ts';
@@ -13,6 +14,7 @@ import { versionManifest } from '../packages/rows.ts';
 import type { ConnectionRow } from './connections.ts';
 import { readSettings } from './governance.ts';
 import { usableCredentials, type OAuthClient } from './oauth.ts';
+import { proxyRouteOf } from './outbound.ts';
 import type { Queryable } from '../packages/store.ts';
 
 export type RunIntegration = IntegrationAssignment;
@@ -63,6 +65,7 @@ export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egr
     [runId, scope.orgId],
   );
   const out: RunIntegration[] = [];
+  const via = await proxyRouteOf(scope, { secrets, egress });
   for (const r of rows) {
     if (r.auth_key === null || r.connection_id === null) {
       const connectionless = await withoutConnection(scope, r, agent);
@@ -73,7 +76,7 @@ export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egr
     const { manifest, auth } = bound;
     // a local server's tools come through its runner (local-servers.ts); it receives no credential
     if (manifest.source.kind === 'local') continue;
-    const credentials = await usableCredentials(scope.pool, secrets, bound.egress, bound.connection, auth, bound.client);
+    const credentials = await usableCredentials(scope.pool, secrets, bound.egress, via, bound.connection, auth, bound.client);
     const { refresh_token: _kept, ...forSidecar } = credentials;
     const tools = agent.integrations_configuration?.[r.integration_package_id]?.tools ?? manifest.default_tools ?? [];
     if (tools.length === 0) continue;
