@@ -135,15 +135,14 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
   }), opts.log);
   pool.fill();
 
-  /** A waiting pair for this run, if one fits and is still running; a dead one is removed. */
+  /** A waiting pair for this run, if one fits and is fresh; one that is not is removed, never handed out. */
   const claimable = async (spec: SandboxSpec): Promise<PooledDockerPair | undefined> => {
     if (spec.limits.memoryMb !== poolLimits.memoryMb || (spec.localServers ?? []).length > 0) return undefined;
-    const pair = pool.take(poolHeapMb);
-    if (!pair) return undefined;
-    if (await pair.running()) return pair;
-    opts.log?.warn('a waiting docker sandbox had exited; the run gets a fresh one', { sandboxId: pair.id, stderr: pair.stderrTail() });
-    void pair.stop().catch(() => undefined);
-    pool.fill();
+    for (let pair = pool.take(poolHeapMb); pair; pair = pool.take(poolHeapMb)) {
+      if (await pair.fresh()) return pair;
+      opts.log?.warn('a waiting docker sandbox had exited or was touched: removed', { sandboxId: pair.id, stderr: pair.stderrTail() });
+      void pair.stop().catch(() => undefined);
+    }
     return undefined;
   };
 
@@ -158,9 +157,6 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     } catch (err) {
       await stop(sandboxId).catch(() => undefined);
       throw err;
-    } finally {
-      // as in the process backend: while another pair waits, the refill waits for a run's end
-      if (pool.warm === 0) pool.fill();
     }
   };
 
@@ -205,7 +201,12 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     // a local server's image is the tenant's choice: one the operator does not allow is refused before anything exists
     for (const server of spec.localServers ?? []) serverImage(server, opts.agentImage, opts.localIntegrationImages ?? []);
     const pooled = await claimable(spec);
-    return pooled ? startPooled(spec, pooled) : startCold(spec);
+    try {
+      return await (pooled ? startPooled(spec, pooled) : startCold(spec));
+    } finally {
+      // as in the process backend: while another pair waits, the refill waits for a run's end
+      if (pool.warm === 0) pool.fill();
+    }
   };
 
   const state = async (sandboxId: string) => {

@@ -3,7 +3,7 @@
 // labelled pooled, not with a run; a claim writes the run (and the relays its assignment goes
 // through) into the sandbox's folder, where a restarted worker reads it (docker-adoption.ts). A
 // pooled pair without a claim is never a run's: close() and the next adapter remove it.
-import { access, mkdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { randomBase62 } from '../../lib/ids.ts';
@@ -35,11 +35,16 @@ export class PooledDockerPair implements WaitingPair {
     return !this.launched.programs.sidecar.hasExited && !this.launched.programs.agent.hasExited;
   }
 
-  /** alive as the engine sees it too: an exit the attach stream has not told yet is caught here */
-  async running(): Promise<boolean> {
+  /**
+   * Fit for a run: both containers running as the engine sees it (an exit the attach stream has not
+   * told yet is caught here), and its workspace still empty, so the run's files are written as into a
+   * fresh folder, with nothing there to write through.
+   */
+  async fresh(): Promise<boolean> {
     if (!this.alive()) return false;
     const states = await Promise.all([this.launched.sidecar, this.launched.agent].map((c) => c.inspect().then((i) => i.State.Running, () => false)));
-    return states.every(Boolean);
+    const empty = await readdir(path.join(this.dir, 'workspace')).then((entries) => entries.length === 0, () => false);
+    return empty && states.every(Boolean);
   }
 
   stderrTail(): string {
@@ -86,7 +91,7 @@ export async function makePooledPair(docker: Docker, s: PoolSettings): Promise<P
 }
 
 /**
- * Makes a waiting pair the run's, up to (not including) its assignments: the workspace written into
+ * Makes a waiting pair (fresh()) the run's, up to (not including) its assignments: the workspace written into
  * the folder the agent already has, the agent's CPU ceiling set when the run's differs, the
  * assignment's URLs relayed, and the claim written (the run and those relays) so a restarted worker
  * knows whose pair it is. The pool only holds pairs of the run's memory ceiling (the agent's heap

@@ -70,6 +70,8 @@ export class WarmPool<P extends WaitingPair> {
     try {
       pair = await this.spawn();
     } catch (err) {
+      // a pair that failed while the pool was drained is not retried
+      if (this.closed) return;
       this.failures += 1;
       const backoff = Math.min(MAX_BACKOFF_MS, 500 * 2 ** (this.failures - 1));
       this.log?.warn('warm pool could not start a sandbox', { error: (err as Error).message, retryInMs: backoff });

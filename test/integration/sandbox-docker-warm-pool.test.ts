@@ -1,13 +1,13 @@
 // The docker backend's warm pool at the adapter: runs claim pooled pairs (confined as a cold pair,
 // each with its own workspace and CPU ceiling) and the pool refills to its size; a run of another
-// memory ceiling takes the cold path; a pooled pair killed while waiting is not handed out; close()
-// removes the waiting pairs; after a worker killed with SIGKILL, the next adapter on its work folder
-// adopts the claimed pooled pair (its run read from the claim, its relays re-opened, the run
-// completing) and removes the pooled pairs no run claimed.
+// memory ceiling takes the cold path; a pooled pair killed or touched while waiting is not handed
+// out; close() removes the waiting pairs; after a worker killed with SIGKILL, the next adapter on
+// its work folder adopts the claimed pooled pair (its run read from the claim, its relays
+// re-opened, the run completing) and removes the pooled pairs no run claimed.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -128,10 +128,12 @@ describe('the docker warm pool', { skip: unavailable ?? false }, () => {
     }
   });
 
-  test('pooled pairs killed while waiting are not handed out; they are removed and replaced', async () => {
+  test('pooled pairs killed, or touched, while waiting are not handed out; they are removed and replaced', async () => {
     await adapter.whenWarm();
     const killed = adapter.warmSandboxes();
-    await Promise.all(killed.map((id) => adapter.docker.getContainer(adapter.containers(id).agent).kill()));
+    // one pair's agent killed; the other's workspace no longer empty
+    await adapter.docker.getContainer(adapter.containers(killed[0]).agent).kill();
+    writeFileSync(join(workDir, killed[1], 'workspace', 'prompt.md'), 'left by someone else');
     const { sandboxId } = await adapter.start(aRun('run_pool_after_kill', { summary: 'fresh figs', count: 2 }));
     try {
       assert.ok(!killed.includes(sandboxId), `the run got ${sandboxId}, a killed pair`);
