@@ -91,11 +91,11 @@ export async function makePooledPair(docker: Docker, s: PoolSettings): Promise<P
 }
 
 /**
- * Makes a waiting pair (fresh()) the run's, up to (not including) its assignments: the workspace written into
- * the folder the agent already has, the agent's CPU ceiling set when the run's differs, the
- * assignment's URLs relayed, and the claim written (the run and those relays) so a restarted worker
- * knows whose pair it is. The pool only holds pairs of the run's memory ceiling (the agent's heap
- * is fixed when it starts).
+ * Makes a waiting pair (fresh()) the run's, up to (not including) its assignments: the workspace
+ * written into the folder the agent already has, the agent's CPU ceiling set when the run's
+ * differs, the assignment's URLs relayed, and the claim written (the run and those relays) so a
+ * restarted worker knows whose pair it is. Only a run of the pool's memory ceiling claims one (the
+ * agent's heap is fixed when it starts).
  */
 export async function claimPooledPair(pair: PooledDockerPair, spec: SandboxSpec, relays: LoopbackRelays): Promise<SidecarAssignment> {
   const workspace = path.join(pair.dir, 'workspace');
