@@ -1,8 +1,10 @@
 // The docker run backend beside the process backend, in the same run, at the adapter (no API, no
 // engine: the sandbox's own cost): start() -> the sidecar's `started` event (launch -> running) and
 // -> `completed` (launch -> success), p50/p99 over sequential runs, then sustained runs/s with two
-// runs in flight. The model is the scripted fake on loopback (no latency), the events go to a
-// signed receiver on loopback. Needs a docker engine (docker/build-images.sh builds the images).
+// runs in flight. The docker backend is measured twice: without a warm pool (every start cold)
+// and with one of two pairs (as the process backend's), counting the starts the pool served. The
+// model is the scripted fake on loopback (no latency), the events go to a signed receiver on
+// loopback. Needs a docker engine (docker/build-images.sh builds the images).
 //   npm run bench -- docker-runs          BENCH_DOCKER_RUNS=8 BENCH_DOCKER_SUSTAINED=8
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -44,11 +46,16 @@ async function oneRun(adapter: SandboxAdapter, backend: string): Promise<{ runni
   return figures;
 }
 
-/** the docker adapter's phases of each start (its debug line): where launch -> running goes */
+/** the docker adapter's phases of each cold start (its debug line): where launch -> running goes */
 const startPhases: Array<Record<string, number>> = [];
+let pooledStarts = 0;
 const phaseLog = {
   debug(msg: string, fields?: Record<string, unknown>) {
     if (msg !== 'docker sandbox started' || !fields) return;
+    if (fields.pooled === true) {
+      pooledStarts++;
+      return;
+    }
     startPhases.push(Object.fromEntries(Object.entries(fields).filter(([k, v]) => k.endsWith('_ms') && typeof v === 'number')) as Record<string, number>);
   },
   info() {}, warn() {}, error() {},
@@ -60,16 +67,21 @@ function phaseMedians(): Record<string, number> {
   return Object.fromEntries(names.map((n) => [n, spread(startPhases.map((p) => p[n])).p50]));
 }
 
-async function measure(backend: 'process' | 'docker'): Promise<object> {
+async function measure(backend: 'process' | 'docker' | 'docker-pooled'): Promise<object> {
   const workDir = await mkdtemp(join(tmpdir(), `bench-${backend}-`));
   const adapter =
-    backend === 'docker'
-      ? await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE, log: phaseLog })
-      : await createProcessAdapter({ workDir, warmPool: 2, poolMemoryMb: 512 });
+    backend === 'process'
+      ? await createProcessAdapter({ workDir, warmPool: 2, poolMemoryMb: 512 })
+      : await createDockerAdapter({
+        workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE, log: phaseLog,
+        ...(backend === 'docker-pooled' ? { warmPool: 2, poolMemoryMb: 512, poolCpus: 2 } : {}),
+      });
   try {
-    if (backend === 'process') await (adapter as Awaited<ReturnType<typeof createProcessAdapter>>).whenWarm();
+    await ('whenWarm' in adapter ? adapter.whenWarm() : undefined);
     await oneRun(adapter, backend); // warm-up: code caches, page cache
+    await ('whenWarm' in adapter ? adapter.whenWarm() : undefined);
     startPhases.length = 0;
+    pooledStarts = 0;
     const running: number[] = [];
     const success: number[] = [];
     for (let i = 0; i < RUNS; i++) {
@@ -79,6 +91,8 @@ async function measure(backend: 'process' | 'docker'): Promise<object> {
     }
     note(`${backend}: ${RUNS} sequential runs done`);
     const phases = backend === 'docker' ? { start_phases_p50_ms: phaseMedians() } : {};
+    const pooledSequential = pooledStarts;
+    pooledStarts = 0;
     const t0 = performance.now();
     let next = 0;
     await Promise.all([0, 1].map(async () => {
@@ -88,7 +102,11 @@ async function measure(backend: 'process' | 'docker'): Promise<object> {
       }
     }));
     const seconds = (performance.now() - t0) / 1000;
-    return { launch_to_running_ms: spread(running), launch_to_success_ms: spread(success), ...phases, sustained: { runs: SUSTAINED, in_flight: 2, seconds: round(seconds, 2), runs_per_s: round(SUSTAINED / seconds, 2) } };
+    const served = backend === 'docker-pooled' ? { pool_served: { sequential: `${pooledSequential}/${RUNS}`, sustained: `${pooledStarts}/${SUSTAINED}` } } : {};
+    return {
+      launch_to_running_ms: spread(running), launch_to_success_ms: spread(success), ...phases, ...served,
+      sustained: { runs: SUSTAINED, in_flight: 2, seconds: round(seconds, 2), runs_per_s: round(SUSTAINED / seconds, 2) },
+    };
   } finally {
     await adapter.close();
     await rm(workDir, { recursive: true, force: true });
@@ -98,7 +116,8 @@ async function measure(backend: 'process' | 'docker'): Promise<object> {
 try {
   const processFigures = await measure('process');
   const dockerFigures = await measure('docker');
-  emit({ benchmark: 'docker-runs', runs: RUNS, process: processFigures, docker: dockerFigures });
+  const pooledFigures = await measure('docker-pooled');
+  emit({ benchmark: 'docker-runs', runs: RUNS, process: processFigures, docker: dockerFigures, docker_pooled: pooledFigures });
 } finally {
   await receiver.close();
   await model.close();

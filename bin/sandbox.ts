@@ -35,6 +35,9 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
     return createDockerAdapter({
       workDir: path.join(dataDir, DOCKER_WORK_FOLDER), socketPath: config.DOCKER_SOCKET, log: deps.log, ...images,
       localIntegrationImages: allowedLocalImages(config),
+      warmPool: config.SANDBOX_WARM_POOL,
+      poolMemoryMb: config.PLATFORM_RUN_LIMITS.agent_memory_ceiling_mb,
+      poolCpus: config.PLATFORM_RUN_LIMITS.agent_cpu_ceiling,
     });
   }
   if (config.RUN_ADAPTER !== 'process') {

@@ -15,12 +15,16 @@ export class AttachedProgram {
   private stderr = '';
   /** the program's V8 heap ran out (its fatal error was printed) */
   heapExhausted = false;
+  /** settles when the attach stream ends: the container stopped, or this side let go */
+  readonly exited: Promise<void>;
+  private exit!: () => void;
 
   constructor(
     readonly label: string,
     private readonly stream: Duplex,
     docker: Docker,
   ) {
+    this.exited = new Promise((resolve) => (this.exit = resolve));
     const out = new PassThrough();
     const err = new PassThrough();
     docker.modem.demuxStream(stream, out, err);
@@ -32,6 +36,7 @@ export class AttachedProgram {
     });
     const end = () => {
       this.ended = true;
+      this.exit();
       this.waiter?.();
     };
     stream.on('end', end).on('close', end).on('error', end);
@@ -70,6 +75,10 @@ export class AttachedProgram {
       this.waiter = () => settle();
       settle();
     });
+  }
+
+  get hasExited(): boolean {
+    return this.ended;
   }
 
   send(message: unknown): void {

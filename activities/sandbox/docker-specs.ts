@@ -9,6 +9,8 @@ import { SIDECAR_HEAP_MB } from './sandbox-pair.ts';
 export const LABEL_SANDBOX = 'org.agent-platform.sandbox';
 export const LABEL_RUN = 'org.agent-platform.run';
 export const LABEL_ROLE = 'org.agent-platform.role';
+/** instead of the run: a warm pool's pair, whose run is written in its folder when it is claimed (docker-adoption.ts) */
+export const LABEL_POOLED = 'org.agent-platform.pooled';
 /** on the sidecar: the relays (target, port) its URLs go through, re-opened by a worker that adopts it */
 export const LABEL_RELAYS = 'org.agent-platform.relays';
 const LABEL_EGRESS = 'org.agent-platform.egress';
@@ -43,9 +45,10 @@ export const names = (sandboxId: string) => ({
 
 export type SandboxNames = ReturnType<typeof names>;
 
-export const labels = (sandboxId: string, runId: string, role: string): Record<string, string> => ({
+/** runId null: a warm pool's pair, made before its run is known */
+export const labels = (sandboxId: string, runId: string | null, role: string): Record<string, string> => ({
   [LABEL_SANDBOX]: sandboxId,
-  [LABEL_RUN]: runId,
+  ...(runId === null ? { [LABEL_POOLED]: 'true' } : { [LABEL_RUN]: runId }),
   [LABEL_ROLE]: role,
   [PROTOCOL_LABEL]: SANDBOX_PROTOCOL_VERSION,
 });
@@ -86,7 +89,7 @@ export async function ensureEgressNetwork(docker: Docker): Promise<string> {
   return gateway;
 }
 
-export function runNetworkSpec(sandboxId: string, runId: string): Docker.NetworkCreateOptions {
+export function runNetworkSpec(sandboxId: string, runId: string | null): Docker.NetworkCreateOptions {
   const n = names(sandboxId);
   return {
     Name: n.network,
@@ -124,7 +127,7 @@ const stdio = { OpenStdin: true, StdinOnce: false, AttachStdin: true, AttachStdo
 
 export interface SidecarContainer {
   sandboxId: string;
-  runId: string;
+  runId: string | null;
   image: string;
   /** host folders: the files it publishes, and its state a restarted worker reads */
   filesDir: string;
@@ -156,7 +159,7 @@ export function sidecarContainerSpec(c: SidecarContainer): Docker.ContainerCreat
 
 export interface AgentContainer {
   sandboxId: string;
-  runId: string;
+  runId: string | null;
   image: string;
   workspaceDir: string;
   heapMb: number;

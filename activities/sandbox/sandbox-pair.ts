@@ -124,6 +124,10 @@ export class SandboxPair {
     return new SandboxPair(id, dir, heapMb, settings.bwrap !== undefined, sidecar, agent, port, settings);
   }
 
+  stderrTail(): string {
+    return this.sidecar.stderrTail() + this.agent.stderrTail();
+  }
+
   alive(): boolean {
     return this.stopping === undefined && this.sidecar.running() && this.agent.running();
   }

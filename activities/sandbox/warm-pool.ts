@@ -1,13 +1,24 @@
 // Keeps a number of sandbox pairs started and waiting, so a run's start is a claim, not a spawn.
 // Refills one pair at a time in the background; a pair that dies while waiting is replaced;
-// repeated start failures back off instead of spinning.
+// repeated start failures back off instead of spinning. Both backends' pairs wait here.
 import type { Logger } from '../../lib/log.ts';
-import type { SandboxPair } from './sandbox-pair.ts';
+
+/** A started pair waiting for its run, as the pool sees it. */
+export interface WaitingPair {
+  readonly id: string;
+  readonly heapMb: number;
+  alive(): boolean;
+  /** settles once one of its programs has exited */
+  readonly ended: Promise<unknown>;
+  stop(): Promise<void>;
+  /** what its programs last wrote to stderr, for the log of one that died waiting */
+  stderrTail(): string;
+}
 
 const MAX_BACKOFF_MS = 30_000;
 
-export class WarmPool {
-  private readonly ready: SandboxPair[] = [];
+export class WarmPool<P extends WaitingPair> {
+  private readonly ready: P[] = [];
   private inFlight: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private failures = 0;
@@ -18,7 +29,7 @@ export class WarmPool {
     private readonly size: number,
     /** the agent heap ceiling of pooled pairs: a run asking for another one gets a fresh pair */
     readonly heapMb: number,
-    private readonly spawn: () => Promise<SandboxPair>,
+    private readonly spawn: () => Promise<P>,
     private readonly log?: Logger,
   ) {}
 
@@ -27,7 +38,7 @@ export class WarmPool {
   }
 
   /** Every waiting pair (for the parent's exit hook). */
-  pairs(): readonly SandboxPair[] {
+  pairs(): readonly P[] {
     return this.ready;
   }
 
@@ -35,7 +46,7 @@ export class WarmPool {
    * A waiting pair with this heap ceiling, if any. The caller refills (fill()) once its run is
    * assigned: spawning two programs meanwhile would compete with the claim for the CPU.
    */
-  take(heapMb: number): SandboxPair | undefined {
+  take(heapMb: number): P | undefined {
     const index = this.ready.findIndex((p) => p.heapMb === heapMb && p.alive());
     return index >= 0 ? this.ready.splice(index, 1)[0] : undefined;
   }
@@ -55,10 +66,12 @@ export class WarmPool {
   }
 
   private async spawnOne(): Promise<void> {
-    let pair: SandboxPair;
+    let pair: P;
     try {
       pair = await this.spawn();
     } catch (err) {
+      // a pair that failed while the pool was drained is not retried
+      if (this.closed) return;
       this.failures += 1;
       const backoff = Math.min(MAX_BACKOFF_MS, 500 * 2 ** (this.failures - 1));
       this.log?.warn('warm pool could not start a sandbox', { error: (err as Error).message, retryInMs: backoff });
@@ -80,11 +93,11 @@ export class WarmPool {
   }
 
   /** A pair that died while waiting is removed and replaced; a claimed one is no longer ours. */
-  private evict(pair: SandboxPair): void {
+  private evict(pair: P): void {
     const index = this.ready.indexOf(pair);
     if (index < 0) return;
     this.ready.splice(index, 1);
-    this.log?.warn('a waiting sandbox exited; replacing it', { sandboxId: pair.id, stderr: pair.sidecar.stderrTail() + pair.agent.stderrTail() });
+    this.log?.warn('a waiting sandbox exited; replacing it', { sandboxId: pair.id, stderr: pair.stderrTail() });
     void pair.stop();
     this.fill();
   }

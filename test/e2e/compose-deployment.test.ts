@@ -17,10 +17,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import Docker from 'dockerode';
-import { LABEL_RUN, LABEL_SANDBOX } from '../../activities/sandbox/docker-adapter.ts';
+import { DOCKER_WORK_FOLDER, LABEL_SANDBOX } from '../../activities/sandbox/docker-adapter.ts';
 import { names } from '../../activities/sandbox/docker-specs.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
-import { DOCKER_REQUIRED, dockerForTests } from '../support/docker.ts';
+import { containersOfRun, DOCKER_REQUIRED, dockerForTests } from '../support/docker.ts';
 import { client } from '../support/http.ts';
 import { importFixture, waitForStatus } from '../support/runs.ts';
 
@@ -49,13 +49,22 @@ function relayTo(target: number, host: string, port: number): Promise<net.Server
   return new Promise((resolve, reject) => server.once('error', reject).listen(port, host, () => resolve(server)));
 }
 
+/** a run's sandbox, found by its label or, for a pooled pair, its claim in the worker's folder; remembered once found */
+const sandboxOfRun = new Map<string, string>();
+
 /** The deployment's sandboxes as the engine lists them: each run's containers and run network. */
-async function sandboxesOf(docker: Docker, runIds: string[]): Promise<Array<{ runId: string; sandboxId: string; kind: string; state?: string }>> {
+async function sandboxesOf(docker: Docker, workDir: string, runIds: string[]): Promise<Array<{ runId: string; sandboxId: string; kind: string; state?: string }>> {
   const found = [];
   for (const runId of runIds) {
-    const filters = { label: [`${LABEL_RUN}=${runId}`] };
-    for (const c of await docker.listContainers({ all: true, filters })) found.push({ runId, sandboxId: c.Labels[LABEL_SANDBOX], kind: c.Names[0], state: c.State });
-    for (const n of await docker.listNetworks({ filters })) found.push({ runId, sandboxId: n.Labels?.[LABEL_SANDBOX] ?? '', kind: `network ${n.Name}` });
+    if (!sandboxOfRun.has(runId) && fs.existsSync(workDir)) {
+      const [c] = await containersOfRun(docker, workDir, runId);
+      if (c) sandboxOfRun.set(runId, c.Labels[LABEL_SANDBOX]);
+    }
+    const sandboxId = sandboxOfRun.get(runId);
+    if (!sandboxId) continue;
+    const filters = { label: [`${LABEL_SANDBOX}=${sandboxId}`] };
+    for (const c of await docker.listContainers({ all: true, filters })) found.push({ runId, sandboxId, kind: c.Names[0], state: c.State });
+    for (const n of await docker.listNetworks({ filters })) found.push({ runId, sandboxId, kind: `network ${n.Name}` });
   }
   return found;
 }
@@ -73,6 +82,7 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-'));
   const envFile = path.join(scratch, 'compose.env');
   const workerData = path.join(scratch, 'worker');
+  const workDir = path.join(workerData, DOCKER_WORK_FOLDER);
   const env = {
     ...process.env, COMPOSE_PROJECT_NAME: project, AP_COMPOSE_ENV: envFile, AP_SUBNET_PREFIX: `172.30.${third}`,
     AP_WORKER_DATA_DIR: workerData, AP_EGRESS_ALLOW_INTERNAL_HOSTS: `${gateway}:${modelPort}`,
@@ -158,12 +168,12 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     model.setLatency(SLOW_TURN_MS);
     const inFlight = [await launch(a), await launch(b)];
     for (const runId of inFlight) await waitForStatus(api, runId, (s) => s === 'running', 60_000).catch(logsOnFailure);
-    const pairs = (await sandboxesOf(docker, inFlight)).filter((p) => !p.kind.startsWith('network'));
+    const pairs = (await sandboxesOf(docker, workDir, inFlight)).filter((p) => !p.kind.startsWith('network'));
     assert.equal(pairs.length, 4, `each run's sidecar and agent containers: ${JSON.stringify(pairs)}`);
     lap('restarting the worker');
     await dc('restart', 'platform-worker');
     lap('worker restarted');
-    const after = (await sandboxesOf(docker, inFlight)).filter((p) => !p.kind.startsWith('network'));
+    const after = (await sandboxesOf(docker, workDir, inFlight)).filter((p) => !p.kind.startsWith('network'));
     assert.deepEqual(after.map((p) => [p.kind, p.state]).sort(), pairs.map((p) => [p.kind, 'running']).sort(), 'the same pairs run on');
     for (const runId of inFlight) {
       const ended = await ending(a, runId);
@@ -179,8 +189,8 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     lap('the next run ended');
 
     // the finished runs' containers and networks are removed (by their workflows, else the reaper)
-    for (let i = 0; (await sandboxesOf(docker, runIds)).length > 0; i++) {
-      if (i > 150) assert.deepEqual(await sandboxesOf(docker, runIds), [], 'the sandboxes of the finished runs are gone');
+    for (let i = 0; (await sandboxesOf(docker, workDir, runIds)).length > 0; i++) {
+      if (i > 150) assert.deepEqual(await sandboxesOf(docker, workDir, runIds), [], 'the sandboxes of the finished runs are gone');
       await new Promise((r) => setTimeout(r, 200));
     }
     lap('their sandboxes removed');
@@ -189,13 +199,16 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     model.setLatency(SLOW_TURN_MS);
     const last = await launch(a);
     await waitForStatus(api, last, (s) => s === 'running', 60_000).catch(logsOnFailure);
-    const left = await sandboxesOf(docker, [last]);
+    const left = await sandboxesOf(docker, workDir, [last]);
     assert.ok(left.length >= 2, JSON.stringify(left));
     const bridge = names(left[0].sandboxId).bridge;
     assert.match(firewallRules(), new RegExp(bridge));
+    // the worker's warm pool: pairs no run claimed, which go down with it too
+    const waiting = [...new Set((await containersOfRun(docker, workDir, null)).map((c) => c.Labels[LABEL_SANDBOX]))];
     await composeDown();
     lap('down -v');
-    assert.deepEqual(await sandboxesOf(docker, runIds), []);
+    assert.deepEqual(await sandboxesOf(docker, workDir, runIds), []);
+    for (const sandboxId of waiting) assert.deepEqual(await docker.listContainers({ all: true, filters: { label: [`${LABEL_SANDBOX}=${sandboxId}`] } }), []);
     assert.doesNotMatch(firewallRules(), new RegExp(bridge));
     assert.equal(fs.existsSync(workerData), false, 'the worker data directory is removed');
     assert.equal((await docker.listContainers({ all: true, filters: { label: [`com.docker.compose.project=${project}`] } })).length, 0);

@@ -7,6 +7,8 @@ import { existsSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
+import { ownedBy, sandboxRun } from '../../activities/sandbox/docker-adoption.ts';
+import { LABEL_SANDBOX } from '../../activities/sandbox/docker-specs.ts';
 import { SANDBOX_PROTOCOL_VERSION } from '../../lib/sandbox-protocol.ts';
 
 export const DOCKER_REQUIRED = process.env.CI === 'true' || process.env.REQUIRE_DOCKER === '1';
@@ -56,4 +58,19 @@ export function dockerForTests(): Promise<string | null> {
     return null;
   })();
   return ready;
+}
+
+/**
+ * The containers of a work folder's sandboxes that serve `runId`: labelled with the run, or a
+ * pooled pair whose claim names it; `null` for the pooled pairs no run claimed.
+ */
+export async function containersOfRun(docker: Docker, workDir: string, runId: string | null): Promise<Docker.ContainerInfo[]> {
+  const owned = ownedBy(workDir);
+  const found: Docker.ContainerInfo[] = [];
+  for (const c of await docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX] } })) {
+    const sandboxId = c.Labels[LABEL_SANDBOX];
+    if (!(await owned(sandboxId))) continue;
+    if ((await sandboxRun(path.join(workDir, path.basename(sandboxId)), c.Labels)) === runId) found.push(c);
+  }
+  return found;
 }
