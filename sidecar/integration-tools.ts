@@ -21,6 +21,7 @@ import type { McpToolResult } from '../lib/mcp/tool-shapes.ts';
 import { fetchThroughProxy, ProxyFailure, requestThroughProxy, type OutboundProxy } from '../lib/proxy-tunnel.ts';
 import type { IntegrationAssignment, LocalIntegrationAssignment } from './assignment.ts';
 import { localConnection, localTools } from './local-integration-tools.ts';
+import { servedTools } from './mcp-served-tools.ts';
 import { toolError, type SidecarTool, type ToolAnswer } from './tool.ts';
 
 /** what api_call hands back to the model at most */
@@ -339,31 +340,11 @@ async function remoteTools(integration: IntegrationAssignment, ctx: IntegrationT
   const connection = remoteConnection(integration, ctx);
   connections.push(connection);
   const secrets = secretsOf(integration);
-  let listed = new Map<string, { description?: string; inputSchema: Record<string, unknown> }>();
-  try {
-    const { tools } = await (await connection.client()).listTools(undefined, { timeout: REMOTE_CONNECT_TIMEOUT_MS });
-    listed = new Map(tools.map((t) => [t.name, t]));
-  } catch {
-    // an unreachable server still gets its tools listed: calling one says why it fails
-  }
-  return integration.tools.map((tool): SidecarTool => {
-    const found = listed.get(tool);
-    return {
-      name: `${integration.toolPrefix}__${tool}`,
-      description: found?.description ?? `${tool} of ${integration.packageId}`,
-      inputSchema: found?.inputSchema ?? { type: 'object' },
-      async call(args) {
-        let result: McpToolResult;
-        try {
-          result = (await (await connection.client()).callTool({ name: tool, arguments: args })) as McpToolResult;
-        } catch (err) {
-          return remoteFailure(err, integration, secrets);
-        }
-        const content = JSON.parse(scrubSecrets(JSON.stringify(result.content ?? []), secrets)) as McpToolResult['content'];
-        const text = content.map((c) => (c.type === 'text' && typeof c.text === 'string' ? c.text : JSON.stringify(c))).join('\n');
-        return { text, isError: result.isError === true, content };
-      },
-    };
+  return servedTools({
+    packageId: integration.packageId, toolPrefix: integration.toolPrefix, tools: integration.tools,
+    client: () => connection.client(), listTimeoutMs: REMOTE_CONNECT_TIMEOUT_MS,
+    failure: (err) => remoteFailure(err, integration, secrets),
+    clean: (content) => JSON.parse(scrubSecrets(JSON.stringify(content), secrets)) as McpToolResult['content'],
   });
 }
 

@@ -2,17 +2,15 @@
 // (the docker backend's container, behind its bridge); the sidecar is its only client, through the
 // official SDK client over the bridge's connection, and serves the selected tools under the naming
 // rule, like a remote integration's. No credential is involved: a local server receives none.
-import type { McpToolResult } from '../lib/mcp/tool-shapes.ts';
 import type { LocalIntegrationAssignment } from './assignment.ts';
 import { BridgeTransport } from './bridge-transport.ts';
+import { servedTools, type ToolsClient } from './mcp-served-tools.ts';
 import { toolError, type SidecarTool, type ToolAnswer } from './tool.ts';
 
 const CONNECT_TIMEOUT_MS = 15_000;
 const CALL_TIMEOUT_MS = 600_000;
 
-interface LocalClient {
-  listTools(params?: undefined, options?: { timeout: number }): Promise<{ tools: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> }>;
-  callTool(params: { name: string; arguments: Record<string, unknown> }, resultSchema?: undefined, options?: { timeout: number }): Promise<unknown>;
+interface LocalClient extends ToolsClient {
   close(): Promise<void>;
   onclose?: () => void;
 }
@@ -66,30 +64,9 @@ function failure(err: unknown, integration: LocalIntegrationAssignment): ToolAns
 
 /** The selected tools of a local integration, as its server lists them (listed once, at the start). */
 export async function localTools(integration: LocalIntegrationAssignment, connection: LocalConnection): Promise<SidecarTool[]> {
-  let listed = new Map<string, { description?: string; inputSchema: Record<string, unknown> }>();
-  try {
-    const { tools } = await (await connection.client()).listTools(undefined, { timeout: CONNECT_TIMEOUT_MS });
-    listed = new Map(tools.map((t) => [t.name, t]));
-  } catch {
-    // a server that does not answer still gets its tools listed: calling one says why it fails
-  }
-  return integration.tools.map((tool): SidecarTool => {
-    const found = listed.get(tool);
-    return {
-      name: `${integration.toolPrefix}__${tool}`,
-      description: found?.description ?? `${tool} of ${integration.packageId}`,
-      inputSchema: found?.inputSchema ?? { type: 'object' },
-      async call(args) {
-        let result: McpToolResult;
-        try {
-          result = (await (await connection.client()).callTool({ name: tool, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS })) as McpToolResult;
-        } catch (err) {
-          return failure(err, integration);
-        }
-        const content = result.content ?? [];
-        const text = content.map((c) => (c.type === 'text' && typeof c.text === 'string' ? c.text : JSON.stringify(c))).join('\n');
-        return { text, isError: result.isError === true, content };
-      },
-    };
+  return servedTools({
+    packageId: integration.packageId, toolPrefix: integration.toolPrefix, tools: integration.tools,
+    client: () => connection.client(), listTimeoutMs: CONNECT_TIMEOUT_MS, callTimeoutMs: CALL_TIMEOUT_MS,
+    failure: (err) => failure(err, integration),
   });
 }
