@@ -1,6 +1,6 @@
 // Chat (chat module): a member's chat sessions in a space, their messages, and the skills a space
 // enforces in every chat.
-import { index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { organizations, spaces } from './identity.ts';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -33,7 +33,9 @@ export const chatMessages = pgTable('chat_messages', {
   /** a tool message answers this call */
   toolCallId: text('tool_call_id'),
   createdAt: ts('created_at').notNull().defaultNow(),
-}, (t) => [index('chat_messages_session_idx').on(t.sessionId, t.id)]);
+  /** insertion order (migration 0026): several messages of a turn share a millisecond, so their ids do not order them */
+  seq: bigint('seq', { mode: 'number' }).notNull(),
+}, (t) => [index('chat_messages_session_idx').on(t.sessionId, t.seq)]);
 
 export const chatEnforcedSkills = pgTable('chat_enforced_skills', {
   orgId: uuid('org_id').notNull().references(() => organizations.id, { onDelete: 'cascade' }),

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { writeZip } from '../../lib/zip/write-zip.ts';
 import { addChatUsageCheck } from '../../api/modules/chat/index.ts';
+import { appendMessages, type NewMessage } from '../../api/modules/chat/sessions.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, aMember, anOrg, aSession, type BuiltOrg } from '../support/builders.ts';
@@ -309,4 +310,21 @@ test('the chat routes carry their rate-limit rows; turns are limited per member 
   // buckets are per caller: the owner still may talk
   const mine = await as(owner).post('/api/chat/sessions', {});
   assert.equal((await postTurn(app.url, mine.body.id, 'hi', owner)).status, 200);
+});
+
+test('a session reads its messages back in the order they were appended, however many share a millisecond', async () => {
+  const made = await as(owner).post('/api/chat/sessions', { title: 'order' });
+  assert.equal(made.status, 201, made.text);
+  const scope = { pool: app.deps.database.pool, db: app.deps.database.db, orgId: org.orgId, spaceId: org.spaceId, actor: { userId: org.ownerId } };
+  // one turn's worth, many times over: a call, its answer, the reply; all inside one transaction
+  const turn = (i: number): NewMessage[] => [
+    { role: 'assistant', content: '', toolCalls: [{ id: `call_${i}`, type: 'function' as const, function: { name: 'x', arguments: '{}' } }] },
+    { role: 'tool', content: `answer ${i}`, toolCallId: `call_${i}` },
+    { role: 'assistant', content: `reply ${i}` },
+  ];
+  const appended = Array.from({ length: 20 }, (_, i) => turn(i)).flat();
+  await appendMessages(scope, made.body.id, appended);
+  const read = await as(owner).get(`/api/chat/sessions/${made.body.id}`);
+  assert.equal(read.status, 200, read.text);
+  assert.deepEqual(read.body.messages.map((m: any) => m.content || m.tool_calls?.[0]?.id), appended.map((m) => m.content || m.toolCalls?.[0]?.id));
 });

@@ -106,7 +106,7 @@ export async function listSessions(scope: SpaceScope, page: CursorPage): Promise
 
 export async function listMessages(scope: SpaceScope, sessionId: string): Promise<ChatMessageWire[]> {
   const { rows } = await scope.pool.query<MessageRow>(
-    'SELECT id, role, content, tool_calls, tool_call_id, created_at FROM chat_messages WHERE session_id = $1 AND org_id = $2 ORDER BY id',
+    'SELECT id, role, content, tool_calls, tool_call_id, created_at FROM chat_messages WHERE session_id = $1 AND org_id = $2 ORDER BY seq',
     [sessionId, scope.orgId],
   );
   return rows.map(toMessageWire);
