@@ -73,16 +73,34 @@ export async function removeHostRules(bridge: string): Promise<void> {
 }
 
 /**
- * Lays `bridge`'s rules afresh (a host reboot or a daemon restart may have flushed them), keeping
- * the opened ports whose relay still listens on `listenHost`: those of another live process on this
- * host (another worker, a test's stand-in provider). A dead worker's ports close; its successor
- * re-opens the relays it adopts.
+ * Makes `bridge`'s rules true again when a worker starts, keeping the opened ports whose relay still
+ * listens on `listenHost`: those of another live process on this host (another worker, a test's
+ * stand-in provider). A dead worker's ports close; its successor re-opens the relays it adopts.
+ * While the drop rule stands the rules are mended in place, never taken down and laid again: a
+ * relay another worker opens meanwhile keeps its opening. Only when the drop rule is gone (a host
+ * reboot or a daemon restart flushed the table) are they laid afresh.
  */
 export async function relayHostRules(bridge: string, listenHost: string): Promise<void> {
+  // the openings first, then the listeners: a relay listens before its port is opened, so every
+  // opening seen here whose relay lives is seen listening below
+  const opened = await openedPorts(bridge);
   const live = await listeningPorts(listenHost);
-  const kept = (await openedPorts(bridge)).filter((port) => live.has(port));
-  await removeHostRules(bridge);
-  await closeHostPorts(bridge, kept);
+  if (!(await isClosed(bridge))) {
+    await removeHostRules(bridge);
+    await closeHostPorts(bridge, opened.filter((port) => live.has(port)));
+    return;
+  }
+  for (const port of opened) if (!live.has(port)) await disallowHostPort(bridge, port);
+}
+
+/** Whether `bridge`'s drop rule is in place. */
+async function isClosed(bridge: string): Promise<boolean> {
+  try {
+    const listed = (await run('iptables', ['-w', '5', '-S', 'INPUT'])).stdout;
+    return listed.split('\n').some((line) => line.includes(`"${RULE_TAG} ${bridge}"`) && line.includes('-j DROP'));
+  } catch {
+    return false;
+  }
 }
 
 /** The TCP ports this module opened to `bridge`. */
