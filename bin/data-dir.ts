@@ -2,39 +2,54 @@
 // chose on first start (Restate pins in-flight invocations to the registered endpoint address),
 // and the generated encryption key.
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { freePort } from '../lib/free-port.ts';
 export { freePort };
 
-export interface PortPlan {
-  postgres: number;
-  restateIngress: number;
-  restateAdmin: number;
-  restateNode: number;
-  worker: number;
-}
+const PORT_NAMES = ['postgres', 'restateIngress', 'restateAdmin', 'restateNode', 'worker'] as const;
+export type PortName = (typeof PORT_NAMES)[number];
 
+export type PortPlan = Record<PortName, number> & {
+  /**
+   * The ports this start chose (none was kept): nothing has been told them yet, so one that another
+   * process took between the check and the bind can still be chosen again (choosePortAgain).
+   */
+  chosenNow: PortName[];
+};
+
+function savePlan(dataDir: string, plan: PortPlan): void {
+  const kept = Object.fromEntries(PORT_NAMES.map((name) => [name, plan[name]]));
+  fs.writeFileSync(path.join(dataDir, 'ports.json'), JSON.stringify(kept, null, 2));
+}
 
 /** Reads the kept ports, choosing and saving any that are missing. */
 export async function portPlan(dataDir: string): Promise<PortPlan> {
-  const file = path.join(dataDir, 'ports.json');
-  let saved: Partial<PortPlan> = {};
+  let saved: Partial<Record<PortName, number>> = {};
   try {
-    saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+    saved = JSON.parse(fs.readFileSync(path.join(dataDir, 'ports.json'), 'utf8'));
   } catch {
     saved = {};
   }
-  const plan: PortPlan = {
-    postgres: saved.postgres ?? (await freePort()),
-    restateIngress: saved.restateIngress ?? (await freePort()),
-    restateAdmin: saved.restateAdmin ?? (await freePort()),
-    restateNode: saved.restateNode ?? (await freePort()),
-    worker: saved.worker ?? (await freePort()),
-  };
-  if (JSON.stringify(plan) !== JSON.stringify(saved)) fs.writeFileSync(file, JSON.stringify(plan, null, 2));
+  const plan = { chosenNow: [] } as unknown as PortPlan;
+  for (const name of PORT_NAMES) {
+    const kept = saved[name];
+    if (kept !== undefined) plan[name] = kept;
+    else {
+      plan[name] = await freePort();
+      plan.chosenNow.push(name);
+    }
+  }
+  if (plan.chosenNow.length > 0) savePlan(dataDir, plan);
   return plan;
+}
+
+/** Replaces a port this start chose and found taken when it came to bind it; the new one is kept. */
+export async function choosePortAgain(dataDir: string, plan: PortPlan, name: PortName): Promise<number> {
+  if (!plan.chosenNow.includes(name)) throw new Error(`the ${name} port was kept from an earlier start and cannot change`);
+  plan[name] = await freePort();
+  savePlan(dataDir, plan);
+  return plan[name];
 }
 
 /** The configured key, or the one generated on first start and kept with mode 0600. */

@@ -13,7 +13,7 @@ import { createRunWorkflowClient, type RunWorkflowClient } from '../workflows/ru
 import { buildWorkflowServices } from '../workflows/services.ts';
 import { scheduleActivitiesFor } from '../api/services/schedules/activities.ts';
 import { createSandboxAdapter, runActivitiesFor } from './sandbox.ts';
-import type { PortPlan } from './data-dir.ts';
+import { choosePortAgain, type PortPlan } from './data-dir.ts';
 
 /** The sandbox reaper runs at least this often, whatever RUN_RECONCILE_SECONDS says. */
 const REAP_MAX_SECONDS = 15;
@@ -145,6 +145,28 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger, st
   };
 }
 
+/**
+ * Binds the workflow endpoint. A port this start chose itself was only free when it was checked:
+ * if another process bound it since, another is chosen (Restate has not been told of it yet). A
+ * configured port, or one kept from an earlier start, stays: in-flight invocations are pinned to it.
+ */
+export async function listenOnWorkerPort<T>(opts: EngineOptions, listen: (port: number) => Promise<T>): Promise<T> {
+  const { config, ports, dataDir, deps, log } = opts;
+  if (config.WORKER_PORT !== undefined) return listen(config.WORKER_PORT);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await listen(ports.worker);
+    } catch (err) {
+      const taken = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+      if (!taken || attempt >= 5 || !ports.chosenNow.includes('worker')) throw err;
+      const taker = ports.worker;
+      const port = await choosePortAgain(dataDir, ports, 'worker');
+      deps.platformEndpoints?.push({ host: '127.0.0.1', port });
+      log.warn('the workflow endpoint port chosen at start was taken meanwhile; another was chosen', { taken: taker, port });
+    }
+  }
+}
+
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
   const { config, dataDir, ports, deps, log, signalKey, stopping } = opts;
   const stops: Array<() => Promise<void>> = [];
@@ -160,14 +182,13 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
     const runs = createRunWorkflowClient(ingressUrl, { signalKey });
 
     if (config.ROLE !== 'api') {
-      const port = config.WORKER_PORT ?? ports.worker;
       const adapter = await createSandboxAdapter(deps, dataDir);
       stops.push(() => adapter.close());
       // One indexed read per pass, and only while sandboxes run: cheap enough to follow the sweep closely.
       const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
       stops.push(() => reaper.stop());
       const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey, schedules: scheduleActivitiesFor(deps), extra: opts.moduleServices });
-      const endpoint = await startWorkflowEndpoint({ port, host: config.WORKER_HOST, services: services.definitions, logger: restateLogTransport(log) });
+      const endpoint = await listenOnWorkerPort(opts, (p) => startWorkflowEndpoint({ port: p, host: config.WORKER_HOST, services: services.definitions, logger: restateLogTransport(log) }));
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;
       try {

@@ -3,7 +3,7 @@
 // EGRESS_ALLOW_INTERNAL_HOSTS says. Sidecars' ports are not listed: each answers only its run's token.
 import type { Config } from '../lib/config.ts';
 import type { PlatformEndpoint } from '../lib/egress.ts';
-import type { PortPlan } from './data-dir.ts';
+import type { PortName } from './data-dir.ts';
 
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'postgres:': 5432, 'postgresql:': 5432, 'redis:': 6379, 'rediss:': 6379 };
 
@@ -21,7 +21,7 @@ function endpointOf(raw: string | undefined): PlatformEndpoint | undefined {
   return port && url.hostname ? { host: url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase(), port } : undefined;
 }
 
-export function platformEndpoints(config: Config, ports: PortPlan, databaseUrl: string): PlatformEndpoint[] {
+export function platformEndpoints(config: Config, ports: Record<PortName, number>, databaseUrl: string): PlatformEndpoint[] {
   const local = (port: number): PlatformEndpoint => ({ host: '127.0.0.1', port });
   const found: Array<PlatformEndpoint | undefined> = [
     // PORT=0 is known once the API listens: bin/host.ts adds it then

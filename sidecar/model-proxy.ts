@@ -13,6 +13,7 @@ import type { RunMetricData } from '../lib/run-events.ts';
 import type { ModelAssignment } from './assignment.ts';
 import type { EventPoster } from './event-poster.ts';
 import type { ModelBudget } from './model-budget.ts';
+import { relayEventStream } from '../lib/event-stream-relay.ts';
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -38,50 +39,6 @@ function metricFrom(usage: any, model: string): RunMetricData | undefined {
 export function answerModels(res: ServerResponse, model: ModelAssignment | null): void {
   const data = model ? [{ id: model.model, object: 'model', created: 0, owned_by: 'sidecar' }] : [];
   sendJson(res, 200, { object: 'list', data });
-}
-
-/** Reads an SSE body through to the agent unchanged, remembering the last usage it carried. */
-async function relayStream(upstream: IncomingMessage, res: ServerResponse): Promise<unknown> {
-  res.writeHead(upstream.statusCode ?? 200, {
-    'content-type': upstream.headers['content-type'] ?? 'text/event-stream',
-    'cache-control': 'no-cache',
-  });
-  let usage: unknown;
-  let pending = '';
-  const decoder = new TextDecoder();
-  const inspect = (line: string) => {
-    if (!line.startsWith('data:')) return;
-    const payload = line.slice(5).trim();
-    if (payload === '' || payload === '[DONE]') return;
-    try {
-      const chunk = JSON.parse(payload);
-      if (chunk?.usage) usage = chunk.usage;
-    } catch {
-      // not JSON: pass it on untouched
-    }
-  };
-  for await (const piece of upstream as AsyncIterable<Buffer>) {
-    if (!res.write(piece)) {
-      // wait for the agent to read, or give up when it went away
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.once('drain', done);
-        res.once('close', done);
-      });
-      if (res.destroyed) throw new Error('the agent closed the stream');
-    }
-    pending += decoder.decode(piece, { stream: true });
-    const lines = pending.split(/\r?\n/);
-    pending = lines.pop() ?? '';
-    for (const line of lines) inspect(line);
-  }
-  inspect(pending);
-  res.end();
-  return usage;
 }
 
 /**
@@ -188,7 +145,8 @@ export async function proxyChatCompletion(
     const contentType = upstream.headers['content-type'] ?? '';
     let usage: unknown;
     if (contentType.includes('text/event-stream')) {
-      usage = await relayStream(upstream, res);
+      usage = await relayEventStream(upstream, res, 'the agent closed the stream');
+      res.end();
     } else {
       const text = (await readBody(upstream)).toString('utf8');
       res.writeHead(status, { 'content-type': contentType || 'application/json', 'content-length': Buffer.byteLength(text) });

@@ -23,13 +23,40 @@ function collect(dir: string): string[] {
   return out.sort();
 }
 
-function runFiles(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`, '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/support/file-times-reporter.mjs', '--test-reporter-destination=stdout', ...files], {
+// No test may wait for ever: one that has not ended in 10 minutes fails (the slowest, the compose
+// deployment's, takes about 3 under load), and a file whose tests have ended exits even if
+// something it started (a server a failed test never closed) would keep it alive. The whole
+// run is stopped after SUITE_DEADLINE_MINUTES, so a hang fails CI instead of using up its time.
+const TEST_TIMEOUT_MS = 600_000;
+const SUITE_DEADLINE_MS = Number(process.env.SUITE_DEADLINE_MINUTES ?? '45') * 60_000;
+
+function runFiles(files: string[], env: NodeJS.ProcessEnv, deadline: number): Promise<number> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? '2'}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/support/file-times-reporter.mjs', '--test-reporter-destination=stdout', ...files], {
     cwd: root,
     stdio: 'inherit',
     env,
+    detached: true,
   });
-  return new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+  // its own process group (so the deadline can stop all of it): Ctrl-C is passed on by hand
+  const passOn = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // already gone
+    }
+  };
+  const overdue = setTimeout(() => {
+    process.stderr.write(`\nThe test run passed its deadline (${SUITE_DEADLINE_MS / 60_000} min, SUITE_DEADLINE_MINUTES): stopping it\n`);
+    passOn('SIGKILL');
+  }, Math.max(0, deadline - Date.now()));
+  process.on('SIGINT', passOn).on('SIGTERM', passOn);
+  return new Promise((resolve) =>
+    child.on('exit', (c, sig) => {
+      clearTimeout(overdue);
+      process.off('SIGINT', passOn).off('SIGTERM', passOn);
+      resolve(c ?? (sig ? 1 : 0));
+    }),
+  );
 }
 
 async function main(): Promise<void> {
@@ -42,10 +69,11 @@ async function main(): Promise<void> {
   // catalog against that record and the README's "Codes not produced" table.
   const codeLog = full ? fs.mkdtempSync(path.join(os.tmpdir(), 'problem-codes-')) : undefined;
   const env = { ...process.env, ...services.env, NODE_ENV: 'test', ...(codeLog ? { PROBLEM_CODE_LOG: codeLog } : {}) };
-  let code = await runFiles(files, env);
+  const deadline = started + SUITE_DEADLINE_MS;
+  let code = await runFiles(files, env, deadline);
   await services.stop();
   if (codeLog) {
-    const checkCode = await runFiles([path.join(root, 'test/catalog/catalog-check.test.ts')], env);
+    const checkCode = await runFiles([path.join(root, 'test/catalog/catalog-check.test.ts')], env, deadline + 120_000);
     if (code === 0) code = checkCode;
     fs.rmSync(codeLog, { recursive: true, force: true });
   }

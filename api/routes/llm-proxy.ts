@@ -19,6 +19,7 @@ import { ProxyFailure } from '../../lib/proxy-tunnel.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Response } from '../http.ts';
 import { handled, route, type Reply } from '../route.ts';
+import { relayEventStream } from '../../lib/event-stream-relay.ts';
 
 const TAG = 'LLM proxy';
 const RUN_ID_HEADER = [{ name: 'X-Run-Id', required: true, description: 'The run the call is made for: its model is used and its cost ledger records the usage.' }];
@@ -62,35 +63,6 @@ function usageOf(value: unknown): { prompt: number; completion: number; cost: nu
   const prompt = Math.max(0, Math.trunc(Number(u.prompt_tokens) || 0));
   const completion = Math.max(0, Math.trunc(Number(u.completion_tokens) || 0));
   return { prompt, completion, cost: typeof u.cost === 'number' && Number.isFinite(u.cost) ? u.cost : 0 };
-}
-
-/** Relays an event stream as it comes, remembering the last usage a chunk carried. */
-async function relayStream(upstream: IncomingMessage, res: Response): Promise<unknown> {
-  res.writeHead(upstream.statusCode ?? 200, { 'content-type': upstream.headers['content-type'] ?? 'text/event-stream', 'cache-control': 'no-cache' });
-  let usage: unknown;
-  let pending = '';
-  const decoder = new TextDecoder();
-  const inspect = (line: string) => {
-    if (!line.startsWith('data:')) return;
-    const payload = line.slice(5).trim();
-    if (payload === '' || payload === '[DONE]') return;
-    try {
-      const chunk = JSON.parse(payload);
-      if (chunk?.usage) usage = chunk.usage;
-    } catch {
-      // not JSON: passed on untouched
-    }
-  };
-  for await (const piece of upstream as AsyncIterable<Buffer>) {
-    if (!res.write(piece)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
-    if (res.destroyed) throw new Error('the caller went away');
-    pending += decoder.decode(piece, { stream: true });
-    const lines = pending.split(/\r?\n/);
-    pending = lines.pop() ?? '';
-    for (const line of lines) inspect(line);
-  }
-  inspect(pending);
-  return usage;
 }
 
 /**
@@ -165,7 +137,7 @@ async function chatCompletion(deps: AppDeps, run: OpenRun, scope: ReturnType<typ
   let usage: unknown;
   let text: string | undefined;
   if (status >= 200 && status < 300 && contentType.includes('text/event-stream')) {
-    usage = await relayStream(upstream, res);
+    usage = await relayEventStream(upstream, res, 'the caller went away');
   } else {
     // the provider's own answer, errors included: an OpenAI client reads them as it would the provider's
     text = (await readBody(upstream)).toString('utf8');

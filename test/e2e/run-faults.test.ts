@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { aKey, anOrg } from '../support/builders.ts';
 import { client } from '../support/http.ts';
@@ -14,13 +14,24 @@ import pg from 'pg';
 
 const FAST_LIVENESS = { RUN_HEARTBEAT_SECONDS: '1', RUN_BOOT_SECONDS: '20', SANDBOX_WARM_POOL: '0' };
 
-async function arrange(platform: PlatformProcess, fakeUrl: string, model: string) {
+/** A scripted model and a platform process using it, each stopped when the test ends however it ends. */
+async function world(t: TestContext, modelOptions: Parameters<typeof startFakeModel>[0], model: string) {
+  // undone last made first
+  const undo: Array<() => Promise<void>> = [];
+  t.after(async () => {
+    for (const step of undo.reverse()) await step();
+  });
+  const fake = await startFakeModel(modelOptions);
+  undo.push(() => fake.close());
+  const platform = await startPlatformProcess({ env: { ...FAST_LIVENESS, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
+  undo.push(() => platform.stop());
   const pool = new pg.Pool({ connectionString: platform.db.url, max: 2 });
+  undo.push(() => pool.end());
   const org = await anOrg(pool);
   const { key } = await aKey(pool, { ...org, userId: org.ownerId });
   await importFixture(platform.url, key, 'agent-echo');
-  await aDefaultModel(platform.url, key, fakeUrl, model);
-  return { pool, api: client(platform.url, { key }) };
+  await aDefaultModel(platform.url, key, fake.url, model);
+  return { platform, pool, api: client(platform.url, { key }) };
 }
 
 /** The run workflow's own result: what it ended with and whether its compare-and-set recorded it. */
@@ -57,65 +68,41 @@ async function assertFinalizedOnce(platform: PlatformProcess, pool: pg.Pool, run
 }
 
 describe('fault tolerance of runs', () => {
-  test('the platform killed with SIGKILL mid-run and restarted ends the run failed sandbox_lost, once', async () => {
-    const fake = await startFakeModel();
-    const platform = await startPlatformProcess({ env: { ...FAST_LIVENESS, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
-    const { pool, api } = await arrange(platform, fake.url, 'fake-hang');
-    try {
-      const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
-      await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
-      await platform.kill('SIGKILL');
-      await platform.restart();
-      const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 60_000);
-      assert.equal(ended.status, 'failed');
-      assert.ok(['sandbox_lost', 'heartbeat_lost'].includes(ended.error.code), ended.error.code);
-      await assertFinalizedOnce(platform, pool, run.id, 'failed', ended.error.code);
-    } finally {
-      await pool.end();
-      await platform.stop();
-      await fake.close();
-    }
+  test('the platform killed with SIGKILL mid-run and restarted ends the run failed sandbox_lost, once', async (t) => {
+    const { platform, pool, api } = await world(t, {}, 'fake-hang');
+    const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
+    await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
+    await platform.kill('SIGKILL');
+    await platform.restart();
+    const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 60_000);
+    assert.equal(ended.status, 'failed');
+    assert.ok(['sandbox_lost', 'heartbeat_lost'].includes(ended.error.code), ended.error.code);
+    await assertFinalizedOnce(platform, pool, run.id, 'failed', ended.error.code);
   });
 
-  test('the Restate server killed mid-run is restarted and the run still ends, once', async () => {
-    const fake = await startFakeModel({ latencyMs: 1500 });
-    const platform = await startPlatformProcess({ env: { ...FAST_LIVENESS, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
-    const { pool, api } = await arrange(platform, fake.url, 'fake');
-    try {
-      const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
-      await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
-      const restatePid = Number(fs.readFileSync(path.join(platform.dataDir, 'restate.pid'), 'utf8'));
-      process.kill(restatePid, 'SIGKILL');
-      const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 90_000);
-      assert.equal(ended.status, 'success', JSON.stringify(ended.error));
-      await assertFinalizedOnce(platform, pool, run.id, 'success');
-      const newPid = Number(fs.readFileSync(path.join(platform.dataDir, 'restate.pid'), 'utf8'));
-      assert.notEqual(newPid, restatePid, 'the platform started a new Restate server');
-    } finally {
-      await pool.end();
-      await platform.stop();
-      await fake.close();
-    }
+  test('the Restate server killed mid-run is restarted and the run still ends, once', async (t) => {
+    const { platform, pool, api } = await world(t, { latencyMs: 1500 }, 'fake');
+    const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
+    await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
+    const restatePid = Number(fs.readFileSync(path.join(platform.dataDir, 'restate.pid'), 'utf8'));
+    process.kill(restatePid, 'SIGKILL');
+    const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 90_000);
+    assert.equal(ended.status, 'success', JSON.stringify(ended.error));
+    await assertFinalizedOnce(platform, pool, run.id, 'success');
+    const newPid = Number(fs.readFileSync(path.join(platform.dataDir, 'restate.pid'), 'utf8'));
+    assert.notEqual(newPid, restatePid, 'the platform started a new Restate server');
   });
 
-  test('a sidecar killed mid-run ends the run failed sandbox_lost, once', async () => {
-    const fake = await startFakeModel();
-    const platform = await startPlatformProcess({ env: { ...FAST_LIVENESS, EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
-    const { pool, api } = await arrange(platform, fake.url, 'fake-hang');
-    try {
-      const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
-      await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
-      const sidecars = childPids(platform.proc.pid!, 'dist/sidecar.cjs');
-      assert.equal(sidecars.length, 1, 'one sandbox, one sidecar');
-      process.kill(sidecars[0], 'SIGKILL');
-      const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 30_000);
-      assert.equal(ended.status, 'failed');
-      assert.equal(ended.error.code, 'sandbox_lost');
-      await assertFinalizedOnce(platform, pool, run.id, 'failed', 'sandbox_lost');
-    } finally {
-      await pool.end();
-      await platform.stop();
-      await fake.close();
-    }
+  test('a sidecar killed mid-run ends the run failed sandbox_lost, once', async (t) => {
+    const { platform, pool, api } = await world(t, {}, 'fake-hang');
+    const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
+    await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
+    const sidecars = childPids(platform.proc.pid!, 'dist/sidecar.cjs');
+    assert.equal(sidecars.length, 1, 'one sandbox, one sidecar');
+    process.kill(sidecars[0], 'SIGKILL');
+    const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 30_000);
+    assert.equal(ended.status, 'failed');
+    assert.equal(ended.error.code, 'sandbox_lost');
+    await assertFinalizedOnce(platform, pool, run.id, 'failed', 'sandbox_lost');
   });
 });

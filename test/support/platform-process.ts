@@ -62,8 +62,7 @@ export interface PlatformProcessOptions {
 export async function startPlatformProcess(opts: PlatformProcessOptions = {}): Promise<PlatformProcess> {
   const db = opts.db ?? (await freshDatabase());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-'));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  let url = '';
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/root',
@@ -71,7 +70,6 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
     LOG_LEVEL: 'warn',
     DATABASE_URL: db.url,
     DATA_DIR: dataDir,
-    PORT: String(port),
     HOST: '127.0.0.1',
     BOOTSTRAP_TOKEN: 'process-bootstrap-token-0123456789',
     ...problemCodeLogEnv(),
@@ -91,17 +89,37 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
         ? output.includes('Ready in') && (await fetch(`${url}/health/live`).then((r) => r.status === 200, () => false))
         : await fetch(`${url}/health/ready`).then((r) => r.status === 200, () => false);
       if (ok) return proc;
-      if (Date.now() > deadline) throw new Error(`the platform was not ready in time:\n${output.slice(-4000)}`);
+      if (Date.now() > deadline) {
+        proc.kill('SIGKILL');
+        throw new Error(`the platform was not ready in time:\n${output.slice(-4000)}`);
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   };
 
+  // The ports are chosen free and bound seconds later, by then another test's server may hold one:
+  // a first start that finds a port taken is made again on new ones (a new data directory).
+  const firstLaunch = async (): Promise<ChildProcess> => {
+    for (let attempt = 1; ; attempt++) {
+      if (!opts.env?.PORT) env.PORT = String(await freePort());
+      url = `http://127.0.0.1:${env.PORT}`;
+      try {
+        return await launch();
+      } catch (err) {
+        if (attempt >= 3 || !String(err).includes('EADDRINUSE')) throw err;
+        fs.rmSync(dataDir, { recursive: true, force: true });
+        fs.mkdirSync(dataDir, { mode: 0o700 });
+        output = '';
+      }
+    }
+  };
+  const proc = await firstLaunch();
   const handle: PlatformProcess = {
     url,
     dataDir,
     db,
     env,
-    proc: await launch(),
+    proc,
     output: () => output,
     restateAdminUrl() {
       const ports = JSON.parse(fs.readFileSync(path.join(dataDir, 'ports.json'), 'utf8')) as { restateAdmin: number };
