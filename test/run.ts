@@ -59,6 +59,18 @@ function runFiles(files: string[], env: NodeJS.ProcessEnv, deadline: number): Pr
   );
 }
 
+/** The files whose top-level tests took longest, from what test/support/file-times-reporter.mjs logged. */
+function slowestFiles(log: string): string {
+  const spent = new Map<string, number>();
+  const lines = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean) : [];
+  for (const line of lines) {
+    const { file, ms } = JSON.parse(line) as { file: string; ms: number };
+    spent.set(file, (spent.get(file) ?? 0) + ms);
+  }
+  const rows = [...spent].sort((a, b) => b[1] - a[1]).slice(0, 20);
+  return `\nSlowest test files (sum of their top-level tests):\n${rows.map(([file, ms]) => `  ${(ms / 1000).toFixed(1).padStart(6)} s  ${path.relative(root, file)}`).join('\n')}\n`;
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const full = args.length === 0;
@@ -68,9 +80,12 @@ async function main(): Promise<void> {
   // A full run records every error code any process emits (lib/problem-log.ts), then checks the
   // catalog against that record and the README's "Codes not produced" table.
   const codeLog = full ? fs.mkdtempSync(path.join(os.tmpdir(), 'problem-codes-')) : undefined;
-  const env = { ...process.env, ...services.env, NODE_ENV: 'test', ...(codeLog ? { PROBLEM_CODE_LOG: codeLog } : {}) };
+  const timesLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'file-times-')), 'times.jsonl');
+  const env = { ...process.env, ...services.env, NODE_ENV: 'test', FILE_TIMES_LOG: timesLog, ...(codeLog ? { PROBLEM_CODE_LOG: codeLog } : {}) };
   const deadline = started + SUITE_DEADLINE_MS;
   let code = await runFiles(files, env, deadline);
+  process.stdout.write(slowestFiles(timesLog));
+  fs.rmSync(path.dirname(timesLog), { recursive: true, force: true });
   await services.stop();
   if (codeLog) {
     const checkCode = await runFiles([path.join(root, 'test/catalog/catalog-check.test.ts')], env, deadline + 120_000);

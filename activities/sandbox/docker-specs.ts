@@ -181,13 +181,17 @@ export function agentContainerSpec(c: AgentContainer): Docker.ContainerCreateOpt
     HostConfig: {
       ...confinement,
       NetworkMode: n.network,
-      Memory: c.limits.memoryMb * 1024 * 1024,
-      MemorySwap: c.limits.memoryMb * 1024 * 1024,
-      NanoCpus: Math.round(c.limits.cpus * 1e9),
+      ...ceilings(c.limits),
       PidsLimit: AGENT_PIDS,
       Binds: [`${c.workspaceDir}:/workspace:rw`],
     },
   };
+}
+
+/** A container's memory (no swap beyond it) and CPU ceilings. */
+function ceilings(limits: { memoryMb: number; cpus: number }): Pick<Docker.HostConfig, 'Memory' | 'MemorySwap' | 'NanoCpus'> {
+  const bytes = limits.memoryMb * 1024 * 1024;
+  return { Memory: bytes, MemorySwap: bytes, NanoCpus: Math.round(limits.cpus * 1e9) };
 }
 
 export interface McpServerContainer {
@@ -225,9 +229,7 @@ export function mcpServerContainerSpec(c: McpServerContainer): Docker.ContainerC
     HostConfig: {
       ...confinement,
       NetworkMode: n.mcpNetwork,
-      Memory: c.limits.memoryMb * 1024 * 1024,
-      MemorySwap: c.limits.memoryMb * 1024 * 1024,
-      NanoCpus: Math.round(c.limits.cpus * 1e9),
+      ...ceilings(c.limits),
       PidsLimit: MCP_PIDS,
       Binds: c.serverDir ? [`${c.serverDir}:${MCP_SERVER_DIR}:ro`] : [],
     },

@@ -105,11 +105,6 @@ after(async () => {
   await new Promise<void>((resolve) => vendor.close(() => resolve()));
 });
 
-function onApp(link: string): string {
-  const url = new URL(link);
-  return `${world.app.url}${url.pathname}${url.search}`;
-}
-
 const login = (integration = '@acme/portal') =>
   api.post(`/api/integrations/${integration}/auths/login/connect/fields`, { credentials: { username: 'ada', password: 'p4ss-word' } });
 
@@ -117,7 +112,7 @@ const login = (integration = '@acme/portal') =>
 async function connectOAuth(): Promise<Response> {
   const link = await api.post('/api/integrations/@acme/calendar/auths/oauth/connect/session', connectionId ? { connection_id: connectionId } : {});
   assert.equal(link.status, 200, link.text);
-  const start = await fetch(onApp(link.body.connect_url), { redirect: 'manual' });
+  const start = await fetch(world.onApp(link.body.connect_url), { redirect: 'manual' });
   const consent = await fetch(new URL(start.headers.get('location')!), { redirect: 'manual' });
   const callback = new URL(consent.headers.get('location')!);
   return fetch(`${world.app.url}${callback.pathname}${callback.search}`);

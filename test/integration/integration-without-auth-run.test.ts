@@ -23,13 +23,11 @@ import { readBody } from '../../lib/outbound-http.ts';
 import { runConnectionSigningPayload } from '../../lib/run-connection-signing.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { parseAssignment } from '../../sidecar/assignment.ts';
-import { startFakeModel } from '../fixtures/fake-model/server.ts';
-import { startTestApp } from '../support/app.ts';
-import { aKey, anOrg } from '../support/builders.ts';
-import { call, client } from '../support/http.ts';
+import { aKey } from '../support/builders.ts';
+import { call } from '../support/http.ts';
 import { conformanceChecker } from '../support/openapi-conformance.ts';
-import { aDefaultModel, importPackage } from '../support/runs.ts';
-import { anIntegration, apiKeyAuth, archive, type IntegrationWorld } from './integrations-harness.ts';
+import { importPackage } from '../support/runs.ts';
+import { anIntegration, anIntegrationWorld, apiKeyAuth, archive, type IntegrationWorld } from './integrations-harness.ts';
 
 const CRM_KEY = 'crm-key-without-auth-test-61d0';
 
@@ -75,12 +73,7 @@ let workDir: string;
 before(async () => {
   mcpUrl = await listen(mcp);
   crmUrl = await listen(crm);
-  const fake = await startFakeModel();
-  const app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: [mcpUrl, crmUrl, fake.url].map((u) => new URL(u).host).join(',') } });
-  const org = await anOrg(app.deps.database.pool);
-  const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
-  await aDefaultModel(app.url, key, fake.url, 'fake-script');
-  world = { app, fake, org, key, api: client(app.url, { key }), close: async () => { await app.close(); await fake.close(); } };
+  world = await anIntegrationWorld([mcpUrl, crmUrl].map((u) => new URL(u).host), {}, 'fake-script');
   workDir = await mkdtemp(join(tmpdir(), 'no-auth-run-'));
   adapter = await createProcessAdapter({ warmPool: 0, workDir });
 

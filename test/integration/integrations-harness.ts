@@ -1,6 +1,8 @@
 // A world for the integration tests: the in-process API whose egress guard allows the loopback
 // upstreams the test names (and the scripted model), an organization with its owner's key, and
 // builders for integration and agent packages.
+import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
+import { runActivitiesFor } from '../../bin/sandbox.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { writeZip } from '../../lib/zip/write-zip.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
@@ -14,18 +16,49 @@ export interface IntegrationWorld {
   org: BuiltOrg;
   key: string;
   api: ReturnType<typeof client>;
+  /** a link the API printed (connect page, callback), on this app's address */
+  onApp(link: string): string;
+  /** the spec the boot of `runId` builds, captured by an adapter that starts nothing */
+  bootAssignment(runId: string): Promise<SandboxSpec>;
+  /** a connection's credentials as stored, decrypted */
+  storedCredentials(connectionId: string): Promise<Record<string, string>>;
+  /** the run's event secret, decrypted */
+  runSecret(runId: string): Promise<string>;
   close(): Promise<void>;
 }
 
-/** `allow`: host:port entries of loopback upstreams the integrations may reach. */
-export async function anIntegrationWorld(allow: string[], env: Record<string, string> = {}): Promise<IntegrationWorld> {
+/** `allow`: host:port entries of loopback upstreams the integrations may reach; `model`: the scripted model's name. */
+export async function anIntegrationWorld(allow: string[], env: Record<string, string> = {}, model?: string): Promise<IntegrationWorld> {
   const fake = await startFakeModel();
   const app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: [...allow, new URL(fake.url).host].join(','), ...env } });
   const org = await anOrg(app.deps.database.pool);
   const { key } = await aKey(app.deps.database.pool, { ...org, userId: org.ownerId });
-  await aDefaultModel(app.url, key, fake.url);
+  await aDefaultModel(app.url, key, fake.url, model);
+  const { pool } = app.deps.database;
   return {
     app, fake, org, key, api: client(app.url, { key }),
+    onApp(link) {
+      const url = new URL(link);
+      return `${app.url}${url.pathname}${url.search}`;
+    },
+    async bootAssignment(runId) {
+      const started: SandboxSpec[] = [];
+      const capture = {
+        kind: 'process',
+        start: async (spec: SandboxSpec) => { started.push(spec); return { sandboxId: 'sbx_capture' }; },
+        alive: async () => true, state: async () => 'running', sandboxes: () => [], stop: async () => undefined, close: async () => undefined,
+      } as unknown as SandboxAdapter;
+      await runActivitiesFor(app.deps, capture).boot(runId);
+      return started[0];
+    },
+    async storedCredentials(connectionId) {
+      const { rows } = await pool.query('SELECT credentials FROM integration_connections WHERE id = $1', [connectionId]);
+      return JSON.parse(app.deps.secrets.open(rows[0].credentials));
+    },
+    async runSecret(runId) {
+      const { rows } = await pool.query('SELECT event_secret FROM runs WHERE id = $1', [runId]);
+      return app.deps.secrets.open(rows[0].event_secret);
+    },
     async close() {
       await app.close();
       await fake.close();

@@ -21,11 +21,6 @@ const login = createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' }).end(loginAnswer);
 });
 
-function onApp(link: string): string {
-  const url = new URL(link);
-  return `${world.app.url}${url.pathname}${url.search}`;
-}
-
 /** An import as a client sends it; answers the wire response. */
 async function tryImport(manifest: Record<string, unknown>) {
   const { key } = await aKey(world.app.deps.database.pool, { ...world.org, userId: world.org.ownerId });
@@ -195,7 +190,7 @@ test("the OAuth token answer names the connection's account and label", async ()
   const set = await api.put('/api/integrations/@acme/calendar/settings', { oauth_client: { auth_key: 'oauth', client_id: 'platform-client', client_secret: 'client-secret-1' } });
   assert.equal(set.status, 200, set.text);
   const link = await api.post('/api/integrations/@acme/calendar/auths/oauth/connect/session', {});
-  const start = await fetch(onApp(link.body.connect_url), { redirect: 'manual' });
+  const start = await fetch(world.onApp(link.body.connect_url), { redirect: 'manual' });
   const consent = await fetch(new URL(start.headers.get('location')!), { redirect: 'manual' });
   const callback = new URL(consent.headers.get('location')!);
   assert.equal((await fetch(`${world.app.url}${callback.pathname}${callback.search}`)).status, 200);

@@ -7,8 +7,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { OAuth2Server } from 'oauth2-mock-server';
-import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
-import { runActivitiesFor } from '../../bin/sandbox.ts';
 import { anAgent, anIntegration, anIntegrationWorld, type IntegrationWorld } from './integrations-harness.ts';
 
 let world: IntegrationWorld;
@@ -48,26 +46,9 @@ after(async () => {
   await oauth.stop();
 });
 
-/** The link as served by the test app (PUBLIC_URL is not set: the link names the configured port). */
-function onApp(link: string): string {
-  const url = new URL(link);
-  return `${world.app.url}${url.pathname}${url.search}`;
-}
-
-async function bootAssignment(runId: string): Promise<SandboxSpec> {
-  const started: SandboxSpec[] = [];
-  const adapter = {
-    kind: 'process',
-    start: async (spec: SandboxSpec) => { started.push(spec); return { sandboxId: 'sbx_oauth' }; },
-    alive: async () => true, state: async () => 'running', sandboxes: () => [], stop: async () => undefined, close: async () => undefined,
-  } as unknown as SandboxAdapter;
-  await runActivitiesFor(world.app.deps, adapter).boot(runId);
-  return started[0];
-}
-
 test('authorization code with PKCE and state, refresh before expiry, and a revoked refresh token', async () => {
   const noClient = await api.post('/api/integrations/@acme/calendar/auths/oauth/connect/session', {});
-  const noClientPage = await fetch(onApp(noClient.body.connect_url), { redirect: 'manual' });
+  const noClientPage = await fetch(world.onApp(noClient.body.connect_url), { redirect: 'manual' });
   assert.equal(noClientPage.status, 503, 'no OAuth client registered: connect_unavailable');
 
   const set = await api.put('/api/integrations/@acme/calendar/settings', { oauth_client: { auth_key: 'oauth', client_id: 'platform-client', client_secret: 'client-secret-1' } });
@@ -77,7 +58,7 @@ test('authorization code with PKCE and state, refresh before expiry, and a revok
 
   const link = await api.post('/api/integrations/@acme/calendar/auths/oauth/connect/session', {});
   assert.equal(link.status, 200, link.text);
-  const start = await fetch(onApp(link.body.connect_url), { redirect: 'manual' });
+  const start = await fetch(world.onApp(link.body.connect_url), { redirect: 'manual' });
   assert.equal(start.status, 302);
   const authorize = new URL(start.headers.get('location')!);
   assert.equal(authorize.origin, new URL(oauth.issuer.url!).origin);
@@ -86,7 +67,7 @@ test('authorization code with PKCE and state, refresh before expiry, and a revok
   assert.equal(authorize.searchParams.get('scope'), 'read');
   const state = authorize.searchParams.get('state')!;
   assert.ok(state.length >= 32);
-  assert.equal((await fetch(onApp(link.body.connect_url), { redirect: 'manual' })).status, 410, 'the link is single-use');
+  assert.equal((await fetch(world.onApp(link.body.connect_url), { redirect: 'manual' })).status, 410, 'the link is single-use');
 
   const consent = await fetch(authorize, { redirect: 'manual' });
   const callback = new URL(consent.headers.get('location')!);
@@ -112,7 +93,7 @@ test('authorization code with PKCE and state, refresh before expiry, and a revok
   await pool.query(`UPDATE integration_connections SET token_expires_at = now() + interval '1 minute' WHERE id = $1`, [connection.id]);
   const run = await api.post(`/api/agents/${agent}/run`, { input: {} });
   assert.equal(run.status, 201, run.text);
-  const spec = await bootAssignment(run.body.id);
+  const spec = await world.bootAssignment(run.body.id);
   const entry = spec.sidecar.integrations![0];
   assert.equal(entry.connectionId, connection.id);
   assert.match(entry.credentials.access_token, /^refreshed-/, 'refreshed');
@@ -124,10 +105,10 @@ test('authorization code with PKCE and state, refresh before expiry, and a revok
   await pool.query(`UPDATE integration_connections SET token_expires_at = now() + interval '1 minute' WHERE id = $1`, [connection.id]);
   const second = await api.post(`/api/agents/${agent}/run`, { input: {} });
   assert.equal(second.status, 201);
-  await assert.rejects(bootAssignment(second.body.id), (err: { code?: string }) => err.code === 'OAUTH_REFRESH_REVOKED');
+  await assert.rejects(world.bootAssignment(second.body.id), (err: { code?: string }) => err.code === 'OAUTH_REFRESH_REVOKED');
   assert.equal((await api.get(`/api/connections/${connection.id}`)).body.needs_reconnection, true);
   // a retried boot of that run finds the connection flagged
-  await assert.rejects(bootAssignment(second.body.id), (err: { code?: string }) => err.code === 'OAUTH_CONNECTION_NEEDS_RECONNECTION');
+  await assert.rejects(world.bootAssignment(second.body.id), (err: { code?: string }) => err.code === 'OAUTH_CONNECTION_NEEDS_RECONNECTION');
 
   const third = await api.post(`/api/agents/${agent}/run`, { input: {} });
   assert.equal(third.status, 409);
@@ -142,7 +123,7 @@ test('authorization code with PKCE and state, refresh before expiry, and a revok
   // reconnecting through a link for that connection keeps its id and clears the flag
   revoked = false;
   const relink = await api.post('/api/integrations/@acme/calendar/auths/oauth/connect/session', { connection_id: connection.id });
-  const again = await fetch(new URL((await fetch(onApp(relink.body.connect_url), { redirect: 'manual' })).headers.get('location')!), { redirect: 'manual' });
+  const again = await fetch(new URL((await fetch(world.onApp(relink.body.connect_url), { redirect: 'manual' })).headers.get('location')!), { redirect: 'manual' });
   const back = new URL(again.headers.get('location')!);
   assert.equal((await fetch(`${world.app.url}${back.pathname}${back.search}`)).status, 200);
   const after = await api.get(`/api/connections/${connection.id}`);

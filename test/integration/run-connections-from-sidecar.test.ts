@@ -14,8 +14,6 @@ import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { OAuth2Server } from 'oauth2-mock-server';
-import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
-import { runActivitiesFor } from '../../bin/sandbox.ts';
 import { runConnectionSigningPayload } from '../../lib/run-connection-signing.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { aKey, anOrg } from '../support/builders.ts';
@@ -49,16 +47,6 @@ let portalConnection: string;
 let runA: { id: string; secret: string };
 let runP: { id: string; secret: string };
 
-function onApp(link: string): string {
-  const url = new URL(link);
-  return `${world.app.url}${url.pathname}${url.search}`;
-}
-
-async function runSecret(runId: string): Promise<string> {
-  const { rows } = await world.app.deps.database.pool.query('SELECT event_secret FROM runs WHERE id = $1', [runId]);
-  return world.app.deps.secrets.open(rows[0].event_secret);
-}
-
 function connectionPath(method: 'GET' | 'POST', runId: string, connectionId: string, integration: string): string {
   return `/internal/runs/${runId}/connections/${encodeURIComponent(connectionId)}${method === 'POST' ? '/refresh' : ''}?integration=${encodeURIComponent(integration)}`;
 }
@@ -73,22 +61,6 @@ function expectProblem(res: { status: number; headers: Headers; body: any; text:
   assert.equal(res.status, status, res.text);
   assert.equal(res.body.code, code, res.text);
   assert.match(res.headers.get('content-type') ?? '', /problem\+json/);
-}
-
-async function storedCredentials(connectionId: string): Promise<Record<string, string>> {
-  const { rows } = await world.app.deps.database.pool.query('SELECT credentials FROM integration_connections WHERE id = $1', [connectionId]);
-  return JSON.parse(world.app.deps.secrets.open(rows[0].credentials));
-}
-
-async function bootAssignment(runId: string): Promise<SandboxSpec> {
-  const started: SandboxSpec[] = [];
-  const adapter = {
-    kind: 'process',
-    start: async (spec: SandboxSpec) => { started.push(spec); return { sandboxId: 'sbx_refresh' }; },
-    alive: async () => true, state: async () => 'running', sandboxes: () => [], stop: async () => undefined, close: async () => undefined,
-  } as unknown as SandboxAdapter;
-  await runActivitiesFor(world.app.deps, adapter).boot(runId);
-  return started[0];
 }
 
 const refreshes = () => tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
@@ -149,7 +121,7 @@ before(async () => {
   const set = await api.put('/api/integrations/@acme/calendar/settings', { oauth_client: { auth_key: 'oauth', client_id: 'platform-client', client_secret: 'client-secret-1' } });
   assert.equal(set.status, 200, set.text);
   const link = await api.post('/api/integrations/@acme/calendar/auths/oauth/connect/session', {});
-  const start = await fetch(onApp(link.body.connect_url), { redirect: 'manual' });
+  const start = await fetch(world.onApp(link.body.connect_url), { redirect: 'manual' });
   const consent = await fetch(new URL(start.headers.get('location')!), { redirect: 'manual' });
   const callback = new URL(consent.headers.get('location')!);
   assert.equal((await fetch(`${world.app.url}${callback.pathname}${callback.search}`)).status, 200);
@@ -167,8 +139,8 @@ before(async () => {
   assert.equal(a.status, 201, a.text);
   const p = await api.post(`/api/agents/${porter}/run`, { input: {} });
   assert.equal(p.status, 201, p.text);
-  runA = { id: a.body.id, secret: await runSecret(a.body.id) };
-  runP = { id: p.body.id, secret: await runSecret(p.body.id) };
+  runA = { id: a.body.id, secret: await world.runSecret(a.body.id) };
+  runP = { id: p.body.id, secret: await world.runSecret(p.body.id) };
 });
 
 after(async () => {
@@ -188,7 +160,7 @@ test("a run reads the current credential of a connection it bound, never a refre
   assert.equal(calendar.body.auth_type, 'oauth2');
   assert.equal(calendar.body.credentials.access_token, issued.at(-1));
   assert.equal(calendar.body.credentials.refresh_token, undefined, 'the refresh token stays on the platform');
-  assert.ok((await storedCredentials(calendarConnection)).refresh_token, 'the connection holds one');
+  assert.ok((await world.storedCredentials(calendarConnection)).refresh_token, 'the connection holds one');
   assert.match(calendar.body.expiresAt, /^\d{4}-\d\d-\d\dT/);
 
   const crm = await runner('GET', runA.id, crmConnection, '@acme/crm', runA.secret);
@@ -267,7 +239,7 @@ test('a refresh renews an OAuth access token at once; other credentials are 409 
   assert.match(res.body.credentials.access_token, /^refreshed-/);
   assert.notEqual(res.body.credentials.access_token, held);
   assert.equal(res.body.credentials.refresh_token, undefined);
-  assert.equal((await storedCredentials(calendarConnection)).access_token, res.body.credentials.access_token, 'sealed into the connection');
+  assert.equal((await world.storedCredentials(calendarConnection)).access_token, res.body.credentials.access_token, 'sealed into the connection');
   const reread = await runner('GET', runA.id, calendarConnection, '@acme/calendar', runA.secret);
   assert.equal(reread.body.credentials.access_token, res.body.credentials.access_token);
 
@@ -282,7 +254,7 @@ test('a refresh renews an OAuth access token at once; other credentials are 409 
   // an OAuth connection whose provider granted no refresh token
   const pool = world.app.deps.database.pool;
   const secrets = world.app.deps.secrets;
-  const stored = await storedCredentials(calendarConnection);
+  const stored = await world.storedCredentials(calendarConnection);
   const { refresh_token: kept, ...withoutRefresh } = stored;
   await pool.query('UPDATE integration_connections SET credentials = $2 WHERE id = $1', [calendarConnection, secrets.seal(JSON.stringify(withoutRefresh))]);
   const none = await runner('POST', runA.id, calendarConnection, '@acme/calendar', runA.secret);
@@ -292,7 +264,7 @@ test('a refresh renews an OAuth access token at once; other credentials are 409 
 });
 
 test('a real sidecar meeting a 401 has the platform refresh the token once and retries once; the new token is never logged', async (t) => {
-  const spec = await bootAssignment(runA.id);
+  const spec = await world.bootAssignment(runA.id);
   const calendar = spec.sidecar.integrations!.find((i) => i.packageId === '@acme/calendar')!;
   assert.equal(calendar.authType, 'oauth2');
   assert.equal(spec.sidecar.connectionsUrl, spec.sidecar.eventsUrl.replace(/\/events$/, '/connections'));
@@ -383,7 +355,7 @@ test('a real sidecar meeting a 401 has the platform refresh the token once and r
 });
 
 async function storedRefreshTokens(): Promise<string[]> {
-  const held = await storedCredentials(calendarConnection);
+  const held = await world.storedCredentials(calendarConnection);
   return held.refresh_token ? [held.refresh_token] : [];
 }
 

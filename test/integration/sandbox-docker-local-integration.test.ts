@@ -8,19 +8,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import type { LocalServerSpec, SandboxSpec } from '../../activities/sandbox/adapter.ts';
 import { createDockerAdapter, LABEL_ROLE, LABEL_RUN, LABEL_SANDBOX, type DockerSandboxAdapter } from '../../activities/sandbox/docker-adapter.ts';
 import { LABEL_INTEGRATION, MCP_BRIDGE_PORT } from '../../activities/sandbox/docker-specs.ts';
-import { newRunEventSecret } from '../../lib/run-events.ts';
-import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { type FakeModel } from '../fixtures/fake-model/server.ts';
+import { aDockerWorld, execNode, probeScript, type DockerWorld } from './sandbox-docker-harness.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
-import { startEventReceiver, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
+import { waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
 import { aSandboxSpec, MODEL_KEY } from './sandbox-process-harness.ts';
 
 const unavailable = await dockerForTests();
@@ -33,30 +31,6 @@ function aLocalServer(overrides: Partial<LocalServerSpec> = {}): LocalServerSpec
     ...overrides,
   };
 }
-
-/** Runs a node script in a container as its user; answers what it prints as JSON. */
-async function execNode(docker: Docker, container: string, script: string): Promise<any> {
-  const exec = await docker.getContainer(container).exec({ Cmd: ['/usr/bin/node', '-e', script], AttachStdout: true, AttachStderr: true });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  const out = new PassThrough();
-  let text = '';
-  out.on('data', (c: Buffer) => (text += c.toString()));
-  docker.modem.demuxStream(stream, out, new PassThrough());
-  await new Promise((resolve) => stream.on('end', resolve));
-  return JSON.parse(text);
-}
-
-/** node source that tries a TCP connection to each target and prints {target: 'connected' | error code} */
-const probeScript = (targets: string[]) => `
-const net = require('net');
-Promise.all(${JSON.stringify(targets)}.map((t) => new Promise((resolve) => {
-  const i = t.lastIndexOf(':');
-  const s = net.connect({ host: t.slice(0, i), port: Number(t.slice(i + 1)) });
-  const done = (r) => { s.destroy(); resolve([t, r]); };
-  s.setTimeout(1000, () => done('timeout'));
-  s.on('connect', () => done('connected'));
-  s.on('error', (e) => done(e.code || 'error'));
-}))).then((r) => console.log(JSON.stringify(Object.fromEntries(r))));`;
 
 /** node source that presents `token` to a bridge, asks for its tools, and prints what came back before the bridge closed */
 const bridgeScript = (target: string, token: string) => `
@@ -76,13 +50,12 @@ async function mcpContainersOf(docker: Docker, sandboxId: string) {
 }
 
 describe('local integrations on the docker backend', { skip: unavailable ?? false }, () => {
+  let world: DockerWorld;
   let model: FakeModel;
   let receiver: EventReceiver;
   let adapter: DockerSandboxAdapter;
-  let workDir: string;
-  let hostListener: Server;
   let hostPort: number;
-  const secret = newRunEventSecret();
+  let secret: string;
   /** a run that stays up (its model never answers), with the given local servers */
   const hanging = (runId: string, servers: LocalServerSpec[]): SandboxSpec => {
     const spec = aSandboxSpec({ runId, eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
@@ -92,24 +65,10 @@ describe('local integrations on the docker backend', { skip: unavailable ?? fals
   };
 
   before(async () => {
-    model = await startFakeModel({});
-    receiver = await startEventReceiver(secret);
-    workDir = await mkdtemp(join(tmpdir(), 'sbx-docker-local-'));
-    adapter = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
-    // a service of the host on every address: what a server's container must not reach
-    hostListener = createServer((s) => s.end('host service\n'));
-    await new Promise<void>((resolve) => hostListener.listen(0, '0.0.0.0', resolve));
-    hostPort = (hostListener.address() as { port: number }).port;
+    world = await aDockerWorld('sbx-docker-local-');
+    ({ model, receiver, adapter, hostPort, secret } = world);
   });
-  after(async () => {
-    // the sandboxes of this file's runs only: the engine may hold others'
-    for (const s of adapter?.sandboxes() ?? []) if (s.runId.startsWith('run_docker_local_')) await adapter.stop(s.sandboxId);
-    await adapter?.close();
-    await receiver?.close();
-    await model?.close();
-    hostListener?.close();
-    await rm(workDir, { recursive: true, force: true });
-  });
+  after(() => world?.close());
 
   test("the server is confined on the sidecar's second network: the agent cannot reach it, it reaches neither the agent nor the host, its bridge wants the token; stop removes it all", async () => {
     const { sandboxId } = await adapter.start(hanging('run_docker_local_net', [aLocalServer()]));

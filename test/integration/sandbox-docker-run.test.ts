@@ -23,39 +23,13 @@ import {
   createDockerAdapter, EGRESS_NETWORK, LABEL_RUN, LABEL_SANDBOX, MEMORY_EXCEEDED_CODE, removeDockerSandboxes, type DockerSandboxAdapter,
 } from '../../activities/sandbox/docker-adapter.ts';
 import { LABEL_RELAYS, names as sandboxNames, runNetworkSpec } from '../../activities/sandbox/docker-specs.ts';
-import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { aDockerWorld, execNode, probeScript, type DockerWorld } from './sandbox-docker-harness.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
-import { REPO, startEventReceiver, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
+import { REPO, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
 import { aSandboxSpec, MODEL_KEY } from './sandbox-process-harness.ts';
 
 const unavailable = await dockerForTests();
-
-/** Runs a node script in a container as its own user; answers what it prints as JSON. */
-async function execNode(docker: Docker, container: string, script: string): Promise<unknown> {
-  const exec = await docker.getContainer(container).exec({ Cmd: ['/usr/bin/node', '-e', script], AttachStdout: true, AttachStderr: true });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  const { PassThrough } = await import('node:stream');
-  const out = new PassThrough();
-  let text = '';
-  out.on('data', (c: Buffer) => (text += c.toString()));
-  docker.modem.demuxStream(stream, out, new PassThrough());
-  await new Promise((resolve) => stream.on('end', resolve));
-  return JSON.parse(text);
-}
-
-/** node source that tries a TCP connection to each target and prints {target: 'connected' | error code} */
-const probeScript = (targets: string[]) => `
-const net = require('net');
-const targets = ${JSON.stringify(targets)};
-Promise.all(targets.map((t) => new Promise((resolve) => {
-  const i = t.lastIndexOf(':');
-  const s = net.connect({ host: t.slice(0, i), port: Number(t.slice(i + 1)) });
-  const done = (r) => { s.destroy(); resolve([t, r]); };
-  s.setTimeout(1000, () => done('timeout'));
-  s.on('connect', () => done('connected'));
-  s.on('error', (e) => done(e.code || 'error'));
-}))).then((r) => console.log(JSON.stringify(Object.fromEntries(r))));`;
 
 function hostAddresses(): string[] {
   return Object.values(networkInterfaces())
@@ -65,34 +39,19 @@ function hostAddresses(): string[] {
 }
 
 describe('a run on the docker backend', { skip: unavailable ?? false }, () => {
+  let world: DockerWorld;
   let model: FakeModel;
   let receiver: EventReceiver;
   let adapter: DockerSandboxAdapter;
-  let workDir: string;
-  let hostListener: Server;
   let hostPort: number;
-  const secret = newRunEventSecret();
-  const eventsOf = (runId: string) =>
-    receiver.deliveries.filter((d) => d.path.includes(`/runs/${runId}/`) && d.status < 300 && d.event).map((d) => d.event!);
+  let secret: string;
+  const eventsOf = (runId: string) => world.eventsOf(runId);
 
   before(async () => {
-    model = await startFakeModel({});
-    receiver = await startEventReceiver(secret);
-    workDir = await mkdtemp(join(tmpdir(), 'sbx-docker-'));
-    adapter = await createDockerAdapter({ workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });
-    // a service of the host on every address: what a container must not reach
-    hostListener = createServer((s) => s.end('host service\n'));
-    await new Promise<void>((resolve) => hostListener.listen(0, '0.0.0.0', resolve));
-    hostPort = (hostListener.address() as { port: number }).port;
+    world = await aDockerWorld('sbx-docker-');
+    ({ model, receiver, adapter, hostPort, secret } = world);
   });
-  after(async () => {
-    for (const s of adapter?.sandboxes() ?? []) await adapter.stop(s.sandboxId);
-    await adapter?.close();
-    await receiver?.close();
-    await model?.close();
-    hostListener?.close();
-    await rm(workDir, { recursive: true, force: true });
-  });
+  after(() => world?.close());
 
   test('the pair is confined, the run completes through the relays, stop removes containers, network and firewall rules', async () => {
     const spec = aSandboxSpec({ runId: 'run_docker_one', eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });

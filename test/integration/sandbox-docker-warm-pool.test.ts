@@ -15,23 +15,23 @@ import {
   createDockerAdapter, LABEL_POOLED, LABEL_RUN, LABEL_SANDBOX, removeDockerSandboxes, type DockerSandboxAdapter,
 } from '../../activities/sandbox/docker-adapter.ts';
 import { CLAIM_FILE } from '../../activities/sandbox/docker-adoption.ts';
-import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { aDockerWorld, type DockerWorld } from './sandbox-docker-harness.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
-import { REPO, startEventReceiver, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
+import { REPO, waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
 import { aSandboxSpec } from './sandbox-process-harness.ts';
 
 const unavailable = await dockerForTests();
 const POOL_MEMORY_MB = 256;
 
 describe('the docker warm pool', { skip: unavailable ?? false }, () => {
+  let world: DockerWorld;
   let model: FakeModel;
   let receiver: EventReceiver;
   let adapter: DockerSandboxAdapter;
   let workDir: string;
-  const secret = newRunEventSecret();
-  const eventsOf = (runId: string) =>
-    receiver.deliveries.filter((d) => d.path.includes(`/runs/${runId}/`) && d.status < 300 && d.event).map((d) => d.event!);
+  let secret: string;
+  const eventsOf = (runId: string) => world.eventsOf(runId);
   const outputOf = async (runId: string) => {
     await waitUntil(() => eventsOf(runId).some((e) => e.type === 'completed'), 60_000);
     const output = eventsOf(runId).find((e) => e.type === 'output');
@@ -44,21 +44,10 @@ describe('the docker warm pool', { skip: unavailable ?? false }, () => {
     a.docker.listContainers({ all: true, filters: { label: [`${LABEL_SANDBOX}=${sandboxId}`] } });
 
   before(async () => {
-    model = await startFakeModel({});
-    receiver = await startEventReceiver(secret);
-    workDir = await mkdtemp(join(tmpdir(), 'sbx-docker-pool-'));
-    adapter = await createDockerAdapter({
-      workDir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE, warmPool: 2, poolMemoryMb: POOL_MEMORY_MB, poolCpus: 1,
-    });
+    world = await aDockerWorld('sbx-docker-pool-', { warmPool: 2, poolMemoryMb: POOL_MEMORY_MB, poolCpus: 1 });
+    ({ model, receiver, adapter, workDir, secret } = world);
   });
-  after(async () => {
-    await adapter?.close();
-    // whatever a failed test left, of this file's work folders only
-    if (workDir) await removeDockerSandboxes({ workDir });
-    await receiver?.close();
-    await model?.close();
-    if (workDir) await rm(workDir, { recursive: true, force: true });
-  });
+  after(() => world?.close());
 
   test('two runs claim pooled pairs, confined as cold ones, each with its own workspace and CPU ceiling; the pool refills to its size', async () => {
     await adapter.whenWarm();

@@ -140,9 +140,35 @@ test('a fire refused by admission is recorded and retried within its tick, launc
     return runs.length ? runs : null;
   });
   assert.equal(run.schedule_fire_at.toISOString(), t.toISOString());
-  const launched = await row(s.id);
-  assert.equal(launched.last_fire.outcome, 'launched');
+  // the run is committed a moment before the fire records it
+  const launched = await until('the launch recorded', async () => {
+    const r = await row(s.id);
+    return r.last_fire.outcome === 'launched' ? r : null;
+  });
+  assert.equal(launched.last_fire.run_id, run.id);
   assert.ok(launched.last_fire.attempts >= 2);
+  await pool().query(`UPDATE runs SET status = 'cancelled', finished_at = now() WHERE org_id = $1 AND status IN ('pending', 'running')`, [world.org.orgId]);
+});
+
+test('a fire retried after its launch committed but before it was recorded (a crash between) records the launch, and launches nothing more', async () => {
+  const api = await ownerApi();
+  const s = (await api.post(`${AGENT}/schedules`, { ...YEARLY, name: 'Crashed between' })).body;
+  await until('the schedule armed', async () => (await row(s.id)).armed_generation === 1);
+  const t = new Date(s.next_run_at);
+  await fire(s.id, tick(1, t));
+  const [run] = await runsOf(s.id);
+  assert.ok(run, 'the tick launched a run');
+  // what a crash between the launch and its record leaves: the run, and the tick's earlier refusal
+  const stale = { fire_time: t.toISOString(), outcome: 'refused', run_id: null, attempts: 1, error: { code: 'org_run_concurrency_exceeded', message: 'full' } };
+  await pool().query('UPDATE schedules SET last_fire = $2 WHERE id = $1', [s.id, stale]);
+  await pool().query(`UPDATE schedule_fires SET outcome = 'refused', run_id = NULL WHERE schedule_id = $1`, [s.id]);
+  await fire(s.id, { ...tick(1, t), attempt: 2 });
+  assert.deepEqual((await runsOf(s.id)).map((r) => r.id), [run.id]);
+  const recorded = await row(s.id);
+  assert.equal(recorded.last_fire.outcome, 'launched');
+  assert.equal(recorded.last_fire.run_id, run.id);
+  const fires = await pool().query('SELECT outcome, run_id FROM schedule_fires WHERE schedule_id = $1', [s.id]);
+  assert.deepEqual(fires.rows, [{ outcome: 'launched', run_id: run.id }]);
   await pool().query(`UPDATE runs SET status = 'cancelled', finished_at = now() WHERE org_id = $1 AND status IN ('pending', 'running')`, [world.org.orgId]);
 });
 

@@ -75,9 +75,14 @@ export async function fireSchedule(deps: FireDeps, id: string, generation: numbe
   if (!row || !row.enabled || row.generation !== generation) return { outcome: 'stale' };
   const fire = (outcome: LastFire['outcome'], runId: string | null, error: LastFire['error'] = null): LastFire =>
     ({ fire_time: fireAt, outcome, run_id: runId, attempts: attempt, error });
+  const launchedBefore = async (runId: string): Promise<FireResult> => {
+    await record(deps.pool, row, fireAt, fire('launched', runId));
+    return { outcome: 'launched', runId };
+  };
 
+  // A retry after the launch committed but before it was recorded (a crash between) records it now.
   const already = await runOfTick(deps.pool, id, fireAt);
-  if (already) return { outcome: 'launched', runId: already };
+  if (already) return launchedBefore(already);
 
   const permissions = await creatorPermissions(deps.pool, row.org_id, row.space_id, row.created_by);
   if (!permissions.has('agents:run')) {
@@ -95,8 +100,7 @@ export async function fireSchedule(deps: FireDeps, id: string, generation: numbe
     return { outcome: 'launched', runId: run.id };
   } catch (err) {
     if ((err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === 'runs_schedule_fire_idx') {
-      const runId = (await runOfTick(deps.pool, id, fireAt))!;
-      return { outcome: 'launched', runId };
+      return launchedBefore((await runOfTick(deps.pool, id, fireAt))!);
     }
     if (!isProblem(err)) throw err;
     const error = { code: err.code, message: err.detail ?? err.code };
