@@ -11,8 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { OAuth2Server } from 'oauth2-mock-server';
-import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
-import { runActivitiesFor } from '../../bin/sandbox.ts';
+import type { SandboxSpec } from '../../activities/sandbox/adapter.ts';
 import { runConnectionSigningPayload } from '../../lib/run-connection-signing.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { startConnectProxy, type ConnectProxy } from '../support/connect-proxy.ts';
@@ -126,14 +125,7 @@ async function expireSoon(): Promise<void> {
 async function bootARun(): Promise<SandboxSpec> {
   const run = await api.post(`/api/agents/${agent}/run`, { input: {} });
   assert.equal(run.status, 201, run.text);
-  const started: SandboxSpec[] = [];
-  const adapter = {
-    kind: 'process',
-    start: async (spec: SandboxSpec) => { started.push(spec); return { sandboxId: 'sbx_via_proxy' }; },
-    alive: async () => true, state: async () => 'running', sandboxes: () => [], stop: async () => undefined, close: async () => undefined,
-  } as unknown as SandboxAdapter;
-  await runActivitiesFor(world.app.deps, adapter).boot(run.body.id);
-  return started[0];
+  return world.bootAssignment(run.body.id);
 }
 
 /** A runner route for the connection (the refresh, or the read that refreshes near expiry), signed by a new run as its sidecar signs it. */

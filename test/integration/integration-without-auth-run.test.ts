@@ -16,7 +16,6 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { createRunActivities } from '../../activities/run-activities.ts';
-import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
 import { createProcessAdapter, type ProcessSandboxAdapter } from '../../activities/sandbox/process-adapter.ts';
 import { runMaterialsFor } from '../../bin/sandbox.ts';
 import { readBody } from '../../lib/outbound-http.ts';
@@ -120,23 +119,6 @@ async function execute(runId: string): Promise<any> {
   }
 }
 
-/** The sidecar's assignment the boot of `runId` builds, captured by an adapter that starts nothing. */
-async function bootAssignment(runId: string): Promise<SandboxSpec['sidecar']> {
-  const started: SandboxSpec[] = [];
-  const capture = {
-    kind: 'process',
-    start: async (spec: SandboxSpec) => { started.push(spec); return { sandboxId: 'sbx_capture' }; },
-    alive: async () => true, state: async () => 'running', sandboxes: () => [], stop: async () => undefined, close: async () => undefined,
-  } as unknown as SandboxAdapter;
-  const { app } = world;
-  await createRunActivities({
-    pool: app.deps.database.pool, db: app.deps.database.db, secrets: app.deps.secrets, log: app.deps.log,
-    adapter: capture, materials: runMaterialsFor(app.deps), eventsBaseUrl: app.url, bootSeconds: 60, heartbeatSeconds: 10,
-    egressAllowInternalHosts: [], limits: { memoryMb: 512, cpus: 1 },
-  }).boot(runId);
-  return started[0].sidecar;
-}
-
 async function runIntegrationRows(runId: string) {
   const { rows } = await world.app.deps.database.pool.query(
     'SELECT integration_package_id, integration_version, auth_key, connection_id FROM run_connections WHERE run_id = $1 ORDER BY 1', [runId],
@@ -238,7 +220,7 @@ describe('an agent using an integration without auths', () => {
     const launch = await world.api.post(`/api/agents/${agent}/run`, { input: {} });
     assert.equal(launch.status, 201, launch.text);
     assert.deepEqual((await runIntegrationRows(launch.body.id)).map((r) => [r.integration_package_id, r.auth_key, r.connection_id]), [['@public/plain', null, null], ['@public/weather', null, null]]);
-    const sidecar = await bootAssignment(launch.body.id);
+    const { sidecar } = await world.bootAssignment(launch.body.id);
     assert.deepEqual(sidecar.integrations, [{
       packageId: '@public/weather', toolPrefix: 'public_weather', tools: ['forecast'],
       source: { kind: 'remote', url: `${mcpUrl}/v2/mcp`, transport: 'streamable-http' },

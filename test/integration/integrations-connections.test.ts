@@ -4,8 +4,6 @@
 // sidecar assignment a launched run's boot builds from the connections it recorded.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
-import { runActivitiesFor } from '../../bin/sandbox.ts';
 import { parseAssignment } from '../../sidecar/assignment.ts';
 import { aKey, aMember, aSession, aSpace } from '../support/builders.ts';
 import { client } from '../support/http.ts';
@@ -141,14 +139,8 @@ describe('readiness and launch', () => {
     assert.deepEqual(rows.map((r) => r.integration_package_id), ['@acme/crm', '@acme/mail']);
     assert.equal(rows[1].connection_id, mail.body.id);
 
-    const started: SandboxSpec[] = [];
-    const adapter = {
-      kind: 'process',
-      start: async (spec: SandboxSpec) => { started.push(spec); return { sandboxId: 'sbx_test' }; },
-      alive: async () => true, state: async () => 'running', sandboxes: () => [], stop: async () => undefined, close: async () => undefined,
-    } as unknown as SandboxAdapter;
-    await runActivitiesFor(world.app.deps, adapter).boot(runId);
-    const assigned = started[0].sidecar.integrations!;
+    const spec = await world.bootAssignment(runId);
+    const assigned = spec.sidecar.integrations!;
     const mailEntry = assigned.find((i) => i.packageId === '@acme/mail')!;
     assert.deepEqual(mailEntry, {
       packageId: '@acme/mail', toolPrefix: 'acme_mail', tools: ['api_call'], source: { kind: 'none' }, authKey: 'key', authType: 'api_key',
@@ -157,9 +149,9 @@ describe('readiness and launch', () => {
       credentials: { api_key: 'sk-mail-secret' },
     });
     // the sidecar reads the same line back
-    const line = JSON.stringify({ ...started[0].sidecar, token: 'a'.repeat(43) });
+    const line = JSON.stringify({ ...spec.sidecar, token: 'a'.repeat(43) });
     assert.deepEqual(parseAssignment(line).integrations, assigned);
-    assert.ok(!started[0].workspace.some((f) => f.content.includes('sk-mail-secret')), 'no credential in the agent workspace');
+    assert.ok(!spec.workspace.some((f) => f.content.includes('sk-mail-secret')), 'no credential in the agent workspace');
   });
 
   test('a source.kind local integration refuses the launch on the process backend, naming it', async () => {
