@@ -6,51 +6,24 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
-import { startFakeModel } from '../fixtures/fake-model/server.ts';
-import { aKey, anOrg } from '../support/builders.ts';
-import { call, client } from '../support/http.ts';
-import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
-import { aDefaultModel, importFixture } from '../support/runs.ts';
+import type { FakeModel } from '../fixtures/fake-model/server.ts';
+import { call } from '../support/http.ts';
+import type { PlatformProcess } from '../support/platform-process.ts';
+import { anEndingsWorld, ECHO, type EndingsWorld } from './endings-world.ts';
 
+let w: EndingsWorld;
 let platform: PlatformProcess;
-let fake: Awaited<ReturnType<typeof startFakeModel>>;
-let api: ReturnType<typeof client>;
-const models: Record<string, string> = {};
-const ECHO = '/api/agents/@fixtures/agent-echo/run';
+let fake: FakeModel;
+let api: EndingsWorld['api'];
+let models: Record<string, string>;
+let runToEnd: EndingsWorld['runToEnd'];
 
 before(async () => {
-  fake = await startFakeModel();
-  platform = await startPlatformProcess({
-    env: { EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host, SANDBOX_WARM_POOL: '2', RUN_HEARTBEAT_SECONDS: '1', PLATFORM_RUN_LIMITS: '{"timeout_ceiling_seconds": 4}' },
-  });
-  const pool = new pg.Pool({ connectionString: platform.db.url, max: 1 });
-  const org = await anOrg(pool);
-  const { key } = await aKey(pool, { ...org, userId: org.ownerId });
-  await pool.end();
-  api = client(platform.url, { key });
-  await importFixture(platform.url, key, 'agent-echo');
-  models.fake = await aDefaultModel(platform.url, key, fake.url, 'fake');
-  const credential = (await api.get('/api/model-provider-credentials')).body.data[0].id;
-  for (const m of ['fake-text', 'fake-bad-output', 'fake-hang']) {
-    const res = await api.post('/api/models', { credential_id: credential, model: m, name: m });
-    assert.equal(res.status, 201, res.text);
-    models[m] = res.body.id;
-  }
+  w = await anEndingsWorld({ SANDBOX_WARM_POOL: '2' });
+  ({ platform, fake, api, models, runToEnd } = w);
 });
-after(async () => {
-  await platform?.stop();
-  await fake?.close();
-});
-
-async function runToEnd(path: string, body: unknown): Promise<any> {
-  const launched = await api.post(path, body);
-  assert.equal(launched.status, 201, launched.text);
-  const done = await api.get(`/api/runs/${launched.body.id}?wait=40`);
-  assert.ok(!['pending', 'running'].includes(done.body.status), `still ${done.body.status}`);
-  return done.body;
-}
+after(() => w?.close());
 
 describe('endings', () => {
   test('a model that never calls output: re-prompted once, then failed no_output', async () => {
@@ -80,7 +53,7 @@ describe('endings', () => {
 
   test('a cancel while running ends the run and tears its sandbox down', async () => {
     const launched = (await api.post(ECHO, { input: { message: 'x' }, model_id: models['fake-hang'] })).body;
-    for (let i = 0; i < 100 && (await api.get(`/api/runs/${launched.id}`)).body.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 100));
+    await w.running(launched.id);
     const cancelled = await api.post(`/api/runs/${launched.id}/cancel`, { reason: 'changed my mind' });
     assert.equal(cancelled.status, 200, cancelled.text);
     assert.equal(cancelled.body.status, 'cancelled');
@@ -100,7 +73,7 @@ describe('endings', () => {
 describe('only the platform can signal a run', () => {
   test('a terminal signal sent straight to the engine ingress without the platform MAC is refused', async () => {
     const launched = (await api.post(ECHO, { input: { message: 'x' }, model_id: models['fake-hang'] })).body;
-    for (let i = 0; i < 100 && (await api.get(`/api/runs/${launched.id}`)).body.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 100));
+    await w.running(launched.id);
     const ports = JSON.parse(fs.readFileSync(path.join(platform.dataDir, 'ports.json'), 'utf8'));
     const forged = await fetch(`http://127.0.0.1:${ports.restateIngress}/run/${launched.id}/terminal`, {
       method: 'POST',
