@@ -7,6 +7,7 @@ import type { Config } from '../lib/config.ts';
 import type { Logger } from '../lib/log.ts';
 import { registerDeployment, RestateAdminError } from '../restate/admin.ts';
 import { startRestateServer } from '../restate/launcher.ts';
+import { ensureRequestIdentityKey, requestIdentityPublicKey } from '../restate/request-identity.ts';
 import { startSandboxReaper } from '../activities/sandbox/reaper.ts';
 import { restateLogTransport, startWorkflowEndpoint } from '../workflows/endpoint.ts';
 import { createRunWorkflowClient, type RunWorkflowClient } from '../workflows/run-client.ts';
@@ -14,6 +15,11 @@ import { buildWorkflowServices } from '../workflows/services.ts';
 import { scheduleActivitiesFor } from '../api/services/schedules/activities.ts';
 import { createSandboxAdapter, runActivitiesFor } from './sandbox.ts';
 import { choosePortAgain, type PortPlan } from './data-dir.ts';
+
+/** The endpoint's accepted request identities: none configured leaves it open to whoever reaches its port. */
+function identityKeys(keyFile: string | undefined): string[] | undefined {
+  return keyFile ? [requestIdentityPublicKey(keyFile)] : undefined;
+}
 
 /** The sandbox reaper runs at least this often, whatever RUN_RECONCILE_SECONDS says. */
 const REAP_MAX_SECONDS = 15;
@@ -79,7 +85,7 @@ function pidAlive(pid: number): boolean {
  * keeps it running: if it dies while the platform runs, it is started again on the same ports and
  * data, and its in-flight invocations resume.
  */
-async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger, stopRequested?: AbortSignal) {
+async function embeddedRestate(dataDir: string, ports: PortPlan, identityKeyFile: string, log: Logger, stopRequested?: AbortSignal) {
   const pidFile = path.join(dataDir, 'restate.pid');
   const ingressUrl = `http://127.0.0.1:${ports.restateIngress}`;
   const adminUrl = `http://127.0.0.1:${ports.restateAdmin}`;
@@ -90,6 +96,7 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, log: Logger, st
       adminPort: ports.restateAdmin,
       nodePort: ports.restateNode,
       logFile: path.join(dataDir, 'restate.log'),
+      requestIdentityKeyFile: identityKeyFile,
     });
     fs.writeFileSync(pidFile, String(server.pid));
     log.info('embedded Restate started', { ms: server.startedInMs });
@@ -173,8 +180,15 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
   try {
     let ingressUrl = config.RESTATE_INGRESS_URL;
     let adminUrl = config.RESTATE_ADMIN_URL;
+    // The key Restate signs its calls to the workflow endpoint with: generated for the embedded
+    // server, given (the same file as the server's) for an external one.
+    let identityKeyFile = config.RESTATE_REQUEST_IDENTITY_KEY_FILE;
     if (!ingressUrl || !adminUrl) {
-      const server = await embeddedRestate(dataDir, ports, log, stopping);
+      if (!identityKeyFile) {
+        identityKeyFile = path.join(dataDir, 'restate-identity.pem');
+        ensureRequestIdentityKey(identityKeyFile);
+      }
+      const server = await embeddedRestate(dataDir, ports, identityKeyFile, log, stopping);
       stops.push(() => server.stop());
       ingressUrl = server.ingressUrl;
       adminUrl = server.adminUrl;
@@ -188,7 +202,9 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
       stops.push(() => reaper.stop());
       const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey, schedules: scheduleActivitiesFor(deps), extra: opts.moduleServices });
-      const endpoint = await listenOnWorkerPort(opts, (p) => startWorkflowEndpoint({ port: p, host: config.WORKER_HOST, services: services.definitions, logger: restateLogTransport(log) }));
+      const endpoint = await listenOnWorkerPort(opts, (p) => startWorkflowEndpoint({
+        port: p, host: config.WORKER_HOST, services: services.definitions, logger: restateLogTransport(log), identityKeys: identityKeys(identityKeyFile),
+      }));
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;
       try {

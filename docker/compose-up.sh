@@ -37,6 +37,16 @@ case "$(setting AP_WORKER_DATA_DIR)" in
   /*) ;;
   *) echo "compose-up: AP_WORKER_DATA_DIR must be an absolute path (the same on the host and in the worker)" >&2; exit 1 ;;
 esac
+# Restate signs its calls to the worker's workflow endpoint with this key and the worker refuses any
+# other caller (its port is on the host's address): generated once beside the worker's data, readable
+# by the worker (root) and the Restate container's user (uid 10001) only.
+WORKER_DATA="$(setting AP_WORKER_DATA_DIR)"
+IDENTITY_KEY="$WORKER_DATA/restate-identity.pem"
+if [ ! -f "$IDENTITY_KEY" ]; then
+  mkdir -p "$WORKER_DATA"
+  (umask 077 && node -e 'process.stdout.write(require("crypto").generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }))' > "$IDENTITY_KEY")
+  if [ "$(id -u)" = 0 ]; then chown 0:10001 "$IDENTITY_KEY" && chmod 0640 "$IDENTITY_KEY"; fi
+fi
 SUBNET="$(setting AP_SUBNET)"
 if [ -n "$SUBNET" ] && [ -z "$(setting AP_SUBNET_PREFIX)" ]; then
   PREFIX="$(printf '%s' "$SUBNET" | sed -n 's#^\([0-9]*\.[0-9]*\.[0-9]*\)\.0/24$#\1#p')"

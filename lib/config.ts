@@ -91,6 +91,11 @@ export const ConfigSchema = z.object({
   RESTATE_ADMIN_URL: z.string().url().optional(),
   /** where the Restate server reaches this process's workflow endpoint (external Restate) */
   WORKER_ENDPOINT_URL: z.string().url().optional(),
+  /**
+   * Ed25519 private key (PKCS#8 PEM file) Restate signs its requests to the workflow endpoint with;
+   * the endpoint refuses unsigned ones. Embedded Restate: generated in DATA_DIR when unset.
+   */
+  RESTATE_REQUEST_IDENTITY_KEY_FILE: z.string().min(1).optional(),
   WORKER_PORT: optionalIntFromEnv,
   /** where the workflow endpoint listens; only Restate should reach it (a container deployment: its network) */
   WORKER_HOST: z.string().min(1).default('127.0.0.1'),

@@ -18,6 +18,11 @@ export interface RestateServerOptions {
   nodeName?: string;
   /** How long to wait for the server to answer its health checks (ms). */
   startTimeoutMs?: number;
+  /**
+   * An Ed25519 private key (PKCS#8 PEM file) the server signs its requests to service endpoints
+   * with; an endpoint given the public key (restate/request-identity.ts) refuses any other caller.
+   */
+  requestIdentityKeyFile?: string;
 }
 
 export interface RestateServer {
@@ -82,6 +87,7 @@ export async function startRestateServer(opts: RestateServerOptions): Promise<Re
     RESTATE_ADMIN__BIND_ADDRESS: `${HOST}:${opts.adminPort}`,
     RESTATE_ADMIN__ADVERTISED_ADMIN_ENDPOINT: `${adminUrl}/`,
     RESTATE_DISABLE_TELEMETRY: 'true',
+    ...(opts.requestIdentityKeyFile ? { RESTATE_WORKER__INVOKER__REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE: resolvePath(opts.requestIdentityKeyFile) } : {}),
   });
 
   // Health checks would otherwise be answered by whatever already holds a port.

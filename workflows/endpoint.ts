@@ -39,9 +39,11 @@ export async function startWorkflowEndpoint(opts: {
   services: unknown[];
   /** Replaces the SDK's console logger (its level is otherwise set by RESTATE_LOGGING). */
   logger?: restate.LoggerTransport;
+  /** Restate request identity public keys (restate/request-identity.ts): requests not signed by one are refused */
+  identityKeys?: string[];
 }): Promise<WorkflowEndpoint> {
   const host = opts.host ?? '127.0.0.1';
-  const handler = restate.createEndpointHandler({ services: opts.services as ServiceDefinition[], logger: opts.logger });
+  const handler = restate.createEndpointHandler({ services: opts.services as ServiceDefinition[], logger: opts.logger, identityKeys: opts.identityKeys });
   const server = createServer(handler);
   const sessions = new Set<Http2Session>();
   server.on('session', (session) => {

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
@@ -90,6 +91,28 @@ describe('only the platform can signal a run', () => {
     await new Promise((r) => setTimeout(r, 500));
     assert.equal((await api.get(`/api/runs/${launched.id}`)).body.status, 'running');
     assert.equal((await api.post(`/api/runs/${launched.id}/cancel`, {})).body.status, 'cancelled');
+  });
+});
+
+/** The status an HTTP/2 request to the platform's workflow endpoint gets, sent by a caller that is not Restate. */
+function endpointStatus(method: string, urlPath: string, headers: Record<string, string> = {}): Promise<number> {
+  const ports = JSON.parse(fs.readFileSync(path.join(platform.dataDir, 'ports.json'), 'utf8'));
+  const session = http2.connect(`http://127.0.0.1:${ports.worker}`);
+  return new Promise<number>((resolve, reject) => {
+    session.on('error', reject);
+    const req = session.request({ ':method': method, ':path': urlPath, ...headers });
+    req.on('response', (h) => resolve(Number(h[':status'])));
+    req.on('error', reject);
+    req.end();
+  }).finally(() => session.close());
+}
+
+describe('the workflow endpoint', () => {
+  test("answers only requests Restate signed with the platform's key (kept 0600 in the data directory)", async () => {
+    assert.equal(await endpointStatus('GET', '/discover', { accept: 'application/vnd.restate.endpointmanifest.v1+json' }), 401);
+    assert.equal(await endpointStatus('POST', '/invoke/run/terminal', { 'content-type': 'application/vnd.restate.invocation.v1', 'x-restate-signature-scheme': 'v1', 'x-restate-jwt-v1': 'e30.e30.AAAA' }), 401);
+    assert.equal(fs.statSync(path.join(platform.dataDir, 'restate-identity.pem')).mode & 0o777, 0o600);
+    // and Restate's own calls pass: the runs of this file ran through it
   });
 });
 
