@@ -11,7 +11,6 @@ import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +21,7 @@ import { DOCKER_WORK_FOLDER, LABEL_SANDBOX } from '../../activities/sandbox/dock
 import { names } from '../../activities/sandbox/docker-specs.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { containersOfRun, DOCKER_REQUIRED, dockerForTests } from '../support/docker.ts';
-import { client } from '../support/http.ts';
+import { client, http2Status } from '../support/http.ts';
 import { importFixture, waitForStatus } from '../support/runs.ts';
 
 const run = promisify(execFile);
@@ -74,18 +73,6 @@ async function sandboxesOf(docker: Docker, workDir: string, runIds: string[]): P
 const SLOW_TURN_MS = 8000;
 
 const firewallRules = () => spawnSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' }).stdout ?? '';
-
-/** What a caller other than Restate gets from a workflow endpoint: its discovery, unsigned. */
-function unsignedEndpointStatus(base: string): Promise<number> {
-  const session = http2.connect(base);
-  return new Promise<number>((resolve, reject) => {
-    session.on('error', reject);
-    const req = session.request({ ':method': 'GET', ':path': '/discover', accept: 'application/vnd.restate.endpointmanifest.v1+json' });
-    req.on('response', (h) => resolve(Number(h[':status'])));
-    req.on('error', reject);
-    req.end();
-  }).finally(() => session.close());
-}
 
 describe('the compose deployment', { skip: unavailable ?? false }, () => {
   const project = `aptest${randomBytes(3).toString('hex')}`;
@@ -175,7 +162,7 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     assert.equal(viaB.status, 'success', JSON.stringify(viaB.error ?? viaB));
     lap('two first runs done');
     // the worker's endpoint, on the host's address, serves only calls Restate signed
-    assert.equal(await unsignedEndpointStatus(`http://${gateway}:9080`), 401);
+    assert.equal(await http2Status(`http://${gateway}:9080`, 'GET', '/discover', { accept: 'application/vnd.restate.endpointmanifest.v1+json' }), 401);
     assert.equal(fs.statSync(path.join(workerData, 'restate-identity.pem')).mode & 0o777, 0o640);
 
     // platform-worker restarts with runs in flight, one launched through each replica (each model

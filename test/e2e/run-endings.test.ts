@@ -4,12 +4,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http2 from 'node:http2';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import type { FakeModel } from '../fixtures/fake-model/server.ts';
-import { call } from '../support/http.ts';
+import { call, http2Status } from '../support/http.ts';
 import type { PlatformProcess } from '../support/platform-process.ts';
 import { anEndingsWorld, ECHO, type EndingsWorld } from './endings-world.ts';
 
@@ -94,17 +93,10 @@ describe('only the platform can signal a run', () => {
   });
 });
 
-/** The status an HTTP/2 request to the platform's workflow endpoint gets, sent by a caller that is not Restate. */
+/** The status the platform's workflow endpoint answers a caller that is not Restate with. */
 function endpointStatus(method: string, urlPath: string, headers: Record<string, string> = {}): Promise<number> {
   const ports = JSON.parse(fs.readFileSync(path.join(platform.dataDir, 'ports.json'), 'utf8'));
-  const session = http2.connect(`http://127.0.0.1:${ports.worker}`);
-  return new Promise<number>((resolve, reject) => {
-    session.on('error', reject);
-    const req = session.request({ ':method': method, ':path': urlPath, ...headers });
-    req.on('response', (h) => resolve(Number(h[':status'])));
-    req.on('error', reject);
-    req.end();
-  }).finally(() => session.close());
+  return http2Status(`http://127.0.0.1:${ports.worker}`, method, urlPath, headers);
 }
 
 describe('the workflow endpoint', () => {

@@ -1,4 +1,5 @@
 // A small client for tests: acts as an integrator would, asserts on the wire.
+import http2 from 'node:http2';
 export interface CallOptions {
   key?: string;
   cookie?: string;
@@ -45,4 +46,16 @@ export function client(base: string, defaults: CallOptions = {}) {
     patch: <T = any>(path: string, body?: unknown, opts?: CallOptions) => go<T>('PATCH', path, { ...opts, body }),
     delete: <T = any>(path: string, opts?: CallOptions) => go<T>('DELETE', path, opts),
   };
+}
+
+/** The status an HTTP/2 server (a Restate workflow endpoint) answers one request with. */
+export function http2Status(base: string, method: string, path: string, headers: Record<string, string> = {}): Promise<number> {
+  const session = http2.connect(base);
+  return new Promise<number>((resolve, reject) => {
+    session.on('error', reject);
+    const req = session.request({ ':method': method, ':path': path, ...headers });
+    req.on('response', (h) => resolve(Number(h[':status'])));
+    req.on('error', reject);
+    req.end();
+  }).finally(() => session.close());
 }
