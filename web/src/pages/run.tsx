@@ -9,7 +9,7 @@ import { Copy } from '../ui/copy.tsx';
 import { cost, duration, json, when } from '../ui/format.ts';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
-import { RunStatus } from '../ui/status.tsx';
+import { RunStatus, TERMINAL } from '../ui/status.tsx';
 import { Trigger } from '../ui/trigger.tsx';
 import { RunActions } from './run-actions.tsx';
 
@@ -70,7 +70,7 @@ export function RunPage({ id, me }: { id: string; me: Me }) {
         </div>
       ) : null}
       <h2>Output</h2>
-      {r.result ? <pre data-testid="run-output">{json(r.result.output)}</pre> : <p>{r.status === 'success' ? 'No output.' : 'No output yet.'}</p>}
+      {r.result ? <pre data-testid="run-output">{json(r.result.output)}</pre> : <p>{TERMINAL.has(r.status) ? 'No output.' : 'No output yet.'}</p>}
       <h2>Input</h2>
       <pre>{json(r.input ?? {})}</pre>
       <h2>Logs</h2>

@@ -49,6 +49,7 @@ export function parseCron(expr: string): Cron {
   return { minute: parseField(f[0], 0, 59), hour: parseField(f[1], 0, 23), day: parseField(f[2], 1, 31), month: parseField(f[3], 1, 12, MONTHS), weekday };
 }
 
+const DAY = 86_400_000;
 const two = (n: number) => String(n).padStart(2, '0');
 
 function listWords(values: number[], names: string[], offset: number): string {
@@ -85,12 +86,16 @@ function offsetAt(instant: number, zone: string): number {
   return Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second')) - Math.floor(instant / 1000) * 1000;
 }
 
-/** The instant of a wall-clock time in the zone; a time a DST gap skips is read with the offset before the gap (as the server's cron does). */
+/**
+ * The instant of a wall-clock time in the zone, as the server's cron reads it: a time a DST change
+ * repeats is its first occurrence; a time a DST gap skips is read with the offset before the gap.
+ */
 function instantOf(y: number, mo: number, d: number, h: number, mi: number, zone: string): number {
   const wall = Date.UTC(y, mo, d, h, mi);
-  let t = wall - offsetAt(wall, zone);
-  t = wall - offsetAt(t, zone);
-  return t + offsetAt(t, zone) === wall ? t : wall - offsetAt(wall - 6 * 3600_000, zone);
+  const before = wall - offsetAt(wall - DAY, zone);
+  const after = wall - offsetAt(wall + DAY, zone);
+  const real = [before, after].filter((t) => t + offsetAt(t, zone) === wall);
+  return real.length ? Math.min(...real) : before;
 }
 
 /** The next `count` fires strictly after `after`, in the zone. */
@@ -98,7 +103,8 @@ export function nextFires(expr: string, zone: string, after: Date, count: number
   const c = parseCron(expr);
   const out: Date[] = [];
   const startWall = new Date(after.getTime() + offsetAt(after.getTime(), zone));
-  for (let i = 0; i < 366 * 5 && out.length < count; i++) {
+  // 30 years: far enough for a 29 February every four years
+  for (let i = 0; i < 366 * 30 && out.length < count; i++) {
     const day = new Date(Date.UTC(startWall.getUTCFullYear(), startWall.getUTCMonth(), startWall.getUTCDate() + i));
     if (!c.month.values.includes(day.getUTCMonth() + 1)) continue;
     const domOk = c.day.values.includes(day.getUTCDate());
