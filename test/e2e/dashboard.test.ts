@@ -1,9 +1,12 @@
 // The dashboard in a real headless Chromium against one started platform: a person signs in,
 // launches an agent from its generated form and watches the run succeed live, cancels a running
 // run, reruns a failed one, schedules the agent and sees its next fires, creates an API key seen
-// once; a member without runs:cancel sees no cancel button and the API still refuses. Every page
+// once; a member without runs:cancel sees no cancel button and the API still refuses; a page of
+// another origin cannot write with the session cookie. Every page
 // is checked by axe-core and photographed (the folder is printed).
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { assertAccessible, screenshotFolder, watchPageErrors } from '../support/browser.ts';
@@ -41,6 +44,41 @@ async function launchElsewhere(modelId?: string): Promise<string> {
   const res = await client(world.platform.url, { key: world.key }).post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'from elsewhere' }, ...(modelId ? { model_id: modelId } : {}) });
   assert.equal(res.status, 201, res.text);
   return res.body.id;
+}
+
+/**
+ * A page of another origin on the same site (another loopback port: the session cookie, SameSite=Lax,
+ * is sent to the platform) tries to cancel a run with the owner's cookie: its fetch with the context
+ * header fails the CORS preflight, and the request a form could make (no header of its own, a text
+ * body) is refused (no X-Org-Id, not JSON): the run is still running.
+ */
+async function aForgedCancelFails(runId: string): Promise<void> {
+  const other = createServer((_, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>elsewhere</title><p>elsewhere</p>'));
+  await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+  const forger = await ownerContext.newPage();
+  try {
+    await forger.goto(`http://127.0.0.1:${(other.address() as AddressInfo).port}/`);
+    const target = `${world.platform.url}/api/runs/${runId}/cancel`;
+    const fetched = await forger.evaluate(async ([url, org, space]) => {
+      try {
+        const res = await fetch(url, { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json', 'x-org-id': org, 'x-space-id': space }, body: '{}' });
+        return `answered ${res.status}`;
+      } catch {
+        return 'blocked';
+      }
+    }, [target, world.orgId, world.spaceId]);
+    assert.equal(fetched, 'blocked');
+    // what a form can send: a simple request, no header of its own, the answer unreadable
+    const simple = await forger.evaluate(async (url) => {
+      const res = await fetch(url, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: '{}' });
+      return res.type;
+    }, target);
+    assert.equal(simple, 'opaque');
+    assert.equal((await client(world.platform.url, { key: world.key }).get(`/api/runs/${runId}`)).body.status, 'running');
+  } finally {
+    await forger.close();
+    await new Promise((r) => other.close(r));
+  }
 }
 
 describe('the dashboard', () => {
@@ -117,6 +155,7 @@ describe('the dashboard', () => {
     } finally {
       await memberContext.close();
     }
+    await aForgedCancelFails(runId);
     // the owner cancels it, after a confirmation
     await page.goto(`${world.platform.url}/#/runs/${runId}`);
     await page.getByTestId('run-status').getByText('running').waitFor();

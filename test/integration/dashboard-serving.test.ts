@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+// @ts-expect-error: a plain ESM script without type declarations
 import { ensureBundle } from '../../bin/start.mjs';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { call } from '../support/http.ts';
