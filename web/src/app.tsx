@@ -4,7 +4,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import { context } from './api/client.ts';
 import { can, type Me } from './api/me.ts';
 import { href, useRoute, type Route } from './route.ts';
-import { chooseOrg, chooseSpace, previewAs, signOut, useSession } from './session.ts';
+import { previewAs, signOut, switchOrg, switchSpace, useSession } from './session.ts';
 import { ProblemView } from './ui/problem.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { RunsPage } from './pages/runs.tsx';
@@ -72,7 +72,7 @@ export function App() {
   }, [route.parts.join('/')]);
 
   if (s.phase === 'loading') return <main id="main" class="boot"><p>Loading…</p></main>;
-  if (s.phase === 'signed-out') return <SignIn />;
+  if (s.phase === 'signed-out') return <SignIn error={s.error} />;
   const me = s.me;
   const nav = (list: Section[]) => list.filter((x) => can(me, x.permission));
   const active = route.parts.join('/');
@@ -90,11 +90,11 @@ export function App() {
         <span class="brand">Agent Platform</span>
         <div class="context">
           <label for="org-switch">Organization</label>
-          <select id="org-switch" value={orgId} onChange={(e) => void chooseOrg(e.currentTarget.value)}>
+          <select id="org-switch" value={orgId} onChange={(e) => void switchOrg(e.currentTarget.value)}>
             {s.orgs.map((o) => <option key={o.id} value={o.id}>{o.name}</option>)}
           </select>
           <label for="space-switch">Space</label>
-          <select id="space-switch" value={spaceId} onChange={(e) => void chooseSpace(e.currentTarget.value)}>
+          <select id="space-switch" value={spaceId} onChange={(e) => void switchSpace(e.currentTarget.value)}>
             {s.spaces.map((sp) => <option key={sp.id} value={sp.id}>{sp.name}{sp.kind === 'personal' ? ' (personal)' : ''}</option>)}
           </select>
           {actualRole === 'owner' || actualRole === 'admin' ? (
@@ -121,7 +121,8 @@ export function App() {
       </nav>
       <main id="main" ref={heading as any} class="page">
         {s.error ? <ProblemView error={s.error} /> : null}
-        <div key={`${orgId}/${spaceId}/${context.viewAs ?? ''}/${route.parts.join('/')}`}>{page(route, me)}</div>
+        {orgId ? <div key={`${orgId}/${spaceId}/${context.viewAs ?? ''}/${route.parts.join('/')}`}>{page(route, me)}</div>
+          : <section><h1 tabIndex={-1}>No organization</h1><p>You are not a member of an organization yet: accept an invitation, or ask an administrator for one.</p></section>}
       </main>
     </>
   );

@@ -51,7 +51,24 @@ export async function start(): Promise<void> {
   }
 }
 
-export async function chooseOrg(orgId: string | null): Promise<void> {
+/** Runs a change of context; its problem is shown in the frame rather than lost. */
+async function shown(change: () => Promise<void>): Promise<void> {
+  try {
+    await change();
+    if (state.error) update({ error: null });
+  } catch (err) {
+    update({ error: err });
+  }
+}
+
+export const switchOrg = (orgId: string) => shown(() => chooseOrg(orgId));
+export const switchSpace = (spaceId: string) => shown(() => chooseSpace(spaceId));
+export const previewAs = (viewAs: string | null) => shown(async () => {
+  context.viewAs = viewAs;
+  update({ me: await loadMe(known()) });
+});
+
+async function chooseOrg(orgId: string | null): Promise<void> {
   context.orgId = orgId;
   context.spaceId = null;
   context.viewAs = null;
@@ -67,14 +84,9 @@ export async function chooseOrg(orgId: string | null): Promise<void> {
   await chooseSpace(space?.id ?? null);
 }
 
-export async function chooseSpace(spaceId: string | null): Promise<void> {
+async function chooseSpace(spaceId: string | null): Promise<void> {
   context.spaceId = spaceId;
   if (context.orgId) remember(`space.${context.orgId}`, spaceId);
-  update({ me: await loadMe(known()) });
-}
-
-export async function previewAs(viewAs: string | null): Promise<void> {
-  context.viewAs = viewAs;
   update({ me: await loadMe(known()) });
 }
 

@@ -6,7 +6,7 @@ import { ProblemView } from '../ui/problem.tsx';
 import { useLoad } from '../ui/load.ts';
 import { start } from '../session.ts';
 
-export function SignIn() {
+export function SignIn(props: { error?: unknown }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
@@ -38,7 +38,7 @@ export function SignIn() {
         <input id="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
         <button type="submit" class="primary" disabled={busy}>Sign in</button>
       </form>
-      {error ? <ProblemView error={error} /> : null}
+      {error ?? props.error ? <ProblemView error={error ?? props.error} /> : null}
       {social ? (
         <p class="social">
           <a class="button" href={`${social.url}?${new URLSearchParams({ return_to: '/' })}`}>Sign in with {social.name}</a>
