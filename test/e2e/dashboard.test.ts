@@ -208,7 +208,7 @@ describe('the dashboard', () => {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByLabel('Key name').fill('from the dashboard');
     await page.getByRole('button', { name: 'Create key' }).click();
-    const shown = page.getByTestId('new-key');
+    const shown = page.getByTestId('shown-once');
     await shown.waitFor();
     const key = (await shown.locator('code').innerText()).trim();
     assert.match(key, /^apst_[A-Za-z0-9]{36}$/);

@@ -3,10 +3,11 @@ import { useState } from 'preact/hooks';
 import { api, unwrap, type Schemas } from '../api/client.ts';
 import { can, type Me } from '../api/me.ts';
 import { ConfirmButton } from '../ui/confirm.tsx';
-import { Copy } from '../ui/copy.tsx';
+import { useAction } from '../ui/action.ts';
 import { when } from '../ui/format.ts';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
+import { ShownOnce } from '../ui/once.tsx';
 
 export function ApiKeysPage({ me }: { me: Me }) {
   const keys = useLoad(() => unwrap(api.GET('/api/api-keys')), []);
@@ -15,31 +16,22 @@ export function ApiKeysPage({ me }: { me: Me }) {
   const [name, setName] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [created, setCreated] = useState<Schemas['CreatedApiKey'] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
 
-  const create = async (e: Event) => {
+  const create = (e: Event) => {
     e.preventDefault();
-    setError(null);
-    try {
+    void action.run(async () => {
       setCreated(await unwrap(api.POST('/api/api-keys', { body: { name, ...(chosen.length ? { scopes: chosen } : {}) } })));
       setName('');
       setChosen([]);
       keys.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
 
   return (
     <section>
       <h1 tabIndex={-1}>API keys</h1>
-      {created ? (
-        <div class="once" role="region" aria-label="New API key">
-          <p><strong>Your new key {created.name}.</strong> It is shown only now: copy it and keep it somewhere safe.</p>
-          <p data-testid="new-key"><Copy value={created.key} label="the new API key" /></p>
-          <button type="button" onClick={() => setCreated(null)}>I have copied it</button>
-        </div>
-      ) : null}
+      {created ? <ShownOnce label="New API key" value={created.key} onDone={() => setCreated(null)}><strong>Your new key {created.name}.</strong></ShownOnce> : null}
       {creating ? (
         <form class="card" onSubmit={create}>
           <h2>New key</h2>
@@ -52,8 +44,8 @@ export function ApiKeysPage({ me }: { me: Me }) {
               ))}
             </div>
           </fieldset>
-          <button type="submit" class="primary">Create key</button>
-          {error ? <ProblemView error={error} /> : null}
+          <button type="submit" class="primary" disabled={action.busy}>Create key</button>
+          {action.error ? <ProblemView error={action.error} /> : null}
         </form>
       ) : null}
       {keys.error ? <ProblemView error={keys.error} /> : null}

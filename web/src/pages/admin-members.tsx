@@ -3,6 +3,7 @@ import { api, context, unwrap } from '../api/client.ts';
 import { can, type Me } from '../api/me.ts';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
+import { useAction } from '../ui/action.ts';
 
 const ORG_ROLES = ['owner', 'admin', 'member', 'guest'] as const;
 
@@ -15,24 +16,17 @@ export function MembersPage({ me }: { me: Me }) {
   const write = can(me, 'members:write');
   const writeSpace = can(me, 'space-members:write');
 
-  const setRole = async (userId: string, role: (typeof ORG_ROLES)[number]) => {
-    try {
-      await unwrap(api.PATCH('/api/orgs/{orgId}/members/{userId}', { params: { path: { orgId, userId } }, body: { role } }));
-    } finally {
-      members.reload();
-    }
-  };
-  const setSpaceRole = async (userId: string, roleKey: string) => {
-    try {
-      await unwrap(api.PATCH('/api/spaces/{spaceId}/members/{userId}', { params: { path: { spaceId, userId } }, body: { roleKey } }));
-    } finally {
-      spaceMembers.reload();
-    }
-  };
+  const action = useAction();
+  // the lists are read again either way: a refused change shows the role as it still is
+  const setRole = (userId: string, role: (typeof ORG_ROLES)[number]) => action.run(() =>
+    unwrap(api.PATCH('/api/orgs/{orgId}/members/{userId}', { params: { path: { orgId, userId } }, body: { role } })).finally(members.reload));
+  const setSpaceRole = (userId: string, roleKey: string) => action.run(() =>
+    unwrap(api.PATCH('/api/spaces/{spaceId}/members/{userId}', { params: { path: { spaceId, userId } }, body: { roleKey } })).finally(spaceMembers.reload));
 
   return (
     <section>
       <h1 tabIndex={-1}>Members</h1>
+      {action.error ? <ProblemView error={action.error} /> : null}
       <h2>Organization</h2>
       {members.error ? <ProblemView error={members.error} /> : null}
       <table>

@@ -6,42 +6,35 @@ import { can, type Me } from '../api/me.ts';
 import { ConfirmButton } from '../ui/confirm.tsx';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
+import { useAction } from '../ui/action.ts';
 
 export function ModelsPage({ me }: { me: Me }) {
   const models = useLoad(() => unwrap(api.GET('/api/models')), []);
   const creds = useLoad(() => unwrap(api.GET('/api/model-provider-credentials')), []);
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
   const [provider, setProvider] = useState('openai-compatible');
   const [name, setName] = useState('');
   const [baseUrl, setBaseUrl] = useState('');
   const [apiKey, setApiKey] = useState('');
 
-  const addCredential = async (e: SubmitEvent) => {
+  const addCredential = (e: SubmitEvent) => {
     e.preventDefault();
-    setError(null);
-    try {
+    void action.run(async () => {
       await unwrap(api.POST('/api/model-provider-credentials', { body: { provider, name, ...(baseUrl ? { base_url: baseUrl } : {}), ...(apiKey ? { api_key: apiKey } : {}) } }));
       setName('');
       setApiKey('');
       creds.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
-  const makeDefault = async (id: string) => {
-    setError(null);
-    try {
-      await unwrap(api.PATCH('/api/models/{id}', { params: { path: { id } }, body: { is_default: true } }));
-      models.reload();
-    } catch (err) {
-      setError(err);
-    }
-  };
+  const makeDefault = (id: string) => action.run(async () => {
+    await unwrap(api.PATCH('/api/models/{id}', { params: { path: { id } }, body: { is_default: true } }));
+    models.reload();
+  });
 
   return (
     <section>
       <h1 tabIndex={-1}>Models</h1>
-      {error ? <ProblemView error={error} /> : null}
+      {action.error ? <ProblemView error={action.error} /> : null}
       {models.error ? <ProblemView error={models.error} /> : null}
       <table>
         <caption class="visually-hidden">Models of the organization</caption>

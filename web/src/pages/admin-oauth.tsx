@@ -4,9 +4,10 @@ import { useState } from 'preact/hooks';
 import { api, idempotencyKey, unwrap, type Schemas } from '../api/client.ts';
 import { can, type Me } from '../api/me.ts';
 import { ConfirmButton } from '../ui/confirm.tsx';
-import { Copy } from '../ui/copy.tsx';
+import { useAction } from '../ui/action.ts';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
+import { ShownOnce } from '../ui/once.tsx';
 
 export function OAuthClientsPage({ me }: { me: Me }) {
   const list = useLoad(() => unwrap(api.GET('/api/oauth/clients', { params: { query: { limit: 100 } } })), []);
@@ -14,31 +15,26 @@ export function OAuthClientsPage({ me }: { me: Me }) {
   const [redirect, setRedirect] = useState('');
   const [level, setLevel] = useState<'org' | 'space'>('org');
   const [created, setCreated] = useState<Schemas['OAuthClientWithSecret'] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
 
-  const create = async (e: SubmitEvent) => {
+  const create = (e: SubmitEvent) => {
     e.preventDefault();
-    setError(null);
-    try {
+    void action.run(async () => {
       setCreated(await unwrap(api.POST('/api/oauth/clients', {
         params: { header: { 'Idempotency-Key': idempotencyKey() } },
         body: { level, name, redirect_uris: [redirect], scopes: ['runs:read'], token_endpoint_auth_method: 'client_secret_basic' },
       })));
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
 
   return (
     <section>
       <h1 tabIndex={-1}>OAuth clients</h1>
       {created?.client_secret ? (
-        <div class="once" role="region" aria-label="New client secret">
-          <p><strong>Secret of {created.name}</strong> (client id <code>{created.id}</code>), shown only now:</p>
-          <p><Copy value={created.client_secret} label="the client secret" /></p>
-          <button type="button" onClick={() => setCreated(null)}>I have copied it</button>
-        </div>
+        <ShownOnce label="New client secret" value={created.client_secret} onDone={() => setCreated(null)}>
+          <strong>The secret of {created.name}</strong> (client id <code>{created.id}</code>).
+        </ShownOnce>
       ) : null}
       {list.error ? <ProblemView error={list.error} /> : null}
       <table>
@@ -63,8 +59,8 @@ export function OAuthClientsPage({ me }: { me: Me }) {
           <div class="field"><label for="client-redirect">Redirect URI</label><input id="client-redirect" type="url" required value={redirect} onInput={(e) => setRedirect(e.currentTarget.value)} /></div>
           <div class="field"><label for="client-level">Level</label>
             <select id="client-level" value={level} onChange={(e) => setLevel(e.currentTarget.value as 'org' | 'space')}><option value="org">organization</option><option value="space">this space (end-users)</option></select></div>
-          <button type="submit" class="primary">Create client</button>
-          {error ? <ProblemView error={error} /> : null}
+          <button type="submit" class="primary" disabled={action.busy}>Create client</button>
+          {action.error ? <ProblemView error={action.error} /> : null}
         </form>
       ) : null}
     </section>

@@ -4,10 +4,11 @@ import { useState } from 'preact/hooks';
 import { api, context, idempotencyKey, unwrap, type Schemas } from '../api/client.ts';
 import { can, type Me } from '../api/me.ts';
 import { ConfirmButton } from '../ui/confirm.tsx';
-import { Copy } from '../ui/copy.tsx';
+import { useAction } from '../ui/action.ts';
 import { when } from '../ui/format.ts';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
+import { ShownOnce } from '../ui/once.tsx';
 
 const EVENTS = ['run.started', 'run.success', 'run.failed', 'run.timeout', 'run.cancelled'] as const;
 type Event = (typeof EVENTS)[number];
@@ -17,34 +18,25 @@ export function WebhooksPage({ me }: { me: Me }) {
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<Event[]>(['run.success', 'run.failed']);
   const [secret, setSecret] = useState<Schemas['WebhookWithSecret'] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
   const [open, setOpen] = useState<string | null>(null);
 
-  const create = async (e: SubmitEvent) => {
+  const create = (e: SubmitEvent) => {
     e.preventDefault();
-    setError(null);
-    try {
+    void action.run(async () => {
       setSecret(await unwrap(api.POST('/api/webhooks', {
         params: { header: { 'Idempotency-Key': idempotencyKey() } },
         body: { level: 'space', spaceId: context.spaceId ?? undefined, url, events, payloadMode: 'summary' },
       })));
       setUrl('');
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
 
   return (
     <section>
       <h1 tabIndex={-1}>Webhooks</h1>
-      {secret ? (
-        <div class="once" role="region" aria-label="New webhook secret">
-          <p><strong>Signing secret of {secret.url}</strong>, shown only now:</p>
-          <p><Copy value={secret.secret} label="the signing secret" /></p>
-          <button type="button" onClick={() => setSecret(null)}>I have copied it</button>
-        </div>
-      ) : null}
+      {secret ? <ShownOnce label="New webhook signing secret" value={secret.secret} onDone={() => setSecret(null)}><strong>The signing secret of {secret.url}.</strong></ShownOnce> : null}
       {can(me, 'webhooks:write') ? (
         <form class="card" onSubmit={create}>
           <h2>New webhook for this space</h2>
@@ -52,8 +44,8 @@ export function WebhooksPage({ me }: { me: Me }) {
           <fieldset><legend>Events</legend>
             {EVENTS.map((ev) => <label key={ev} class="check"><input type="checkbox" checked={events.includes(ev)} onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))} /> {ev}</label>)}
           </fieldset>
-          <button type="submit" class="primary">Create webhook</button>
-          {error ? <ProblemView error={error} /> : null}
+          <button type="submit" class="primary" disabled={action.busy}>Create webhook</button>
+          {action.error ? <ProblemView error={action.error} /> : null}
         </form>
       ) : null}
       {list.error ? <ProblemView error={list.error} /> : null}

@@ -1,9 +1,9 @@
 // Before a launch: which connection each integration of the agent would use for the caller, and
 // for those without one, a link to connect (the hosted connect flow).
-import { useState } from 'preact/hooks';
 import { agentParams, api, unwrap } from '../api/client.ts';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
+import { useAction } from '../ui/action.ts';
 
 export function Readiness({ packageId }: { packageId: string }) {
   const ready = useLoad(() => unwrap(api.GET('/api/agents/{scope}/{name}/connection-readiness', { params: { path: agentParams(packageId) } })), [packageId]);
@@ -27,25 +27,20 @@ export function Readiness({ packageId }: { packageId: string }) {
 
 /** Opens a single-use hosted connect link (new or reconnect) in a new tab. */
 export function ConnectButton({ integration, authKey, connectionId, onDone }: { integration: string; authKey: string | null; connectionId: string | null; onDone?: () => void }) {
-  const [error, setError] = useState<unknown>(null);
+  const connecting = useAction();
   if (!authKey) return null;
-  const connect = async () => {
-    setError(null);
-    try {
-      const link = await unwrap(api.POST('/api/integrations/{scope}/{name}/auths/{auth_key}/connect/session', {
-        params: { path: { ...agentParams(integration), auth_key: authKey } },
-        body: connectionId ? { connection_id: connectionId } : {},
-      }));
-      window.open(link.connect_url, '_blank', 'noopener');
-      onDone?.();
-    } catch (err) {
-      setError(err);
-    }
-  };
+  const connect = () => connecting.run(async () => {
+    const link = await unwrap(api.POST('/api/integrations/{scope}/{name}/auths/{auth_key}/connect/session', {
+      params: { path: { ...agentParams(integration), auth_key: authKey } },
+      body: connectionId ? { connection_id: connectionId } : {},
+    }));
+    window.open(link.connect_url, '_blank', 'noopener');
+    onDone?.();
+  });
   return (
     <>
       <button type="button" class="small" onClick={() => void connect()}>{connectionId ? 'Reconnect' : 'Connect'} {integration}</button>
-      {error ? <ProblemView error={error} /> : null}
+      {connecting.error ? <ProblemView error={connecting.error} /> : null}
     </>
   );
 }

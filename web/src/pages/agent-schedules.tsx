@@ -6,6 +6,7 @@ import { navigate } from '../route.ts';
 import { describeCron } from '../ui/cron.ts';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
+import { useAction } from '../ui/action.ts';
 import { SchemaForm, type JsonSchema } from '../ui/schema-form.tsx';
 import { ScheduleTable } from './schedules.tsx';
 
@@ -15,21 +16,12 @@ export function AgentSchedules({ packageId, me, schema, locked }: { packageId: s
   const [name, setName] = useState('');
   const [cron, setCron] = useState('0 9 * * 1-5');
   const [zone, setZone] = useState(() => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const creating = useAction();
 
-  const create = async (input: Record<string, unknown>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      const s = await unwrap(api.POST('/api/agents/{scope}/{name}/schedules', { params: { path }, body: { name, cron_expression: cron, timezone: zone, input } }));
-      navigate(['schedules', s.id]);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const create = (input: Record<string, unknown>) => creating.run(async () => {
+    const s = await unwrap(api.POST('/api/agents/{scope}/{name}/schedules', { params: { path }, body: { name, cron_expression: cron, timezone: zone, input } }));
+    navigate(['schedules', s.id]);
+  });
 
   return (
     <section aria-labelledby="schedules-heading">
@@ -46,8 +38,8 @@ export function AgentSchedules({ packageId, me, schema, locked }: { packageId: s
             <p id="schedule-cron-words" class="help">{describeCron(cron, zone)}</p>
           </div>
           <div class="field"><label for="schedule-zone">Time zone (IANA)</label><input id="schedule-zone" required value={zone} onInput={(e) => setZone(e.currentTarget.value)} /></div>
-          <SchemaForm idPrefix="schedule-input" schema={schema} locked={locked} submitLabel="Create schedule" busy={busy} onSubmit={(input) => void create(input)} />
-          {error ? <ProblemView error={error} /> : null}
+          <SchemaForm idPrefix="schedule-input" schema={schema} locked={locked} submitLabel="Create schedule" busy={creating.busy} onSubmit={(input) => void create(input)} />
+          {creating.error ? <ProblemView error={creating.error} /> : null}
         </details>
       ) : null}
     </section>

@@ -4,24 +4,22 @@ import { agentParams, api, unwrap, type Schemas } from '../api/client.ts';
 import { can, type Me } from '../api/me.ts';
 import { ConfirmButton } from '../ui/confirm.tsx';
 import { ProblemView } from '../ui/problem.tsx';
+import { useAction } from '../ui/action.ts';
 
 export function DistTags({ pkg, me, onChanged }: { pkg: Schemas['Package']; me: Me; onChanged: () => void }) {
   const tags = Object.entries(pkg.dist_tags as Record<string, string>);
   const path = agentParams(pkg.packageId);
   const [tag, setTag] = useState('');
   const [version, setVersion] = useState(pkg.latest_version ?? '');
-  const [error, setError] = useState<unknown>(null);
+  const pointing = useAction();
   const writable = can(me, 'agents:write') && pkg.home_writable;
-  const point = async (e: Event) => {
+  const point = (e: Event) => {
     e.preventDefault();
-    setError(null);
-    try {
+    void pointing.run(async () => {
       await unwrap(api.PUT('/api/packages/{scope}/{name}/dist-tags/{tag}', { params: { path: { ...path, tag } }, body: { version } }));
       setTag('');
       onChanged();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <>
@@ -49,7 +47,7 @@ export function DistTags({ pkg, me, onChanged }: { pkg: Schemas['Package']; me: 
           <button type="submit">Point tag</button>
         </form>
       ) : null}
-      {error ? <ProblemView error={error} /> : null}
+      {pointing.error ? <ProblemView error={pointing.error} /> : null}
     </>
   );
 }

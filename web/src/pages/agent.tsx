@@ -7,6 +7,7 @@ import { navigate } from '../route.ts';
 import { when } from '../ui/format.ts';
 import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
+import { useAction } from '../ui/action.ts';
 import { SchemaForm, type JsonSchema } from '../ui/schema-form.tsx';
 import { Readiness } from './agent-readiness.tsx';
 import { AgentSchedules } from './agent-schedules.tsx';
@@ -34,8 +35,7 @@ export function AgentPage({ packageId, me }: { packageId: string; me: Me }) {
   const version = choice === 'latest' ? pkg.data?.latest_version ?? null : choice === 'draft' ? null : choice;
   const manifest = useLoad(async () => (pkg.data ? readManifest(packageId, version) : undefined), [pkg.data, version]);
   const config = useLoad(() => unwrap(api.GET('/api/agents/{scope}/{name}/config', { params: { path } })), [packageId]);
-  const [busy, setBusy] = useState(false);
-  const [launchError, setLaunchError] = useState<unknown>(null);
+  const launching = useAction();
 
   if (pkg.error) return <section><h1 tabIndex={-1}>Agent</h1><ProblemView error={pkg.error} /></section>;
   const p = pkg.data;
@@ -43,21 +43,13 @@ export function AgentPage({ packageId, me }: { packageId: string; me: Me }) {
   const schema: JsonSchema = manifest.data?.input?.schema ?? { type: 'object', properties: {} };
   const locked = (config.data?.locked_input ?? {}) as Record<string, unknown>;
 
-  const launch = async (input: Record<string, unknown>) => {
-    setBusy(true);
-    setLaunchError(null);
-    try {
-      const run = await unwrap(api.POST('/api/agents/{scope}/{name}/run', {
-        params: { path, header: { 'Idempotency-Key': idempotencyKey() } },
-        body: choice === 'draft' ? { input, source: 'draft' } : { input, ...(version ? { version } : {}) },
-      }));
-      navigate(['runs', run.id]);
-    } catch (err) {
-      setLaunchError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const launch = (input: Record<string, unknown>) => launching.run(async () => {
+    const run = await unwrap(api.POST('/api/agents/{scope}/{name}/run', {
+      params: { path, header: { 'Idempotency-Key': idempotencyKey() } },
+      body: choice === 'draft' ? { input, source: 'draft' } : { input, ...(version ? { version } : {}) },
+    }));
+    navigate(['runs', run.id]);
+  });
 
   return (
     <section>
@@ -74,8 +66,8 @@ export function AgentPage({ packageId, me }: { packageId: string; me: Me }) {
           </select>
           <Readiness packageId={packageId} />
           {manifest.error ? <ProblemView error={manifest.error} /> : null}
-          {manifest.data ? <SchemaForm key={`${choice}`} idPrefix="input" schema={schema} locked={locked} submitLabel="Launch run" busy={busy} onSubmit={(input) => void launch(input)} /> : <p>Loading the input form…</p>}
-          {launchError ? <ProblemView error={launchError} /> : null}
+          {manifest.data ? <SchemaForm key={`${choice}`} idPrefix="input" schema={schema} locked={locked} submitLabel="Launch run" busy={launching.busy} onSubmit={(input) => void launch(input)} /> : <p>Loading the input form…</p>}
+          {launching.error ? <ProblemView error={launching.error} /> : null}
         </section>
       ) : null}
       <h2>Versions</h2>

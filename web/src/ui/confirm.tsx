@@ -1,24 +1,16 @@
 // An action behind a confirmation: a native modal dialog (focus kept inside, Escape cancels).
 import type { ComponentChildren } from 'preact';
-import { useRef, useState } from 'preact/hooks';
+import { useRef } from 'preact/hooks';
+import { useAction } from './action.ts';
 import { ProblemView } from './problem.tsx';
 
 export function ConfirmButton(props: { label: string; question: string; confirmLabel?: string; danger?: boolean; onConfirm: () => Promise<unknown>; children?: ComponentChildren }) {
   const dialog = useRef<HTMLDialogElement>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const confirm = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await props.onConfirm();
-      dialog.current?.close();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useAction();
+  const confirm = () => run(async () => {
+    await props.onConfirm();
+    dialog.current?.close();
+  });
   return (
     <>
       <button type="button" class={props.danger ? 'danger' : ''} onClick={() => dialog.current?.showModal()}>{props.label}</button>
