@@ -226,7 +226,7 @@ describe('the dashboard', () => {
     for (const [link, label] of [['Connections', 'connections'], ['Webhooks', 'webhooks'], ['Members', 'members'], ['Models', 'models'], ['OAuth clients', 'oauth-clients'], ['Agents', 'agents']]) {
       await page.getByRole('link', { name: link, exact: true }).click();
       await page.getByRole('heading', { name: link, level: 1 }).waitFor();
-      await page.waitForFunction('!document.querySelector("main").textContent.includes("Loading")');
+      await page.locator('main:has-text("Loading")').waitFor({ state: 'detached' });
       await assertAccessible(page, label);
       await shot(page, label);
     }

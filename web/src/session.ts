@@ -38,10 +38,10 @@ const remember = (key: string, value: string | null) => (value ? localStorage.se
 /** Reads the session; signed in, the organizations, spaces and permissions too. */
 export async function start(): Promise<void> {
   try {
-    const session = await unwrap(api.GET('/api/auth/session'));
-    update({ user: session.user });
-    const orgs = (await unwrap(api.GET('/api/orgs'))).data;
-    update({ orgs });
+    // both need only the cookie: asked together, one round trip
+    const [session, orgList] = await Promise.all([unwrap(api.GET('/api/auth/session')), unwrap(api.GET('/api/orgs'))]);
+    const orgs = orgList.data;
+    update({ user: session.user, orgs });
     const org = orgs.find((o) => o.id === remembered('org')) ?? orgs[0];
     await chooseOrg(org?.id ?? null);
     update({ phase: 'signed-in', error: null });
