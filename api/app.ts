@@ -21,6 +21,7 @@ import { publicRoutes, type PublicDocs } from './routes/public.ts';
 import type { RouteDef } from './route.ts';
 import { sessionCookieName } from './services/session-cookie.ts';
 import { createAssetServer } from './static-assets.ts';
+import { createDashboardServer } from './dashboard-assets.ts';
 import type { Logger } from '../lib/log.ts';
 import { mailerFor } from '../lib/mail.ts';
 
@@ -64,6 +65,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
   const gate = lifecycleGates(deps.lifecycle);
   const onError = errorHandler(config.ERROR_TYPE_BASE, parts.log);
   const serveAsset = createAssetServer();
+  const serveDashboard = createDashboardServer();
   // made here, at boot, so that a disabled mail setup is logged once before the first request
   mailerFor(config, deps.log);
 
@@ -92,7 +94,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
       req.params = found.params;
       return found.value.handle(req, res);
     }
-    if (!found && serveAsset(req, res)) return;
+    if (!found && (serveAsset(req, res) || serveDashboard(req, res))) return;
     gate(req, res);
     if (found) {
       req.params = found.params;

@@ -15,10 +15,32 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
 };
 
-interface Asset {
+export interface Asset {
   body: Buffer;
   etag: string;
   type: string;
+}
+
+/** A file read once, with its strong ETag. */
+export function readAsset(file: string, type: string): Asset {
+  const body = fs.readFileSync(file);
+  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, type };
+}
+
+/** Answers with the asset (a HEAD without its body), or 304 when If-None-Match names its ETag. */
+export function sendAsset(req: Request, res: Response, a: Asset, headers: Record<string, string>): void {
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  res.setHeader('ETag', a.etag);
+  const inm = req.headers['if-none-match'];
+  if (inm && inm.split(',').some((t) => t.trim().replace(/^W\//, '') === a.etag)) {
+    res.statusCode = 304;
+    res.end();
+    return;
+  }
+  res.setHeader('Content-Type', a.type);
+  res.setHeader('Content-Length', a.body.length);
+  res.statusCode = 200;
+  res.end(req.method === 'HEAD' ? undefined : a.body);
 }
 
 export function createAssetServer(): (req: Request, res: Response) => boolean {
@@ -28,8 +50,7 @@ export function createAssetServer(): (req: Request, res: Response) => boolean {
   const load = (name: string): Asset => {
     let a = loaded.get(name);
     if (!a) {
-      const body = fs.readFileSync(path.join(dir, name));
-      a = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, type: TYPES[path.extname(name)] };
+      a = readAsset(path.join(dir, name), TYPES[path.extname(name)]);
       loaded.set(name, a);
     }
     return a;
@@ -40,19 +61,7 @@ export function createAssetServer(): (req: Request, res: Response) => boolean {
     if (!req.path.startsWith(ASSETS_PREFIX) || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
     const name = req.path.slice(ASSETS_PREFIX.length);
     if (!FILES.includes(name)) return false;
-    const a = load(name);
-    res.setHeader('ETag', a.etag);
-    res.setHeader('Cache-Control', 'public, max-age=3600');
-    const inm = req.headers['if-none-match'];
-    if (inm && inm.split(',').some((t) => t.trim().replace(/^W\//, '') === a.etag)) {
-      res.statusCode = 304;
-      res.end();
-      return true;
-    }
-    res.setHeader('Content-Type', a.type);
-    res.setHeader('Content-Length', a.body.length);
-    res.statusCode = 200;
-    res.end(a.body);
+    sendAsset(req, res, load(name), { 'Cache-Control': 'public, max-age=3600' });
     return true;
   };
 }

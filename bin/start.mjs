@@ -22,18 +22,23 @@ export const ENTRIES = {
 const TOOLS = {
   'remove-worker-data': 'bin/remove-worker-data.ts',
 };
+// the dashboard's sources (web/build.mjs builds them into dist/web); absent where only dist/ is shipped
+const WEB_SOURCES = { paths: ['web/src', 'web/index.html', 'web/build.mjs', 'sdk/src/core.ts'], extensions: ['.ts', '.tsx', '.css', '.html', '.mjs'] };
 const SOURCE_DIRS = ['lib', 'db', 'api', 'workflows', 'activities', 'sidecar', 'agent-runtime', 'restate', 'bin'];
 
 function newestSourceMtime() {
   let newest = 0;
-  const walk = (dir) => {
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.ts')) newest = Math.max(newest, fs.statSync(p).mtimeMs);
+  const walk = (p, extensions) => {
+    const stat = fs.statSync(p);
+    if (!stat.isDirectory()) {
+      if (extensions.some((x) => p.endsWith(x))) newest = Math.max(newest, stat.mtimeMs);
+      return;
     }
+    for (const e of fs.readdirSync(p)) walk(path.join(p, e), extensions);
   };
-  for (const d of SOURCE_DIRS) if (fs.existsSync(path.join(root, d))) walk(path.join(root, d));
+  for (const d of SOURCE_DIRS) if (fs.existsSync(path.join(root, d))) walk(path.join(root, d), ['.ts']);
+  // the dashboard (web/), built into dist/web
+  for (const d of WEB_SOURCES.paths) if (fs.existsSync(path.join(root, d))) walk(path.join(root, d), WEB_SOURCES.extensions);
   return newest;
 }
 
@@ -47,6 +52,7 @@ export async function ensureBundle() {
   if (fs.existsSync(dist)) for (const f of fs.readdirSync(dist)) if (f.endsWith('.cache')) fs.rmSync(path.join(dist, f), { force: true });
   const common = { absWorkingDir: root, outdir: 'dist', bundle: true, platform: 'node', target: 'node20', sourcemap: 'linked', logLevel: 'warning' };
   const { platform, ...sandboxPrograms } = ENTRIES;
+  const { buildWeb } = await import('../web/build.mjs');
   await Promise.all([
     esbuild.build({ ...common, format: 'esm', entryPoints: { platform, ...TOOLS }, packages: 'external' }),
     // CommonJS, so bin/cached-program.ts can compile them through vm.Script with V8's code cache
@@ -57,6 +63,7 @@ export async function ensureBundle() {
       entryPoints: { ...sandboxPrograms, 'cached-program': 'bin/cached-program.ts' },
       minify: true,
     }),
+    buildWeb(esbuild, root),
   ]);
   fs.writeFileSync(stamp, new Date().toISOString());
 }

@@ -1,0 +1,95 @@
+// The world the dashboard's browser tests share: one started platform (with its dashboard built by
+// bin/start.mjs) on the scripted model, its owner, a member whose space role reads every run but
+// may not cancel, the echo agent, and models that answer, hang or fail; one Chromium.
+import assert from 'node:assert/strict';
+import type { Browser } from 'playwright-core';
+import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { launchChromium } from '../support/browser.ts';
+import { client } from '../support/http.ts';
+import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
+import { aDefaultModel, importFixture } from '../support/runs.ts';
+
+export interface Person {
+  email: string;
+  password: string;
+  cookie: string;
+}
+
+export interface DashboardWorld {
+  platform: PlatformProcess;
+  fake: FakeModel;
+  browser: Browser;
+  orgId: string;
+  spaceId: string;
+  owner: Person;
+  /** holds runs:read-all but not runs:cancel in the space */
+  auditor: Person;
+  /** the owner's API key in the space, for launches made "elsewhere" */
+  key: string;
+  models: { hang: string; error: string };
+  close(): Promise<void>;
+}
+
+const PASSWORD = 'a long enough passphrase';
+
+export async function aDashboardWorld(): Promise<DashboardWorld> {
+  const fake = await startFakeModel();
+  let platform: PlatformProcess | undefined;
+  let browser: Browser | undefined;
+  try {
+    [platform, browser] = await Promise.all([
+      startPlatformProcess({ env: { SANDBOX_WARM_POOL: '2', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } }),
+      launchChromium(),
+    ]);
+    const anon = client(platform.url);
+    const redeem = await anon.post('/api/auth/bootstrap/redeem', { token: 'process-bootstrap-token-0123456789', email: 'owner@example.test', password: PASSWORD, name: 'Olive Owner' });
+    assert.equal(redeem.status, 201, redeem.text);
+    const owner = { email: 'owner@example.test', password: PASSWORD, cookie: redeem.headers.get('set-cookie')!.split(';')[0] };
+    const orgId = redeem.body.org_id as string;
+    const spaceId = redeem.body.space_id as string;
+    const asOwner = client(platform.url, { cookie: owner.cookie, org: orgId, space: spaceId });
+    const keyRes = await asOwner.post('/api/api-keys', { name: 'elsewhere' });
+    assert.equal(keyRes.status, 201, keyRes.text);
+    const key = keyRes.body.key as string;
+    await aDefaultModel(platform.url, key, fake.url);
+    const hang = await aDefaultModel(platform.url, key, fake.url, 'fake-hang');
+    const error = await aDefaultModel(platform.url, key, fake.url, 'fake-error');
+    // the last one made is the default: the answering model again
+    const models = await client(platform.url, { key }).get('/api/models');
+    const answering = models.body.data.find((m: { model: string }) => m.model === 'fake').id;
+    assert.equal((await client(platform.url, { key }).patch(`/api/models/${answering}`, { is_default: true })).status, 200);
+    await importFixture(platform.url, key, 'agent-echo');
+
+    const auditor = await aMemberWithRole(platform.url, asOwner, orgId, spaceId);
+    return {
+      platform, fake, browser, orgId, spaceId, owner, auditor, key, models: { hang, error },
+      async close() {
+        await browser?.close().catch(() => undefined);
+        await platform?.stop();
+        await fake.close();
+      },
+    };
+  } catch (err) {
+    await browser?.close().catch(() => undefined);
+    await platform?.stop();
+    await fake.close();
+    throw err;
+  }
+}
+
+/** Invited, signed up, joined, and given an organization-defined role without runs:cancel. */
+async function aMemberWithRole(base: string, asOwner: ReturnType<typeof client>, orgId: string, spaceId: string): Promise<Person> {
+  const email = 'auditor@example.test';
+  const invitation = await asOwner.post(`/api/orgs/${orgId}/invitations`, { email, role: 'member' });
+  assert.equal(invitation.status, 201, invitation.text);
+  const signUp = await client(base).post('/api/auth/sign-up/email', { email, password: PASSWORD, name: 'Ada Auditor' });
+  assert.equal(signUp.status, 201, signUp.text);
+  const cookie = signUp.headers.get('set-cookie')!.split(';')[0];
+  const accepted = await client(base, { cookie }).post(`/api/invitations/${invitation.body.token}/accept`);
+  assert.equal(accepted.status, 200, accepted.text);
+  const role = await asOwner.post(`/api/orgs/${orgId}/roles`, { key: 'auditor', name: 'Auditor', permissions: ['runs:read', 'runs:read-all', 'agents:read', 'schedules:read', 'spaces:read'] });
+  assert.equal(role.status, 201, role.text);
+  const joined = await asOwner.post(`/api/spaces/${spaceId}/members`, { userId: signUp.body.user.id, roleKey: 'auditor' });
+  assert.equal(joined.status, 201, joined.text);
+  return { email, password: PASSWORD, cookie };
+}

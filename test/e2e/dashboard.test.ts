@@ -1,0 +1,246 @@
+// The dashboard in a real headless Chromium against one started platform: a person signs in,
+// launches an agent from its generated form and watches the run succeed live, cancels a running
+// run, reruns a failed one, schedules the agent and sees its next fires, creates an API key seen
+// once; a member without runs:cancel sees no cancel button and the API still refuses; a page of
+// another origin cannot write with the session cookie. Every page
+// is checked by axe-core and photographed (the folder is printed).
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { assertAccessible, screenshotFolder, watchPageErrors } from '../support/browser.ts';
+import { client } from '../support/http.ts';
+import { waitForStatus } from '../support/runs.ts';
+import { aDashboardWorld, type DashboardWorld, type Person } from './dashboard-world.ts';
+
+let world: DashboardWorld;
+let shot: ReturnType<typeof screenshotFolder>;
+let ownerContext: BrowserContext;
+let page: Page;
+let pageErrors: string[];
+const LIVE = 60_000;
+
+before(async () => {
+  world = await aDashboardWorld();
+  shot = screenshotFolder('dashboard');
+});
+after(async () => {
+  await world?.close();
+});
+
+async function signIn(context: BrowserContext, who: Person): Promise<Page> {
+  const p = await context.newPage();
+  await p.goto(`${world.platform.url}/`);
+  await p.getByLabel('Email').fill(who.email);
+  await p.getByLabel('Password').fill(who.password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('link', { name: 'Runs' }).waitFor();
+  return p;
+}
+
+/** Launched through the API, as an integrator elsewhere would. */
+async function launchElsewhere(modelId?: string): Promise<string> {
+  const res = await client(world.platform.url, { key: world.key }).post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'from elsewhere' }, ...(modelId ? { model_id: modelId } : {}) });
+  assert.equal(res.status, 201, res.text);
+  return res.body.id;
+}
+
+/**
+ * A page of another origin on the same site (another loopback port: the session cookie, SameSite=Lax,
+ * is sent to the platform) tries to cancel a run with the owner's cookie: its fetch with the context
+ * header fails the CORS preflight, and the request a form could make (no header of its own, a text
+ * body) is refused (no X-Org-Id, not JSON): the run is still running.
+ */
+async function aForgedCancelFails(runId: string): Promise<void> {
+  const other = createServer((_, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>elsewhere</title><p>elsewhere</p>'));
+  await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+  const forger = await ownerContext.newPage();
+  try {
+    await forger.goto(`http://127.0.0.1:${(other.address() as AddressInfo).port}/`);
+    const target = `${world.platform.url}/api/runs/${runId}/cancel`;
+    const fetched = await forger.evaluate(async ([url, org, space]) => {
+      try {
+        const res = await fetch(url, { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json', 'x-org-id': org, 'x-space-id': space }, body: '{}' });
+        return `answered ${res.status}`;
+      } catch {
+        return 'blocked';
+      }
+    }, [target, world.orgId, world.spaceId]);
+    assert.equal(fetched, 'blocked');
+    // what a form can send: a simple request, no header of its own, the answer unreadable
+    const simple = await forger.evaluate(async (url) => {
+      const res = await fetch(url, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: '{}' });
+      return res.type;
+    }, target);
+    assert.equal(simple, 'opaque');
+    assert.equal((await client(world.platform.url, { key: world.key }).get(`/api/runs/${runId}`)).body.status, 'running');
+  } finally {
+    await forger.close();
+    await new Promise((r) => other.close(r));
+  }
+}
+
+describe('the dashboard', () => {
+  test('signs in with email and password and lands on the runs', async () => {
+    ownerContext = await world.browser.newContext();
+    const first = await ownerContext.newPage();
+    pageErrors = watchPageErrors(first);
+    await first.goto(`${world.platform.url}/`);
+    await first.getByRole('button', { name: 'Sign in' }).waitFor();
+    await assertAccessible(first, 'sign-in');
+    await shot(first, 'sign-in');
+    await first.getByLabel('Email').fill(world.owner.email);
+    await first.getByLabel('Password').fill('not the password');
+    await first.getByRole('button', { name: 'Sign in' }).click();
+    // the problem document's title, detail and request id are shown
+    const problem = first.getByRole('alert');
+    await problem.waitFor();
+    assert.match(await problem.innerText(), /Request id: req_/);
+    await first.getByLabel('Password').fill(world.owner.password);
+    await first.getByRole('button', { name: 'Sign in' }).click();
+    await first.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
+    page = first;
+    assert.equal(await page.getByLabel('Organization').inputValue(), world.orgId);
+    assert.equal(await page.getByLabel('Space').inputValue(), world.spaceId);
+  });
+
+  test('a run launched elsewhere appears on the runs page and reaches success without a reload', async () => {
+    await page.getByText('Live: updates as runs change').waitFor({ timeout: LIVE });
+    const runId = await launchElsewhere();
+    const row = page.locator(`tr[data-run="${runId}"]`);
+    await row.waitFor({ timeout: LIVE });
+    await row.getByText('success').waitFor({ timeout: LIVE });
+    assert.match(await row.innerText(), /API key/);
+    await assertAccessible(page, 'runs');
+    await shot(page, 'runs');
+  });
+
+  test('launches the agent from the form made from its input schema and follows the run to success', async () => {
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await page.getByRole('link', { name: 'Echo' }).click();
+    await page.getByRole('heading', { name: 'Run this agent' }).waitFor();
+    await page.getByText('Ready to launch').waitFor();
+    await assertAccessible(page, 'agent');
+    await shot(page, 'agent');
+    const message = page.getByRole('region', { name: 'Run this agent' }).getByLabel('message (required)');
+    assert.equal(await message.getAttribute('required'), '');
+    await message.fill('hello from the dashboard');
+    await page.getByRole('button', { name: 'Launch run' }).click();
+    await page.getByTestId('run-status').getByText('success').waitFor({ timeout: LIVE });
+    const runId = new URL(page.url()).hash.split('/')[2];
+    const recorded = (await client(world.platform.url, { key: world.key }).get(`/api/runs/${runId}`)).body;
+    assert.deepEqual(recorded.input, { message: 'hello from the dashboard' }, 'the form sent the input as typed');
+    assert.deepEqual(JSON.parse(await page.getByTestId('run-output').innerText()), recorded.result.output);
+    assert.equal(typeof recorded.result.output.echo, 'string');
+    await page.locator('.logs li').first().waitFor();
+    await assertAccessible(page, 'run');
+    await shot(page, 'run-success');
+  });
+
+  test('a member without runs:cancel sees no cancel button, and the API refuses the cancel', async () => {
+    const runId = await launchElsewhere(world.models.hang);
+    await waitForStatus(client(world.platform.url, { key: world.key }), runId, (s) => s === 'running', LIVE);
+    const memberContext = await world.browser.newContext();
+    try {
+      const member = await signIn(memberContext, world.auditor);
+      await member.goto(`${world.platform.url}/#/runs/${runId}`);
+      await member.getByTestId('run-status').getByText('running').waitFor();
+      assert.equal(await member.getByRole('button', { name: 'Cancel run' }).count(), 0);
+      assert.equal(await member.getByRole('link', { name: 'API keys' }).count(), 0);
+      await shot(member, 'run-as-member');
+      const refused = await client(world.platform.url, { cookie: world.auditor.cookie, org: world.orgId, space: world.spaceId }).post(`/api/runs/${runId}/cancel`, {});
+      assert.equal(refused.status, 403, refused.text);
+      assert.equal(refused.body.code, 'forbidden');
+    } finally {
+      await memberContext.close();
+    }
+    await aForgedCancelFails(runId);
+    // the owner cancels it, after a confirmation
+    await page.goto(`${world.platform.url}/#/runs/${runId}`);
+    await page.getByTestId('run-status').getByText('running').waitFor();
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await assertAccessible(page, 'cancel confirmation');
+    await dialog.getByRole('button', { name: 'Cancel run' }).click();
+    await page.getByTestId('run-status').getByText('cancelled').waitFor({ timeout: LIVE });
+    await shot(page, 'run-cancelled');
+  });
+
+  test('reruns a failed run: the new run names the one it reran', async () => {
+    const failed = await launchElsewhere(world.models.error);
+    await waitForStatus(client(world.platform.url, { key: world.key }), failed, (s) => s === 'failed', LIVE);
+    await page.goto(`${world.platform.url}/#/runs/${failed}`);
+    await page.getByRole('region', { name: 'Error' }).waitFor();
+    await shot(page, 'run-failed');
+    await page.getByRole('button', { name: 'Rerun' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Rerun' }).click();
+    await page.getByText(`rerun of ${failed}`).waitFor({ timeout: LIVE });
+    await page.getByTestId('run-status').getByText('success').waitFor({ timeout: LIVE });
+  });
+
+  test('schedules the agent and shows its cron in words and its next fires', async () => {
+    await page.goto(`${world.platform.url}/#/agents/@fixtures/agent-echo`);
+    await page.getByText('New schedule').click();
+    await page.getByLabel('Schedule name').fill('Weekday mornings');
+    await page.getByLabel('Cron (5 fields)').fill('0 9 * * 1-5');
+    await page.getByLabel('Time zone (IANA)').fill('Europe/Paris');
+    await page.locator('#schedule-input-message').fill('good morning');
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    await page.getByRole('heading', { name: 'Schedule Weekday mornings' }).waitFor();
+    await page.getByText('At 09:00, Monday through Friday (Europe/Paris time)').waitFor();
+    const fires = page.getByRole('list', { name: 'Next fires' }).locator('li');
+    assert.equal(await fires.count(), 5);
+    assert.match(await page.getByTestId('schedule-state').innerText(), /enabled/);
+    await assertAccessible(page, 'schedule');
+    await shot(page, 'schedule');
+    // disabling sends the ETag it read; the page shows the new state
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByTestId('schedule-state').getByText('disabled').waitFor();
+    await page.getByRole('link', { name: 'Schedules' }).click();
+    await page.getByRole('link', { name: 'Weekday mornings' }).waitFor();
+    await assertAccessible(page, 'schedules');
+    await shot(page, 'schedules');
+  });
+
+  test('creates an API key and shows it once', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('Key name').fill('from the dashboard');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const shown = page.getByTestId('shown-once');
+    await shown.waitFor();
+    const key = (await shown.locator('code').innerText()).trim();
+    assert.match(key, /^apst_[A-Za-z0-9]{36}$/);
+    await assertAccessible(page, 'api keys');
+    await shot(page, 'api-key-created');
+    // the key works, and once dismissed it is nowhere on the page
+    assert.equal((await client(world.platform.url, { key }).get('/api/runs')).status, 200);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    await page.reload();
+    await page.getByRole('cell', { name: 'from the dashboard', exact: true }).waitFor();
+    assert.ok(!(await page.content()).includes(key));
+  });
+
+  test('every other page renders without an accessibility violation', async () => {
+    for (const [link, label] of [['Connections', 'connections'], ['Webhooks', 'webhooks'], ['Members', 'members'], ['Models', 'models'], ['OAuth clients', 'oauth-clients'], ['Agents', 'agents']]) {
+      await page.getByRole('link', { name: link, exact: true }).click();
+      await page.getByRole('heading', { name: link, level: 1 }).waitFor();
+      await page.locator('main:has-text("Loading")').waitFor({ state: 'detached' });
+      await assertAccessible(page, label);
+      await shot(page, label);
+    }
+    assert.deepEqual(pageErrors, [], 'no CSP refusal and no uncaught error on any page');
+  });
+
+  test('an owner previews a lesser role: what that role may not do is hidden', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('button', { name: 'Create key' }).waitFor();
+    await page.getByLabel('Preview as').selectOption('member:viewer');
+    await page.getByRole('button', { name: 'Create key' }).waitFor({ state: 'detached' });
+    await page.getByRole('cell', { name: 'from the dashboard', exact: true }).waitFor();
+    await shot(page, 'preview-as-viewer');
+    await page.getByLabel('Preview as').selectOption('');
+    await page.getByRole('button', { name: 'Create key' }).waitFor();
+  });
+});
