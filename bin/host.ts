@@ -35,6 +35,7 @@ import { startEngine, type Engine } from './engine.ts';
 import { lockDataDir, StartRefused } from './instance-lock.ts';
 import { platformEndpoints } from './platform-endpoints.ts';
 import { runEvery } from '../lib/periodic.ts';
+import { findSetpriv, unboundReason } from '../lib/parent-bound.ts';
 import { purgeConnectSessions } from '../api/services/integrations/connect.ts';
 import { sweepExpiredFiles } from '../api/services/files/files.ts';
 
@@ -84,6 +85,9 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   };
 
   try {
+    if ((!config.DATABASE_URL || !config.RESTATE_INGRESS_URL || !config.RESTATE_ADMIN_URL) && !findSetpriv()) {
+      log.warn(`the embedded servers cannot be bound to this process (${unboundReason()}): if it is killed (SIGKILL), they keep running until the next start on this data directory ends them`);
+    }
     let embeddedPg: EmbeddedPostgresHandle | null = null;
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
