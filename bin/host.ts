@@ -139,6 +139,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const moduleServices = modules.flatMap((m) => m.services ?? []);
     // The API listens (answering 503 starting) while the engine comes up.
     const enginePromise = startEngine({ config, dataDir, ports, deps, log, signalKey: deriveSignalKey(instanceKey), stopping: stopping.signal, moduleServices });
+    // awaited below; a refusal meanwhile (the API still binding) must reach that await, not crash the start
+    enginePromise.catch(() => {});
     let url = '';
     if (config.ROLE !== 'worker') {
       const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: PLATFORM_VERSION });
