@@ -69,6 +69,9 @@ test('npm run demo goes from bootstrap to a successful run, printing each call a
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'demo@example.com', password }),
   });
   assert.equal(signedIn.status, 200, await signedIn.text());
+  // the OpenID provider loaded (discovery), the platform has said nothing a newcomer must wonder about
+  assert.equal((await fetch(`${platform.url}/.well-known/openid-configuration`)).status, 200);
+  assert.doesNotMatch(platform.output(), /Unsupported runtime|EBADENGINE/);
 });
 
 /** The README's walkthrough, as a newcomer pastes it, where this platform and model listen. */
