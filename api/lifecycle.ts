@@ -3,11 +3,19 @@
 // (the database, the workflow engine) whether they answer.
 export type Probe = () => Promise<boolean>;
 
+/** A way this instance runs below what it should, shown on readiness's body while it lasts. */
+export interface Degradation {
+  code: string;
+  detail: string;
+}
+
 export interface Lifecycle {
   ready: boolean;
   draining: boolean;
   inFlight: number;
   drainSeconds: number;
+  /** ready, but weaker than configured or than before (an agent sandbox without confinement) */
+  warnings: Degradation[];
   /** named checks of what requests depend on; each must answer true within PROBE_TIMEOUT_MS */
   probes: Record<string, Probe>;
   /** each probe's answer, asked at most once per PROBE_CACHE_MS however often readiness is polled */
@@ -39,6 +47,7 @@ export function createLifecycle(drainSeconds: number): Lifecycle {
     draining: false,
     inFlight: 0,
     drainSeconds,
+    warnings: [],
     probes: {},
     dependencies() {
       const now = Date.now();

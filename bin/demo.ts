@@ -1,8 +1,10 @@
 // `npm run demo`: the README's first run, made against a started platform, printing each call as it
 // makes it and each answer, carrying the ids from one answer into the next calls. It starts the
 // scripted model server itself (the stand-in for a model provider), so it needs no account anywhere.
-//   npm run demo -- [--url http://127.0.0.1:3000] [--token bst_...] [--data-dir .data] [--model-port 11435]
+//   npm run demo -- [--url http://127.0.0.1:3000] [--token bst_...] [--data-dir .data] [--model-port 11435] [--password ...]
 // The platform must have been started with EGRESS_ALLOW_INTERNAL_HOSTS=127.0.0.1:<model port>.
+// The owner it creates (demo@example.com) gets the password given, else a made-up one; either is
+// printed once the instance is claimed, so the demo organization can be signed into.
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -11,8 +13,9 @@ import { buildFixtureArchive, FIXTURE_BUILD_DIR } from '../test/fixtures/build-p
 import { startFakeModel, type FakeModel } from '../test/fixtures/fake-model/server.ts';
 
 const AGENT = 'agent-echo';
+const OWNER = 'demo@example.com';
 const ENDED = new Set(['success', 'failed', 'timeout', 'cancelled']);
-// Shown as sent: the answers are the platform's; only the passphrase the demo made up is hidden.
+// Shown as sent: the answers are the platform's; the passphrase is printed apart, with how to sign in.
 const HIDDEN = new Set(['password']);
 
 class DemoFailed extends Error {}
@@ -23,6 +26,7 @@ const { values: args } = parseArgs({
     token: { type: 'string' },
     'data-dir': { type: 'string' },
     'model-port': { type: 'string' },
+    password: { type: 'string' },
   },
 });
 const base = (args.url ?? process.env.PLATFORM_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');
@@ -96,11 +100,17 @@ async function demo(model: FakeModel): Promise<void> {
   const ready = await send('GET', '/health/ready');
   expect(ready, [200], 'The readiness check');
 
+  const password = args.password ?? randomBytes(12).toString('base64url');
   const redeemed = await send('POST', '/api/auth/bootstrap/redeem', {
-    json: { token: bootstrapToken(), email: 'demo@example.com', password: randomBytes(12).toString('base64url'), name: 'Demo' },
+    json: { token: bootstrapToken(), email: OWNER, password, name: 'Demo' },
   });
-  if (redeemed.status === 410) throw new DemoFailed('This instance was already claimed: the demo needs a fresh data directory (or an instance whose bootstrap was not redeemed).');
+  if (redeemed.status === 410) {
+    throw new DemoFailed(
+      `This instance was already claimed: the demo needs one whose bootstrap was not redeemed. Start another on a fresh data directory (DATA_DIR=.data-2 PORT=3001 EGRESS_ALLOW_INTERNAL_HOSTS=127.0.0.1:${modelPort} npm start), then npm run demo -- --url http://127.0.0.1:3001 --data-dir .data-2`,
+    );
+  }
   expect(redeemed, [201], 'Claiming the instance');
+  process.stdout.write(`  The owner signs in (POST /api/auth/sign-in/email) as ${OWNER} with the password: ${password}\n`);
   const cookie = redeemed.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
   const session = { cookie, 'x-org-id': redeemed.body.org_id as string, 'x-space-id': redeemed.body.space_id as string };
 
@@ -133,6 +143,7 @@ async function demo(model: FakeModel): Promise<void> {
   }
   if (run.status !== 'success') throw new DemoFailed(`The run ended ${run.status}: ${JSON.stringify(run.error)}`);
   process.stdout.write(`\nThe run ${run.id} succeeded. Its result: ${JSON.stringify(run.result)}\n`);
+  process.stdout.write(`Sign in to the demo organization as ${OWNER} with the password: ${password}\n`);
 }
 
 async function main(): Promise<void> {

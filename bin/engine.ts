@@ -45,24 +45,6 @@ interface EngineOptions {
   moduleServices?: unknown[];
 }
 
-async function healthy(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(500) });
-    return res.ok;
-  } catch {
-    return false;
-  }
-}
-
-async function healthyWithin(url: string, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await healthy(url)) return true;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return false;
-}
-
 /** Alive and still a Restate server: a zombie, or a pid reused by another program, is not. */
 function pidAlive(pid: number): boolean {
   try {
@@ -80,10 +62,28 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** SIGTERM, then SIGKILL after 5 s; a recorded pid is signalled only while it is still a Restate server. */
+async function endRestate(pid: number): Promise<void> {
+  try {
+    if (pidAlive(pid)) process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 100 && pidAlive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+  try {
+    if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone meanwhile
+  }
+  for (let i = 0; i < 40 && pidAlive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+}
+
 /**
- * Starts the embedded server, or adopts the one a killed platform process left running, and
- * keeps it running: if it dies while the platform runs, it is started again on the same ports and
- * data, and its in-flight invocations resume.
+ * Starts the embedded server and keeps it running: if it dies while the platform runs, it is
+ * started again on the same ports and data, and its in-flight invocations resume. A server of a
+ * previous platform still running on this data (shutting down after its platform was killed, or
+ * left running where it could not be bound to it) is ended first: this one's own is bound to
+ * this process and ends with it.
  */
 async function embeddedRestate(dataDir: string, ports: PortPlan, identityKeyFile: string, log: Logger, stopRequested?: AbortSignal) {
   const pidFile = path.join(dataDir, 'restate.pid');
@@ -102,28 +102,13 @@ async function embeddedRestate(dataDir: string, ports: PortPlan, identityKeyFile
     log.info('embedded Restate started', { ms: server.startedInMs });
     return { pid: server.pid, stop: () => server.stop() };
   };
-  const killPid = async (pid: number) => {
-    // a recorded pid may since belong to another program
-    if (!pidAlive(pid)) return;
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      return;
-    }
-    for (let i = 0; i < 100 && pidAlive(pid); i++) await new Promise((r) => setTimeout(r, 50));
-    if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
-  };
 
-  let current: { pid: number; stop: () => Promise<void> };
   const oldPid = Number(fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8') : NaN);
-  if (Number.isInteger(oldPid) && pidAlive(oldPid) && (await healthyWithin(`${adminUrl}/health`, 10_000))) {
-    log.info('adopting the running embedded Restate server', { pid: oldPid });
-    current = { pid: oldPid, stop: () => killPid(oldPid) };
-  } else {
-    // A server that is alive but never answers would hold its ports for ever.
-    if (Number.isInteger(oldPid) && pidAlive(oldPid)) await killPid(oldPid);
-    current = await launch();
+  if (Number.isInteger(oldPid) && pidAlive(oldPid)) {
+    log.warn('ending the embedded Restate server of a previous platform, to start this one\'s own', { pid: oldPid });
+    await endRestate(oldPid);
   }
+  let current: { pid: number; stop: () => Promise<void> } = await launch();
 
   let stopping = false;
   let restarting = false;

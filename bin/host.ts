@@ -35,6 +35,7 @@ import { startEngine, type Engine } from './engine.ts';
 import { lockDataDir, StartRefused } from './instance-lock.ts';
 import { platformEndpoints } from './platform-endpoints.ts';
 import { runEvery } from '../lib/periodic.ts';
+import { findSetpriv, unboundReason } from '../lib/parent-bound.ts';
 import { purgeConnectSessions } from '../api/services/integrations/connect.ts';
 import { sweepExpiredFiles } from '../api/services/files/files.ts';
 
@@ -84,6 +85,9 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   };
 
   try {
+    if ((!config.DATABASE_URL || !config.RESTATE_INGRESS_URL || !config.RESTATE_ADMIN_URL) && !findSetpriv()) {
+      log.warn(`the embedded servers cannot be bound to this process (${unboundReason()}): if it is killed (SIGKILL), they keep running until the next start on this data directory ends them`);
+    }
     let embeddedPg: EmbeddedPostgresHandle | null = null;
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
@@ -135,6 +139,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     const moduleServices = modules.flatMap((m) => m.services ?? []);
     // The API listens (answering 503 starting) while the engine comes up.
     const enginePromise = startEngine({ config, dataDir, ports, deps, log, signalKey: deriveSignalKey(instanceKey), stopping: stopping.signal, moduleServices });
+    // awaited below; a refusal meanwhile (the API still binding) must reach that await, not crash the start
+    enginePromise.catch(() => {});
     let url = '';
     if (config.ROLE !== 'worker') {
       const { app } = createApp(deps, { routes: allRoutes(), modules, log, version: PLATFORM_VERSION });

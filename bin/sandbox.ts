@@ -12,6 +12,7 @@ import { runLocalServers } from '../api/services/integrations/local-servers.ts';
 import { allowedLocalImages } from '../lib/local-integration-images.ts';
 import { inputFilesForWorkspace } from '../api/services/files/run-files.ts';
 import { createProcessAdapter } from '../activities/sandbox/process-adapter.ts';
+import { checkConfinement } from './sandbox-confinement.ts';
 import { createDockerAdapter, DOCKER_WORK_FOLDER } from '../activities/sandbox/docker-adapter.ts';
 import { ensureSandboxImages } from '../activities/sandbox/docker-images.ts';
 import { projectRoot } from '../lib/project-root.ts';
@@ -46,13 +47,20 @@ export async function createSandboxAdapter(deps: AppDeps, dataDir: string): Prom
   const workDir = path.join(dataDir, 'sandboxes');
   // Sandboxes do not outlive the process that started them: folders left by a crash are stale.
   fs.rmSync(workDir, { recursive: true, force: true });
-  return createProcessAdapter({
+  const adapter = await createProcessAdapter({
     warmPool: config.SANDBOX_WARM_POOL,
     workDir,
     log: deps.log,
     poolMemoryMb: config.PLATFORM_RUN_LIMITS.agent_memory_ceiling_mb,
     unconfinedShellUnsafe: config.SANDBOX_UNCONFINED_SHELL_UNSAFE,
   });
+  try {
+    deps.lifecycle.warnings.push(...checkConfinement(adapter.isolation, { dataDir, required: config.SANDBOX_CONFINEMENT === 'required', log: deps.log }));
+  } catch (err) {
+    await adapter.close();
+    throw err;
+  }
+  return adapter;
 }
 
 /** Where a run's agent, skills and model come from: a draft run from its launch snapshot. */

@@ -1,6 +1,8 @@
 // The embedded PostgreSQL used when no DATABASE_URL is set. Its cluster lives under the data
-// directory and is kept across restarts; a server left running by a killed platform is adopted,
-// and one that dies while the platform runs is started again on the same port and data.
+// directory and is kept across restarts. The server ends when the platform's process does, even
+// killed (lib/parent-bound.ts); one left running anyway (a killed platform of a host without
+// setpriv) is ended by the next start, which starts its own; one that dies while the platform
+// runs is started again on the same port and data.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -8,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { boundToParent } from '../lib/parent-bound.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
 export interface EmbeddedPostgresHandle {
@@ -164,12 +167,16 @@ export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPost
   const binary = await postgresBinary();
   const ids = postgresUserIds();
 
-  /** Starts the server in its own process group, so a terminal's Ctrl-C reaches the platform only. */
+  /**
+   * Starts the server in its own process group, so a terminal's Ctrl-C reaches the platform only,
+   * bound to this process: if it dies, the kernel asks the server for a fast shutdown.
+   */
   const launch = async (): Promise<number> => {
     const out = fs.openSync(logFile, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(binary, ['-D', clusterDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'], {
+      const run = boundToParent(binary, ['-D', clusterDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'], 'SIGINT');
+      child = spawn(run.command, run.args, {
         detached: true,
         stdio: ['ignore', out, out],
         env: { ...process.env, LC_MESSAGES: 'C' },
@@ -194,17 +201,14 @@ export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPost
     return child.pid!;
   };
 
-  let pid: number;
   const stale = readPostmasterPid(clusterDir);
-  if (stale && isPostgresOf(stale, clusterDir) && (await answers(opts.port, password))) {
-    // A previous platform process died without stopping its database: keep using it.
-    opts.event?.(`adopting the running embedded PostgreSQL (pid ${stale})`);
-    pid = stale;
-  } else {
-    // A server still shutting down holds the cluster's lock: let it finish first.
-    if (stale && isPostgresOf(stale, clusterDir)) await waitForExit(stale, clusterDir, 15_000);
-    pid = await launch();
+  if (stale && isPostgresOf(stale, clusterDir)) {
+    // A killed platform's server: still shutting down (it was bound to that platform), or left
+    // running where it could not be bound. Either way it is not bound to this process: end it.
+    opts.event?.(`ending the embedded PostgreSQL (pid ${stale}) of a previous platform, to start this one's own`);
+    await endServer(stale, clusterDir);
   }
+  let pid = await launch();
   await ensureDatabase(opts.port, password);
 
   // A platform that exits without stopping (a crash) still ends its database.
@@ -244,14 +248,24 @@ export async function startEmbeddedPostgres(opts: Options): Promise<EmbeddedPost
       clearInterval(watchdog);
       process.removeListener('exit', endOnExit);
       while (restarting) await sleep(50);
-      if (!isPostgresOf(pid, clusterDir)) return;
-      // Fast shutdown; after 10 s, immediate shutdown (recovery at the next start).
-      process.kill(pid, 'SIGINT');
-      if (await waitForExit(pid, clusterDir, 10_000)) return;
-      if (isPostgresOf(pid, clusterDir)) process.kill(pid, 'SIGQUIT');
-      await waitForExit(pid, clusterDir, 5_000);
+      await endServer(pid, clusterDir);
     },
   };
+}
+
+/** Fast shutdown; after 10 s, immediate shutdown (recovery at the next start). */
+async function endServer(pid: number, clusterDir: string): Promise<void> {
+  const signal = (s: NodeJS.Signals) => {
+    try {
+      if (isPostgresOf(pid, clusterDir)) process.kill(pid, s);
+    } catch {
+      // gone meanwhile
+    }
+  };
+  signal('SIGINT');
+  if (await waitForExit(pid, clusterDir, 10_000)) return;
+  signal('SIGQUIT');
+  await waitForExit(pid, clusterDir, 5_000);
 }
 
 async function passwordFor(dir: string): Promise<string> {

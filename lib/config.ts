@@ -197,6 +197,11 @@ export const ConfigSchema = z.object({
    * its commands then run as the platform's user, with the host's files and network. Unsafe.
    */
   SANDBOX_UNCONFINED_SHELL_UNSAFE: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
+  /**
+   * RUN_ADAPTER=process: 'required' refuses to start where agents cannot be confined with
+   * bubblewrap; 'auto' runs them unconfined there, with a warning at start and on readiness.
+   */
+  SANDBOX_CONFINEMENT: z.enum(['auto', 'required']).default('auto'),
   /** seconds a sandbox has to send its first event */
   RUN_BOOT_SECONDS: z.coerce.number().int().positive().default(60),
   /** seconds between a runner's heartbeats; a run silent for three of them is failed */

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { arch, platform } from 'node:os';
 import { dirname, resolve as resolvePath } from 'node:path';
+import { boundToParent } from '../lib/parent-bound.ts';
 
 export interface RestateServerOptions {
   /** Data directory; the same directory (and ports) after a restart finds the same invocations. */
@@ -94,8 +95,9 @@ export async function startRestateServer(opts: RestateServerOptions): Promise<Re
   await assertPortsFree([opts.ingressPort, opts.adminPort, opts.nodePort]);
   const output = openOutput(opts.logFile);
   const startedAt = performance.now();
-  const [command, commandArgs] = offlineCommand(baseDir, restateServerBinary(), args);
-  const child = spawn(command, commandArgs, {
+  // bound to this process: if it dies, however, the kernel asks the server to shut down
+  const run = boundToParent(...offlineCommand(baseDir, restateServerBinary(), args), 'SIGTERM');
+  const child = spawn(run.command, run.args, {
     cwd: baseDir,
     env,
     // its own process group: a terminal's Ctrl-C reaches the platform, which stops it after draining
@@ -198,7 +200,7 @@ async function stopChild(child: ChildProcess, exited: Promise<number | null>): P
  * Where we can (root on Linux, with unshare), it runs in its own mount namespace whose resolver
  * is 127.0.0.1, so the lookup fails on this machine and nothing leaves it.
  */
-function offlineCommand(baseDir: string, binary: string, args: string[]): [string, string[]] {
+export function offlineCommand(baseDir: string, binary: string, args: string[]): [string, string[]] {
   const unshare = ['/usr/bin/unshare', '/bin/unshare'].find((p) => existsSync(p));
   if (platform() !== 'linux' || process.getuid?.() !== 0 || !unshare) return [binary, args];
   const resolv = resolvePath(baseDir, 'resolv.conf');

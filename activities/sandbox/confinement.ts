@@ -125,30 +125,49 @@ export function confinedArgv(layout: ConfinedLayout, command: string[]): string[
   ];
 }
 
+export type ProbeResult = { ok: true } | { ok: false; reason: string };
+
+/**
+ * How long a probe may take. It starts a program, which on a loaded host (a restart with many
+ * runs resuming) can take many seconds: a probe that has not answered yet has refused nothing,
+ * so it is given far longer than a start takes, and a slow answer is named as such, never taken
+ * for namespaces refused.
+ */
+export const PROBE_TIMEOUT_MS = 120_000;
+/** a refusal can be transient (a clone refused for lack of a resource): asked this often */
+const PROBE_ATTEMPTS = 3;
+
+function probe(bwrap: string, args: string[], timeoutMs: number): Promise<ProbeResult> {
+  const began = Date.now();
+  return new Promise((resolve) => {
+    execFile(bwrap, args, { env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE }, timeout: timeoutMs }, (err, _stdout, stderr) => {
+      if (!err) return resolve({ ok: true });
+      const killed = (err as { killed?: boolean }).killed === true;
+      resolve({ ok: false, reason: killed ? `no answer within ${Math.round((Date.now() - began) / 1000)} s` : (stderr || err.message).trim().slice(0, 500) });
+    });
+  });
+}
+
+async function probeAgain(bwrap: string, args: string[], timeoutMs: number): Promise<ProbeResult> {
+  let result: ProbeResult = { ok: false, reason: 'not probed' };
+  for (let attempt = 1; attempt <= PROBE_ATTEMPTS; attempt++) {
+    result = await probe(bwrap, args, timeoutMs);
+    if (result.ok || result.reason.startsWith('no answer')) return result;
+    if (attempt < PROBE_ATTEMPTS) await new Promise((r) => setTimeout(r, 500 * attempt));
+  }
+  return result;
+}
+
 /**
  * Runs the shell's nested sandbox inside the agent's (`true` as its command): nesting needs
  * user namespaces inside user namespaces, which some hosts refuse.
  */
-export function probeNestedShell(bwrap: string, layout: ConfinedLayout): Promise<{ ok: true } | { ok: false; reason: string }> {
+export function probeNestedShell(bwrap: string, layout: ConfinedLayout, timeoutMs = PROBE_TIMEOUT_MS): Promise<ProbeResult> {
   const shell = [bwrap, ...shellSandboxArgv(SANDBOX_WORKSPACE, systemEntries(), ['/bin/sh', '-c', 'exit 0'])];
-  return new Promise((resolve) => {
-    execFile(
-      bwrap,
-      confinedArgv({ ...layout, bwrap }, shell),
-      { env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE }, timeout: 10_000 },
-      (err, _stdout, stderr) => resolve(err ? { ok: false, reason: (stderr || err.message).trim().slice(0, 500) } : { ok: true }),
-    );
-  });
+  return probeAgain(bwrap, confinedArgv({ ...layout, bwrap }, shell), timeoutMs);
 }
 
 /** Runs `node -e 0` confined: bwrap on PATH is not enough where namespaces are refused (some containers). */
-export function probeBubblewrap(bwrap: string, layout: ConfinedLayout): Promise<{ ok: true } | { ok: false; reason: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      bwrap,
-      confinedArgv(layout, [sandboxNodePath(), '-e', '0']),
-      { env: { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_WORKSPACE }, timeout: 10_000 },
-      (err, _stdout, stderr) => resolve(err ? { ok: false, reason: (stderr || err.message).trim().slice(0, 500) } : { ok: true }),
-    );
-  });
+export function probeBubblewrap(bwrap: string, layout: ConfinedLayout, timeoutMs = PROBE_TIMEOUT_MS): Promise<ProbeResult> {
+  return probeAgain(bwrap, confinedArgv(layout, [sandboxNodePath(), '-e', '0']), timeoutMs);
 }

@@ -93,7 +93,8 @@ async function chooseConfinement(
   const probe = await probeBubblewrap(bwrap, layout);
   const nestedShell = probe.ok ? await probeNestedShell(bwrap, layout) : undefined;
   await rm(probeDir, { recursive: true, force: true });
-  return probe.ok ? { bwrap, nestedShell } : { note: `bwrap cannot create its namespaces here: ${probe.reason}` };
+  if (probe.ok) return { bwrap, nestedShell };
+  return { note: probe.reason.startsWith('no answer') ? `bwrap's probe gave ${probe.reason}` : `bwrap cannot create its namespaces here: ${probe.reason}` };
 }
 
 export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise<ProcessSandboxAdapter> {

@@ -14,6 +14,8 @@ const Readiness = z.object({
   status: z.enum(['ok', 'starting', 'draining', 'unavailable']),
   /** present when a part the API depends on does not answer */
   checks: z.record(z.string(), z.enum(['ok', 'unreachable'])).optional(),
+  /** present while the instance serves below what it should (`sandbox_unconfined`: agents run without confinement) */
+  warnings: z.array(z.object({ code: z.string(), detail: z.string() })).optional(),
 });
 
 const DOCS_HTML = `<!doctype html>
@@ -41,9 +43,10 @@ export function publicRoutes(docs: PublicDocs): RouteDef<any, any, any>[] {
         if (!lc.ready) return { status: 503, body: { status: 'starting' }, headers: { 'Retry-After': '1' } };
         if (lc.draining) return { status: 503, body: { status: 'draining' } };
         const answers = await lc.dependencies();
-        if (Object.values(answers).every(Boolean)) return ok({ status: 'ok' });
+        const warnings = lc.warnings.length ? { warnings: lc.warnings } : {};
+        if (Object.values(answers).every(Boolean)) return ok({ status: 'ok', ...warnings });
         const checks = Object.fromEntries(Object.entries(answers).map(([name, up]) => [name, up ? 'ok' : 'unreachable']));
-        return { status: 503, body: { status: 'unavailable', checks }, headers: { 'Retry-After': '1' } };
+        return { status: 503, body: { status: 'unavailable', checks, ...warnings }, headers: { 'Retry-After': '1' } };
       },
     }),
     route({

@@ -53,7 +53,7 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   uniqueIndex('webhook_deliveries_once_uq').on(t.webhookId, t.runId, t.event),
   index('webhook_deliveries_webhook_idx').on(t.webhookId, sql`${t.id} COLLATE "C"`),
   index('webhook_deliveries_undispatched_idx').on(sql`${t.id} COLLATE "C"`).where(sql`status = 'pending' AND dispatched_at IS NULL`),
-  index('webhook_deliveries_open_idx').on(t.dispatchedAt).where(sql`status = 'pending' AND attempt_count = 0`),
+  index('webhook_deliveries_open_idx').on(t.dispatchedAt).where(sql`status = 'pending' AND next_attempt_at IS NULL`),
   index('webhook_deliveries_retry_idx').on(t.nextAttemptAt).where(sql`status = 'pending' AND attempt_count > 0`),
 ]);
 
@@ -62,7 +62,8 @@ export const webhookDeliveryAttempts = pgTable('webhook_delivery_attempts', {
   attempt: integer('attempt').notNull(),
   startedAt: ts('started_at').notNull(),
   statusCode: integer('status_code'),
-  durationMs: integer('duration_ms').notNull(),
+  /** null while the attempt is under way (it is recorded before it is sent), or if its sender died */
+  durationMs: integer('duration_ms'),
   error: text('error'),
   nextAttemptAt: ts('next_attempt_at'),
 }, (t) => [primaryKey({ name: 'webhook_delivery_attempts_pk', columns: [t.deliveryId, t.attempt] })]);

@@ -153,7 +153,7 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
       return res.body.id as string;
     };
     const ending = (base: string, runId: string) => waitForStatus(client(base, { key }), runId, (s) => !['pending', 'running'].includes(s), 120_000).catch(logsOnFailure);
-    const OUTPUT = { echo: 'example' };
+    const OUTPUT = { echo: 'hello' };
     const first = await ending(a, await launch(a));
     assert.equal(first.status, 'success', JSON.stringify(first.error ?? first));
     assert.deepEqual(first.result?.output, OUTPUT);

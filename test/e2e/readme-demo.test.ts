@@ -1,7 +1,10 @@
 // The README's first run, as `npm run demo` makes it against a started platform: bootstrap, an API
 // key, the scripted model as provider and default model, the sample agent imported, a run that
-// succeeds. Every call and answer is printed; the demo exits 0 only when the run succeeded. And the
-// README's walkthrough by hand, pasted into a shell as written, gets to the same success.
+// succeeds with the sample's promised output. Every call and answer is printed, and the owner's
+// password, with which the demo organization can be signed into; the demo exits 0 only when the
+// run succeeded. And the README's walkthrough by hand, pasted into a shell as written: on the
+// instance the demo just claimed it stops at its first step, showing that answer and calling
+// nothing more; on an unclaimed instance it gets to the same success, leaving no file behind.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -58,37 +61,71 @@ test('npm run demo goes from bootstrap to a successful run, printing each call a
   ]);
   assert.match(out, /^← 201 \{"user_id":/m, 'answers are printed');
   assert.match(out, new RegExp(`"base_url":"http://127\\.0\\.0\\.1:${modelPort}/v1"`), 'the model server is on the chosen port, not PORT');
-  assert.match(out, /The run run_\S+ succeeded\. Its result: \{"output":\{"echo":/);
-  assert.doesNotMatch(out, /"password":"(?!…)/, 'the made-up passphrase is not printed');
+  assert.match(out, /The run run_\S+ succeeded\. Its result: \{"output":\{"echo":"hello"\}\}/);
+  assert.doesNotMatch(out, /"password":"(?!…)/, 'the passphrase is not echoed inside a request body');
+  const password = /^Sign in to the demo organization as demo@example\.com with the password: (\S+)$/m.exec(out)?.[1];
+  assert.ok(password, out);
+  const signedIn = await fetch(`${platform.url}/api/auth/sign-in/email`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'demo@example.com', password }),
+  });
+  assert.equal(signedIn.status, 200, await signedIn.text());
+  // the OpenID provider loaded (discovery), the platform has said nothing a newcomer must wonder about
+  assert.equal((await fetch(`${platform.url}/.well-known/openid-configuration`)).status, 200);
+  assert.doesNotMatch(platform.output(), /Unsupported runtime|EBADENGINE/);
 });
 
-test('the README walkthrough, pasted into sh, claims the instance and gets a successful run', async () => {
+/** The README's walkthrough, as a newcomer pastes it, where this platform and model listen. */
+function walkthrough(on: PlatformProcess, modelPort: number): string {
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-  const block = /```sh\n(B=http:\/\/127\.0\.0\.1:3000\n[\s\S]*?)```/.exec(readme)?.[1];
+  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('/api/auth/bootstrap/redeem'));
   assert.ok(block, 'the README has the walkthrough');
+  // Only where this platform and model listen differ from what a newcomer has.
+  return block
+    .replace('B=http://127.0.0.1:3000', `B=${on.url}`)
+    .replace('.data/bootstrap-token', path.join(on.dataDir, 'bootstrap-token'))
+    .replaceAll('127.0.0.1:11435', `127.0.0.1:${modelPort}`);
+}
+
+/** Pastes the script into sh from the repository folder, as the README says; its temporary files go to tmp. */
+async function paste(script: string, tmp: string): Promise<{ code: number | null; out: string }> {
+  const child = spawn('sh', ['-c', `cd '${root}'\n${script}`], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', TMPDIR: tmp },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  return { code, out };
+}
+
+const rootEntries = () => fs.readdirSync(root).sort();
+
+test('the README walkthrough pasted after npm run demo, on the same instance: it stops at the claim, showing the 410', async () => {
+  const tmp = fs.mkdtempSync(path.join(platform.dataDir, 'paste-'));
+  const { code, out } = await paste(walkthrough(platform, modelPort), tmp);
+  assert.notEqual(code, 0, out);
+  assert.match(out, /^POST \/api\/auth\/bootstrap\/redeem answered 410: \{.*"code":"bootstrap_token_unavailable"/m, out);
+  assert.doesNotMatch(out, /answered 401|API key:/, 'nothing is called after the failing step');
+  assert.deepEqual(fs.readdirSync(tmp), [], 'the cookie file is removed');
+});
+
+test('the README walkthrough, pasted into sh on an unclaimed instance, claims it and gets the echo', async () => {
   const port = await namedPort();
   const own = await startPlatformProcess({ env: { BOOTSTRAP_TOKEN: '', EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${port}`, SANDBOX_WARM_POOL: '1' } });
   const model = await startFakeModel({ port });
   try {
-    // Only where this platform and model listen differ from what a newcomer has.
-    const script = block
-      .replace('B=http://127.0.0.1:3000', `B=${own.url}`)
-      .replace('.data/bootstrap-token', path.join(own.dataDir, 'bootstrap-token'))
-      .replaceAll('127.0.0.1:11435', `127.0.0.1:${port}`);
-    const work = fs.mkdtempSync(path.join(own.dataDir, 'shell-'));
-    const child = spawn('sh', ['-e', '-c', `cd '${root}'\n${script.replace(/-c jar|-b jar/g, (m) => `${m.slice(0, 3)}'${work}/jar'`)}`], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+    const tmp = fs.mkdtempSync(path.join(own.dataDir, 'paste-'));
+    const before = rootEntries();
+    const { code, out } = await paste(walkthrough(own, port), tmp);
     assert.equal(code, 0, `${out}\n--- platform ---\n${own.output().slice(-3000)}`);
-    const run = JSON.parse(out.trim().split('\n').at(-1)!) as { status: string; result: { output: { echo: unknown } } };
+    const run = JSON.parse(out.trim().split('\n').at(-1)!) as { status: string; result: { output: unknown } };
     assert.equal(run.status, 'success', out);
-    assert.equal(typeof run.result.output.echo, 'string');
+    assert.deepEqual(run.result.output, { echo: 'hello' });
     assert.equal(model.requests.length > 0, true, 'the run asked the scripted model');
+    assert.deepEqual(rootEntries(), before, 'nothing is left in the repository folder (no cookie jar)');
+    // mktemp's files are tmp.*; npm's tools keep caches of their own there
+    assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.startsWith('tmp.')), [], 'the cookie file is removed');
   } finally {
     await model.close();
     await own.stop();

@@ -19,7 +19,6 @@ const RUNS = 6;
 const OUTAGE_MS = 20_000;
 const ECHO = '/api/agents/@fixtures/agent-echo/run';
 // what the scripted model has the agent report through its output tool
-const OUTPUT = { echo: 'example' };
 
 /** Which turn of the scripted conversation a request is: the echo agent logs, outputs, then says done. */
 function turnOf(body: any): 'first' | 'after log' | 'after output' {
@@ -184,7 +183,7 @@ describe('runs under a database outage', () => {
     proxy.resume();
 
     const ended = await endings(runs);
-    assert.deepEqual(ended, runs.map(() => ({ status: 'success', code: undefined, output: OUTPUT })));
+    assert.deepEqual(ended, runs.map((r) => ({ status: 'success', code: undefined, output: { echo: r.message } })));
   });
 
   test('runs in the middle of their work while the database is stalled end success with their output', async () => {
@@ -195,6 +194,6 @@ describe('runs under a database outage', () => {
     gate.release();
 
     const ended = await endings(runs);
-    assert.deepEqual(ended, runs.map(() => ({ status: 'success', code: undefined, output: OUTPUT })));
+    assert.deepEqual(ended, runs.map((r) => ({ status: 'success', code: undefined, output: { echo: r.message } })));
   });
 });

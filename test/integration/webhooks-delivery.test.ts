@@ -38,7 +38,7 @@ describe('webhook deliveries', () => {
     await world.end(runs[2], { status: 'timeout', error: { code: 'run_timeout', message: 'too slow' } });
 
     // nothing listens on the port yet: every delivery fails at least twice
-    await world.deliveriesUntil(hook.id, (d) => d.length === 6 && d.every((x) => x.attempt_count >= 2));
+    await world.deliveriesUntil(hook.id, (d) => d.length === 6 && d.every((x) => x.attempts.filter((a: { duration_ms: number | null }) => a.duration_ms !== null).length >= 2));
     const rotated = await call(world.app.url, 'POST', `/api/webhooks/${hook.id}/rotate`, { key: world.key });
     assert.equal(rotated.status, 200);
     receiver.secrets = [rotated.body.secret, hook.secret];
@@ -135,7 +135,7 @@ describe('webhook deliveries', () => {
     const run = await world.aRun();
     await world.end(run, { status: 'failed', error: { code: 'x', message: 'y' } });
     await receiver.until((r) => r.some((x) => x.path === '/fast'));
-    const [s] = await world.deliveriesUntil(slow.id, (d) => d.length === 1 && d[0].attempt_count >= 1);
+    const [s] = await world.deliveriesUntil(slow.id, (d) => d.length === 1 && d[0].attempts[0]?.duration_ms != null);
     assert.match(s.attempts[0].error, /^timeout: /);
     receiver.answer = () => 200;
     const [done] = await world.deliveriesUntil(slow.id, (d) => d[0].status === 'succeeded');

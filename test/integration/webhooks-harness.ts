@@ -12,6 +12,7 @@ import type { Dispatcher } from '../../api/modules/webhooks/dispatcher.ts';
 import { deliveriesOf } from '../../api/modules/webhooks/webhooks.ts';
 import { finalizeRun, type RunEndingRecord } from '../../db/run-finalization.ts';
 import { freePort } from '../../lib/free-port.ts';
+import { createSecretBox } from '../../lib/crypto.ts';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { registerDeployment } from '../../restate/admin.ts';
 import { startRestateServer } from '../../restate/launcher.ts';
@@ -138,8 +139,18 @@ export interface DeliveryWorld {
   close(): Promise<void>;
 }
 
-export async function aDeliveryWorld(receiverPort: number, env: Record<string, string> = {}): Promise<DeliveryWorld> {
-  const app = await startTestApp({ env: { EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${receiverPort}`, ...env } });
+export interface DeliveryWorldOptions {
+  /** false: no dispatcher runs until anotherDispatcher() (another process may be the one sending) */
+  dispatcher?: boolean;
+  /** the instance key secrets are sealed with, for another process to open them too */
+  instanceKey?: Buffer;
+}
+
+export async function aDeliveryWorld(receiverPort: number, env: Record<string, string> = {}, opts: DeliveryWorldOptions = {}): Promise<DeliveryWorld> {
+  const app = await startTestApp({
+    env: { EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${receiverPort}`, ...env },
+    ...(opts.instanceKey ? { secrets: createSecretBox(opts.instanceKey) } : {}),
+  });
   const pool = app.deps.database.pool;
   const org = await anOrg(pool);
   const { key } = await aKey(pool, { ...org, userId: org.ownerId });
@@ -150,7 +161,7 @@ export async function aDeliveryWorld(receiverPort: number, env: Record<string, s
   const server = await startRestateServer({ baseDir, ingressPort, adminPort, nodePort, logFile: join(baseDir, 'restate.log') });
   const endpoint = await startWorkflowEndpoint({ port: endpointPort, services: module.services!, logger: quietLogger });
   await registerDeployment(server.adminUrl, endpoint.url);
-  const dispatchers = [module.start!({ ingressUrl: server.ingressUrl }) as Dispatcher];
+  const dispatchers = opts.dispatcher === false ? [] : [module.start!({ ingressUrl: server.ingressUrl }) as Dispatcher];
   let n = 0;
 
   return {

@@ -140,8 +140,8 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
         await handle.kill('SIGTERM');
         if (handle.proc.exitCode === null) handle.proc.kill('SIGKILL');
       }
-      // A killed platform leaves its embedded Restate behind; the next start adopts it, but a
-      // finished test stops it.
+      // A killed platform's embedded Restate ends with it (bound to it), or is ended by the next
+      // start; a finished test does not wait for either.
       const pidFile = path.join(dataDir, 'restate.pid');
       if (fs.existsSync(pidFile)) {
         try {

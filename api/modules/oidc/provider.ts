@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
+import { loadOidcProvider } from './library.ts';
 import type pg from 'pg';
 import type { AppDeps } from '../../deps.ts';
 import { adapterFactory } from './adapter.ts';
@@ -91,7 +92,7 @@ export interface BuiltProvider {
 export async function buildProvider(deps: AppDeps, issuer: string): Promise<BuiltProvider> {
   const pool = deps.database.pool;
   // loaded on first use: an app that never serves OAuth never pays for the library
-  const { default: ProviderClass, errors, interactionPolicy } = await import('oidc-provider');
+  const { default: ProviderClass, errors, interactionPolicy } = await loadOidcProvider();
   const keys = await loadSigningKeys(pool, deps.secrets);
   const api = apiResource(issuer);
 

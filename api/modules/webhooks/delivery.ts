@@ -1,8 +1,10 @@
 // One webhook delivery. Its first attempt is sent by the dispatcher (dispatcher.ts); what needs
 // another try continues in a durable workflow keyed by the delivery row's id (one row per webhook,
 // run and event), so a delivery is retried by one invocation whoever starts it. Each attempt in
-// the workflow is a journaled step that signs, posts through the egress guard and records itself;
-// the pause before the next is a durable timer. 2xx succeeds; 410 disables the webhook; other 4xx
+// the workflow is a journaled step that records the attempt as begun, signs, posts through the
+// egress guard and records the outcome; the pause before the next is a durable timer. An attempt
+// is recorded before it is sent, so one under way when its sender died still shows (interrupted)
+// in the delivery's attempts and attempt_count. 2xx succeeds; 410 disables the webhook; other 4xx
 // except 408 and 429 fail at once; everything else is retried on the backoff schedule.
 import * as restate from '@restatedev/restate-sdk';
 import type { WorkflowContext } from '@restatedev/restate-sdk';
@@ -19,7 +21,7 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Each retry's pause is drawn within this share of the scheduled one, either way. */
 const JITTER = 0.2;
 
-export type AttemptOutcome = { done: true; status: 'succeeded' | 'failed' | 'cancelled' | 'gone' } | { done: false; delayMs: number };
+export type AttemptOutcome = { done: true; status: 'succeeded' | 'failed' | 'cancelled' | 'gone' | 'settled' } | { done: false; delayMs: number };
 
 export interface DeliveryDeps {
   pool: pg.Pool;
@@ -128,9 +130,13 @@ export async function sendAttempt(dd: DeliveryDeps, t: Target, attempt: number, 
 /** 410 Gone: the receiver asks to be sent nothing more. */
 const goneAnswer = (r: AttemptRecord) => r.statusCode === 410;
 
+/** What an attempt left without its outcome shows once a later one begins. */
+export const INTERRUPTED = 'interrupted: no answer was recorded (its sender stopped during the attempt)';
+
 /**
- * Records attempts, any number in one statement: each attempt's row and its delivery's state; a
- * 410 disables its webhook. Safe to run again (an attempt recorded twice keeps the last).
+ * Records attempts' outcomes, any number in one statement: each attempt's row and, from the
+ * delivery's latest attempt, its state; a 410 disables its webhook. Safe to run again (an attempt
+ * recorded twice keeps the last).
  */
 export async function recordAttempts(pool: pg.Pool, records: AttemptRecord[]): Promise<void> {
   if (!records.length) return;
@@ -146,7 +152,7 @@ export async function recordAttempts(pool: pg.Pool, records: AttemptRecord[]): P
          duration_ms = EXCLUDED.duration_ms, error = EXCLUDED.error, next_attempt_at = EXCLUDED.next_attempt_at)
      UPDATE webhook_deliveries d SET attempt_count = GREATEST(d.attempt_count, a.attempt), status = a.status, next_attempt_at = a.next_attempt_at,
             finished_at = CASE WHEN a.status = 'pending' THEN NULL ELSE now() END
-       FROM a WHERE d.id = a.delivery_id`,
+       FROM a WHERE d.id = a.delivery_id AND a.attempt >= d.attempt_count`,
     [col('deliveryId'), col('attempt'), col('startedAt'), col('statusCode'), col('durationMs'), col('error'), col('nextAt'), col('status')],
   );
   const disabled = [...new Set(records.filter(goneAnswer).map((r) => r.webhookId))];
@@ -163,8 +169,32 @@ export async function cancelDeliveries(pool: pg.Pool, ids: string[]): Promise<vo
   if (ids.length) await pool.query(`UPDATE webhook_deliveries SET status = 'cancelled', finished_at = now() WHERE id = ANY($1::text[]) AND status = 'pending'`, [ids]);
 }
 
-/** One attempt of one delivery: sign, post, record. Safe to run again (a retried step). */
-export async function attemptDelivery(dd: DeliveryDeps, deliveryId: string, attempt: number): Promise<AttemptOutcome> {
+/**
+ * Records the delivery's next attempt as begun, before anything is sent, and returns its number
+ * (null when the delivery is no longer pending). An earlier attempt still without its outcome was
+ * cut short by its sender's end: it is marked interrupted, and counted.
+ */
+export async function beginAttempt(pool: pg.Pool, deliveryId: string): Promise<number | null> {
+  const { rows } = await pool.query<{ attempt: number }>(
+    `WITH interrupted AS (
+       UPDATE webhook_delivery_attempts SET error = $2 WHERE delivery_id = $1 AND duration_ms IS NULL AND error IS NULL
+     ), d AS (
+       UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, next_attempt_at = NULL, dispatched_at = now()
+        WHERE id = $1 AND status = 'pending' RETURNING id, attempt_count
+     ), begun AS (
+       INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at) SELECT id, attempt_count, now() FROM d
+     )
+     SELECT attempt_count AS attempt FROM d`,
+    [deliveryId, INTERRUPTED],
+  );
+  return rows[0]?.attempt ?? null;
+}
+
+/**
+ * One attempt of one delivery: record it as begun, sign, post, record its outcome. Run again (a
+ * step retried after a crash), it is a new attempt: the one cut short stays in the log.
+ */
+export async function attemptDelivery(dd: DeliveryDeps, deliveryId: string): Promise<AttemptOutcome> {
   const { rows } = await dd.pool.query<Target>(
     `SELECT ${TARGET_COLUMNS} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
     [deliveryId],
@@ -176,6 +206,8 @@ export async function attemptDelivery(dd: DeliveryDeps, deliveryId: string, atte
     await cancelDeliveries(dd.pool, [deliveryId]);
     return { done: true, status: 'cancelled' };
   }
+  const attempt = await beginAttempt(dd.pool, deliveryId);
+  if (attempt === null) return { done: true, status: 'settled' };
   const { record, outcome } = await sendAttempt(dd, t, attempt);
   await recordAttempts(dd.pool, [record]);
   return outcome;
@@ -211,7 +243,7 @@ export function createDeliveryWorkflow(dd: DeliveryDeps) {
         if (!from) return 'settled';
         if (from.delayMs > 0) await ctx.sleep(from.delayMs);
         for (let attempt = from.attempt; ; attempt++) {
-          const outcome = await ctx.run(`attempt ${attempt}`, () => attemptDelivery(dd, ctx.key, attempt), STEP_RETRY);
+          const outcome = await ctx.run(`attempt ${attempt}`, () => attemptDelivery(dd, ctx.key), STEP_RETRY);
           if (outcome.done) return outcome.status;
           await ctx.sleep(outcome.delayMs);
         }

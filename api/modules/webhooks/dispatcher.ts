@@ -1,14 +1,15 @@
 // Sends each delivery's first attempt and hands what needs another try to its durable workflow.
 // Rows are written in the transaction of the run's status change (db/functions.sql,
 // runs_status_outbox) and announced on webhook_deliveries; every API replica hears it and claims
-// rows with SKIP LOCKED (the claim stamps dispatched_at), so a row is sent by one replica. The
-// claim reads each row's target in the same statement; the attempts of everything in flight are
-// recorded together, one statement per turn of the event loop. A row needing a retry starts its
-// workflow (keyed by the row's id, so starting it twice is harmless) only after its first attempt
-// is recorded.
-// Nothing is lost on a crash: a claimed row whose first attempt was never recorded (the replica
-// died between claim, send and record), and a row whose recorded retry is overdue (it died before
-// starting the workflow, or the engine was unreachable), are handed to the workflow by the sweep.
+// rows with SKIP LOCKED (the claim stamps dispatched_at and records attempt 1 as begun, before
+// anything is sent), so a row is sent by one replica. The claim reads each row's target in the
+// same statement; the outcomes of everything in flight are recorded together, one statement per
+// turn of the event loop. A row needing a retry starts its workflow (keyed by the row's id, so
+// starting it twice is harmless) only after its first attempt is recorded.
+// Nothing is lost on a crash: a claimed row whose first attempt has no outcome long after the
+// attempt's timeout (the replica died between claim, send and record), and a row whose recorded
+// retry is overdue (it died before starting the workflow, or the engine was unreachable), are
+// handed to the workflow by the sweep; the attempt cut short stays in the log, interrupted.
 // A receiver that hangs holds at most PER_WEBHOOK rows of its own webhook; rows of other webhooks
 // are claimed past them.
 import * as clients from '@restatedev/restate-sdk-clients';
@@ -22,8 +23,8 @@ const BATCH = 200;
 const IN_FLIGHT = 1000;
 /** first attempts in flight to one webhook, at most */
 const PER_WEBHOOK = 64;
-/** a claimed row whose first attempt has not been recorded after this (longer than any attempt's timeout) is handed to the workflow */
-const STALE_SECONDS = 90;
+/** past an attempt's timeout, how long its outcome may take to be recorded before the sweep takes the row over */
+const RECORD_MARGIN_SECONDS = 15;
 const SWEEP_MS = 15_000;
 
 export interface Dispatcher {
@@ -37,6 +38,7 @@ export interface Dispatcher {
 export function startDispatcher(opts: { delivery: DeliveryDeps; databaseUrl: string; ingressUrl: string; log: Logger }): Dispatcher {
   const dd = opts.delivery;
   const { pool } = dd;
+  const staleSeconds = Math.ceil(dd.timeoutMs / 1000) + RECORD_MARGIN_SECONDS;
   const log = opts.log;
   const ingress = clients.connect({ url: opts.ingressUrl, retry: { maxAttempts: 3, maxDuration: 5_000 } });
   let stopped = false;
@@ -114,8 +116,12 @@ export function startDispatcher(opts: { delivery: DeliveryDeps; databaseUrl: str
            LEFT JOIN unnest($2::text[], $3::int[]) AS h(webhook_id, held) USING (webhook_id)
           WHERE c.n <= $5 - coalesce(h.held, 0)
        ), claimed AS (
-         UPDATE webhook_deliveries d SET dispatched_at = now() FROM picked WHERE d.id = picked.id
-         RETURNING d.id, d.status, d.payload, d.webhook_id
+         UPDATE webhook_deliveries d SET dispatched_at = now(), attempt_count = CASE WHEN w.enabled THEN 1 ELSE d.attempt_count END
+           FROM picked, webhooks w WHERE d.id = picked.id AND w.id = d.webhook_id
+         RETURNING d.id, d.status, d.payload, d.webhook_id, w.enabled
+       ), begun AS (
+         INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at)
+         SELECT id, 1, now() FROM claimed WHERE enabled ON CONFLICT (delivery_id, attempt) DO NOTHING
        )
        SELECT ${TARGET_COLUMNS} FROM claimed d JOIN webhooks w ON w.id = d.webhook_id`,
       [held.filter(([, n]) => n >= PER_WEBHOOK).map(([id]) => id), held.map(([id]) => id), held.map(([, n]) => n), room, PER_WEBHOOK],
@@ -158,13 +164,13 @@ export function startDispatcher(opts: { delivery: DeliveryDeps; databaseUrl: str
     if (!stopped) void drain();
   };
 
-  // claimed but never recorded, or a recorded retry overdue: the workflow takes them over
+  // an attempt begun and never recorded, or a recorded retry overdue: the workflow takes them over
   const sweepStale = async () => {
     const { rows } = await pool.query<{ id: string }>(
-      `(SELECT id FROM webhook_deliveries WHERE status = 'pending' AND attempt_count = 0 AND dispatched_at < now() - make_interval(secs => $1) LIMIT ${BATCH})
+      `(SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at IS NULL AND dispatched_at < now() - make_interval(secs => $1) LIMIT ${BATCH})
        UNION ALL
        (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND attempt_count > 0 AND next_attempt_at < now() - make_interval(secs => $1) LIMIT ${BATCH})`,
-      [STALE_SECONDS],
+      [staleSeconds],
     );
     const started: string[] = [];
     for (const r of rows) await submit(r.id).then(() => started.push(r.id), () => {});

@@ -31,7 +31,7 @@ const DeliveryAttempt = z.object({
   attempt: z.number().int(),
   started_at: z.string(),
   status_code: z.number().int().nullable(),
-  duration_ms: z.number().int(),
+  duration_ms: z.number().int().nullable().describe('null while the attempt is under way, or when it was interrupted (error says so)'),
   error: z.string().nullable(),
   next_attempt_at: z.string().nullable(),
 });

@@ -237,7 +237,8 @@ export interface DeliveryAttempt {
   attempt: number;
   started_at: string;
   status_code: number | null;
-  duration_ms: number;
+  /** null while the attempt is under way, or when its sender stopped during it */
+  duration_ms: number | null;
   error: string | null;
   next_attempt_at: string | null;
 }
