@@ -40,7 +40,7 @@ export interface LaunchContext {
   integrations?: IntegrationDeps;
 }
 
-function integrationDeps(ctx: LaunchContext): IntegrationDeps {
+export function integrationDeps(ctx: LaunchContext): IntegrationDeps {
   return ctx.integrations ?? { secrets: ctx.secrets, egress: { allowInternalHosts: ctx.config.EGRESS_ALLOW_INTERNAL_HOSTS }, publicBase: publicBaseOf(ctx) };
 }
 
