@@ -15,7 +15,7 @@ import { writeZip } from '../lib/zip/write-zip.ts';
 import { startFakeModel } from '../test/fixtures/fake-model/server.ts';
 import { aKey, anOrg } from '../test/support/builders.ts';
 import { aDefaultModel, importPackage } from '../test/support/runs.ts';
-import { emit, freshBenchDatabase, note, round, startPlatformChild } from './support.ts';
+import { emit, freshBenchDatabase, loadAverage, note, round, startPlatformChild } from './support.ts';
 
 const MIB = 1024 * 1024;
 const FILES = Number(process.env.BENCH_INPUT_FILES ?? 20);
@@ -133,7 +133,7 @@ async function main(): Promise<void> {
       run_ms: Math.round(runMs),
       target: 'peak growth well under the files\' total',
       cpus: os.cpus().length,
-      load_average: os.loadavg().map((l) => round(l, 2)),
+      load_average: loadAverage(),
     });
   } finally {
     await pool.end();

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, aMember, anOrg, type BuiltOrg } from '../support/builders.ts';
-import { call, type WireResponse } from '../support/http.ts';
+import { call, linksOf, type WireResponse } from '../support/http.ts';
 
 let app: TestApp;
 let org: BuiltOrg;
@@ -43,15 +43,6 @@ after(() => app.close());
 const get = (path: string) => call(app.url, 'GET', path, { key });
 const idsOf = (res: WireResponse) => res.body.data.map((c: { id: string }) => c.id);
 
-function linksOf(res: WireResponse): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const part of (res.headers.get('link') ?? '').split(/,\s*(?=<)/).filter(Boolean)) {
-    const m = /^<([^>]+)>;\s*rel="([^"]+)"$/.exec(part.trim());
-    assert.ok(m, `Link part: ${part}`);
-    out[m[2]] = m[1];
-  }
-  return out;
-}
 
 describe('GET /api/connections', () => {
   test('the first page holds the 20 oldest, with hasMore and a rel="next" link naming the last id', async () => {
