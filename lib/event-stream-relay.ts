@@ -1,5 +1,7 @@
 // Passes a model provider's event stream (SSE) on to the caller piece by piece, as it comes, and
-// remembers the last `usage` a chunk carried. Shared by the API's model proxy and the sidecar's.
+// remembers the last `usage` an event carried: a chat completion chunk's `usage`, or the
+// `response.usage` of a Responses API event (response.completed). Shared by the API's model proxy
+// and the sidecar's.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** Writes the upstream's status and body to `res` (not ended); resolves to the last usage seen. */
@@ -17,7 +19,8 @@ export async function relayEventStream(upstream: IncomingMessage, res: ServerRes
     if (payload === '' || payload === '[DONE]') return;
     try {
       const chunk = JSON.parse(payload);
-      if (chunk?.usage) usage = chunk.usage;
+      const carried = chunk?.usage ?? chunk?.response?.usage;
+      if (carried) usage = carried;
     } catch {
       // not JSON: passed on untouched
     }

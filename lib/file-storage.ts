@@ -211,10 +211,3 @@ export function createFileStorage(config: Config): FileStorage {
   return createLocalFileStorage(path.join(config.DATA_DIR, 'files'));
 }
 
-/** Reads a stream whole: for small contents only (workspace inputs are bounded by FILE_MAX_BYTES). */
-export async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
-

@@ -1,15 +1,25 @@
 // The execution backend behind RUN_ADAPTER. A sandbox is one run's agent runtime and sidecar,
 // never reused. Adapters hold no engine types: the run workflow calls them through activities.
+import type { Readable } from 'node:stream';
 import type { PlatformEndpoint } from '../../lib/egress.ts';
 import type { OutboundProxy } from '../../lib/proxy-tunnel.ts';
 
 export type { IntegrationAssignment, LocalIntegrationAssignment, LocalServerSpec } from '../../lib/afps/integration-assignment.ts';
 import type { IntegrationAssignment, LocalIntegrationAssignment, LocalServerSpec } from '../../lib/afps/integration-assignment.ts';
 
-export interface WorkspaceFile {
+/** A file of the run's workspace: held in memory, or streamed from where it lives as it is written. */
+export type WorkspaceFile = HeldWorkspaceFile | StreamedWorkspaceFile;
+
+export interface HeldWorkspaceFile {
   /** relative path inside the workspace: prompt.md, input.json, skills/<id>/SKILL.md ... */
   path: string;
   content: Buffer;
+}
+
+/** An input file (up to FILE_MAX_BYTES): opened when the workspace is written, never held whole. */
+export interface StreamedWorkspaceFile {
+  path: string;
+  open(): Promise<Readable>;
 }
 
 /** What the sidecar needs to serve one run (see sidecar/assignment.ts); the adapter adds its token. */

@@ -9,13 +9,13 @@ import { z } from 'zod';
 import { spaceScopeOf } from '../../db/tenant.ts';
 import { problem } from '../../lib/problem.ts';
 import { readRawBody } from '../middleware/body.ts';
-import { limitParam, integerParam, MAX_OFFSET, offsetList, offsetPage } from '../lists.ts';
+import { CursorQuery, cursorList, cursorPage, limitParam, integerParam, MAX_OFFSET, offsetList, offsetPage } from '../lists.ts';
 import { created, ok, noContent, route, type Reply, type RouteDef } from '../route.ts';
 import { resolveRunnableAgent } from '../services/packages/dependencies.ts';
 import { listIntegrations } from '../services/integrations/catalog.ts';
 import { completeOAuth, connectFields, createConnectSession, openConnectLink, submitConnectForm } from '../services/integrations/connect.ts';
 import { CONNECT_PAGE_HEADERS, connectedPage, connectFormPage, typedFields } from '../services/integrations/connect-page.ts';
-import { listVisibleConnections, ownConnection, renameConnection, toConnectionWire, visibleConnection } from '../services/integrations/connections.ts';
+import { ownConnection, pageVisibleConnections, renameConnection, toConnectionWire, visibleConnection } from '../services/integrations/connections.ts';
 import { integrationDepsOf, integrationScopeOf } from '../services/integrations/context.ts';
 import { proxyCredentialCall } from '../services/integrations/credential-proxy.ts';
 import { changeSettings, deleteConnection, setPins, setShared } from '../services/integrations/governance.ts';
@@ -218,12 +218,14 @@ export const integrationRoutes = [
   route({
     method: 'get', path: '/api/connections', summary: 'List your connections and those shared with the organization', tag: TAG,
     tenant: 'space', permission: 'integrations:read', rateLimit: READ_LIMIT,
-    query: z.object({ integration_package_id: z.string().optional() }),
-    responses: { 200: { description: 'Connections', schema: ConnectionList } },
-    handler: async ({ ctx, query, deps }) => {
+    query: CursorQuery.extend({ integration_package_id: z.string().optional() }),
+    responses: { 200: { description: 'A page of connections, oldest first (cursor-paged)', schema: ConnectionList } },
+    handler: async ({ ctx, query, req, deps }) => {
       const scope = spaceScopeOf(ctx, deps.database);
-      const rows = await listVisibleConnections(scope, { integrationId: query.integration_package_id });
-      return ok({ object: 'list', data: rows.map((r) => toConnectionWire(r, scope.actor)), hasMore: false });
+      const page = cursorPage(query);
+      const rows = await pageVisibleConnections(scope, { integrationId: query.integration_package_id }, page);
+      const { body, headers } = cursorList(req, page, rows.map((r) => toConnectionWire(r, scope.actor)));
+      return ok(body, headers);
     },
   }),
   route({

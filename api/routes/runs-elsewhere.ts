@@ -14,6 +14,18 @@ const InlineBody = z.object({
   model_id: z.string().optional(),
   model_settings: LaunchModelSettingsBody.optional(),
 }).strict();
+const RemoteSink = z.object({
+  events_url: z.string(),
+  secret: z.string(),
+  expiresAt: z.string(),
+  connections_url: z.string().describe("GET {connections_url}/{connection_id}?integration=<id>, signed with the secret like an event: a bound connection's current credential"),
+  connections: z.array(z.object({
+    integration_package_id: z.string(),
+    integration_version: z.string(),
+    auth_key: z.string().nullable(),
+    connection_id: z.string().nullable().describe('null: the integration declares no auths and is used without a connection'),
+  })).describe('the connections the run bound to its integrations at creation (as an agent run of the caller would use)'),
+});
 const INLINE_LIMIT = { perMinute: (c: { INLINE_RUN_LIMITS: { rate_per_min: number } }) => c.INLINE_RUN_LIMITS.rate_per_min };
 
 export const runsElsewhereRoutes = [
@@ -44,7 +56,7 @@ export const runsElsewhereRoutes = [
       input: z.record(z.string(), z.unknown()).optional(),
       timeout_seconds: z.number().int().positive().optional(),
     }).strict(),
-    responses: { 201: { description: 'The run and its sink (the secret is shown once)', schema: RunSchema.extend({ sink: z.object({ events_url: z.string(), secret: z.string(), expiresAt: z.string() }) }) } },
+    responses: { 201: { description: 'The run and its sink (the secret is shown once)', schema: RunSchema.extend({ sink: RemoteSink }) } },
     handler: async ({ ctx, body, deps }) => {
       const base = deps.config.PUBLIC_URL ?? deps.config.INTERNAL_API_URL ?? `http://${deps.config.HOST}:${deps.config.PORT}`;
       return created(runChanged(deps, ctx, await launchRemoteRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), body, base.replace(/\/+$/, ''))));

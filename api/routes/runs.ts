@@ -56,7 +56,7 @@ export const runRoutes = [
     permission: 'agents:run', rateLimit: { perMinute: 20 }, idempotent: true, params: AgentParams,
     body: z.object({
       input: z.record(z.string(), z.unknown()).optional(),
-      rerun_from: z.string().optional().describe('a run of the same agent whose input is reused when input is omitted'),
+      rerun_from: z.string().optional().describe('a run of the same agent whose input, model and model settings are reused where the body omits them'),
       version: z.string().optional().describe('exact version, dist-tag or semver range; default: the latest'),
       source: z.string().optional().describe(
         'draft: run the agent\'s draft as it is at launch (needs agents:write in its home space; not with version); '

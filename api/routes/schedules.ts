@@ -9,7 +9,7 @@ import { created, noContent, ok, route, type Reply } from '../route.ts';
 import { listRunWire } from '../services/runs/records.ts';
 import { scheduleEtag, getScheduleRow, versionOfEtag, type ScheduleWire } from '../services/schedules/records.ts';
 import { createSchedule, deleteSchedule, getSchedule, listSchedules, updateSchedule } from '../services/schedules/service.ts';
-import { AgentParams, RunListSchema, agentIdOf } from './run-schemas.ts';
+import { AgentParams, LaunchModelSettingsBody, RunListSchema, agentIdOf } from './run-schemas.ts';
 import { requireAgentInSpace } from './runs.ts';
 
 const TAG = 'Schedules';
@@ -34,6 +34,9 @@ export const ScheduleSchema = z.object({
   cron_expression: z.string(),
   timezone: z.string(),
   input: InputObject.nullable(),
+  model_id: z.string().nullable().describe("the model its runs use; null: the agent's configured one, else the organization's default"),
+  model_settings: z.object({ temperature: z.number().nullable(), reasoning_effort: z.string().nullable() }).nullable()
+    .describe("its runs' model settings, as a run shows them; null: the model's own"),
   next_run_at: z.string().nullable().describe('the next tick, ISO 8601 UTC; null while disabled'),
   created_by: z.string().describe('the member the runs execute as'),
   version: z.number().int().describe('bumped by every change; send it back (or the ETag in If-Match) to update safely'),
@@ -51,6 +54,8 @@ const CreateBody = z.object({
   cron_expression: z.string().min(1).max(200).describe('5 fields: minute hour day-of-month month day-of-week'),
   timezone: z.string().min(1).max(100).describe('IANA time zone, for example Europe/Paris'),
   input: InputObject.optional().describe("the run's input; must satisfy the agent's input schema"),
+  model_id: z.string().optional().describe("the model the runs use (default: the agent's configured one, else the organization's default)"),
+  model_settings: LaunchModelSettingsBody.optional(),
 }).strict();
 
 const UpdateBody = z.object({
@@ -58,6 +63,8 @@ const UpdateBody = z.object({
   cron_expression: z.string().min(1).max(200).optional(),
   timezone: z.string().min(1).max(100).optional(),
   input: InputObject.optional(),
+  model_id: z.string().nullable().optional().describe("null: back to the agent's configured model, else the organization's default"),
+  model_settings: LaunchModelSettingsBody.nullable().optional().describe("the runs' model settings, checked like a launch's; null: the model's own"),
   enabled: z.boolean().optional(),
   version: z.number().int().min(1).optional().describe('the version this change is based on (409 schedule_modified_concurrently when stale)'),
 }).strict();
@@ -93,7 +100,7 @@ export const scheduleRoutes = [
     location: (b) => `/api/schedules/${b.id}`,
     responses: { 201: { ...ScheduleResponse, description: 'The schedule, armed; ETag header' } },
     handler: async ({ ctx, params, body, deps }) =>
-      withEtag(201, await createSchedule(spaceScopeOf(ctx, deps.database), ctx.permissions, agentIdOf(params), body, deps.schedules ?? null)),
+      withEtag(201, await createSchedule(spaceScopeOf(ctx, deps.database), ctx.permissions, deps.secrets, agentIdOf(params), body, deps.schedules ?? null)),
   }),
   route({
     method: 'get', path: '/api/agents/{scope}/{name}/schedules', summary: "List an agent's schedules (offset-paged)", tag: TAG,
@@ -133,7 +140,7 @@ export const scheduleRoutes = [
     handler: async ({ ctx, params, body, req, deps }) => {
       const { version, ...patch } = body;
       const expected = expectedVersion(req, version);
-      return withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), params.id, patch, expected, deps.schedules ?? null));
+      return withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, patch, expected, deps.schedules ?? null));
     },
   }),
   route({
@@ -141,14 +148,14 @@ export const scheduleRoutes = [
     permission: 'schedules:write', params: IdParams, body: z.object({}).strict(), headers: [IF_MATCH],
     responses: { 200: ScheduleResponse },
     handler: async ({ ctx, params, req, deps }) =>
-      withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), params.id, { enabled: true }, expectedVersion(req, undefined), deps.schedules ?? null)),
+      withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, { enabled: true }, expectedVersion(req, undefined), deps.schedules ?? null)),
   }),
   route({
     method: 'post', path: '/api/schedules/{id}/disable', summary: 'Disable a schedule (its armed fire is cancelled)', tag: TAG,
     permission: 'schedules:write', params: IdParams, body: z.object({}).strict(), headers: [IF_MATCH],
     responses: { 200: ScheduleResponse },
     handler: async ({ ctx, params, req, deps }) =>
-      withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), params.id, { enabled: false }, expectedVersion(req, undefined), deps.schedules ?? null)),
+      withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, { enabled: false }, expectedVersion(req, undefined), deps.schedules ?? null)),
   }),
   route({
     method: 'delete', path: '/api/schedules/{id}', summary: 'Delete a schedule (its armed fire is cancelled; its runs stay)', tag: TAG,

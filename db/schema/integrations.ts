@@ -31,6 +31,7 @@ export const integrationConnections = pgTable('integration_connections', {
 }, (t) => [
   uniqueIndex('integration_connections_label_uq').on(t.orgId, t.spaceId, t.integrationPackageId, t.ownerUserId, sql`COALESCE(${t.ownerEndUserId}, '')`, t.label),
   index('integration_connections_space_idx').on(t.orgId, t.spaceId, t.integrationPackageId),
+  index('integration_connections_page_idx').on(t.orgId, t.spaceId, t.createdAt, t.id),
 ]);
 
 export const integrationConnectSessions = pgTable('integration_connect_sessions', {

@@ -15,6 +15,10 @@ export const schedules = pgTable('schedules', {
   cronExpression: text('cron_expression').notNull(),
   timezone: text('timezone').notNull(),
   input: jsonb('input'),
+  /** the model its runs use (null: the agent's configured one, else the organization's default) */
+  modelId: text('model_id'),
+  /** its runs' model settings, checked like a launch's (null: the model's own) */
+  modelSettings: jsonb('model_settings'),
   enabled: boolean('enabled').notNull().default(true),
   /** why the platform (or a person) disabled it, readable */
   disabledReason: text('disabled_reason'),

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import OpenAI from 'openai';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 
 const chat = (url: string, body: object, headers: Record<string, string> = {}) =>
@@ -42,4 +43,41 @@ test('fake-hang holds the request until the server closes', async () => {
   assert.equal(early, 'still waiting');
   await model.close();
   assert.equal(await pending, 'cut');
+});
+
+test('the fake model answers the Responses API and embeddings as an OpenAI client (the official SDK) expects', async (t) => {
+  const model = await startFakeModel({ usage: { prompt_tokens: 4, completion_tokens: 3 } });
+  t.after(() => model.close());
+  const openai = new OpenAI({ apiKey: 'k2', baseURL: model.url, maxRetries: 0 });
+
+  const plain = await openai.responses.create({ model: 'fake-text', input: 'hi' });
+  assert.equal(plain.object, 'response');
+  assert.equal(plain.output_text, 'Here is my answer in plain text.');
+  assert.deepEqual([plain.usage?.input_tokens, plain.usage?.output_tokens], [4, 3]);
+
+  const tools = [{ type: 'function' as const, name: 'output', strict: false, parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } }];
+  const called = await openai.responses.create({ model: 'fake', input: [{ role: 'user', content: 'hi' }], tools });
+  const call = called.output.find((o) => o.type === 'function_call');
+  assert.ok(call && call.type === 'function_call');
+  assert.equal(call.name, 'output');
+  assert.deepEqual(JSON.parse(call.arguments), { n: 1 });
+
+  const stream = openai.responses.stream({ model: 'fake-text', input: 'hi' });
+  const deltas: string[] = [];
+  stream.on('response.output_text.delta', (e) => deltas.push(e.delta));
+  const final = await stream.finalResponse();
+  assert.equal(deltas.length, 2);
+  assert.equal(deltas.join(''), 'Here is my answer in plain text.');
+  assert.equal(final.output_text, 'Here is my answer in plain text.');
+  assert.equal(final.usage?.total_tokens, 7);
+
+  const floats = await openai.embeddings.create({ model: 'fake-embed', input: ['one two', 'three'], encoding_format: 'float' });
+  assert.deepEqual(floats.usage, { prompt_tokens: 3, total_tokens: 3 });
+  assert.equal(floats.data.length, 2);
+  assert.equal(floats.data[0].embedding.length, 8);
+  // the SDK asks for base64 by default and decodes it: the same vectors
+  const decoded = await openai.embeddings.create({ model: 'fake-embed', input: ['one two', 'three'] });
+  assert.deepEqual(decoded.data.map((d) => d.embedding.map((v) => Math.round(v * 1e4))), floats.data.map((d) => d.embedding.map((v) => Math.round(v * 1e4))));
+  await assert.rejects(openai.embeddings.create({ model: 'fake', input: 'x' }), (err: any) => err.status === 404 && err.code === 'model_not_found');
+  assert.deepEqual(model.requests.map((r) => r.endpoint), ['responses', 'responses', 'responses', 'embeddings', 'embeddings', 'embeddings']);
 });

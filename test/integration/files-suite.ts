@@ -4,6 +4,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { writeWorkspace } from '../../activities/sandbox/workspace-writer.ts';
 import { sweepExpiredFiles } from '../../api/services/files/files.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { writeZip } from '../../lib/zip/write-zip.ts';
@@ -384,8 +388,16 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     assert.equal(launched.status, 201, launched.text);
     const input = { doc: `upload:${a.upload.id}`, more: ['data:text/csv;name=t.csv,x%2Cy'] };
     const placed = await inputFilesForWorkspace(app.deps.database.pool, app.deps.config, launched.body.id, FILE_AGENT.input.schema, input);
-    assert.deepEqual(placed.files.map((f) => [f.path, f.content.toString()]), [['input/a.txt', 'alpha'], ['input/t.csv', 'x,y']]);
+    assert.deepEqual(placed.files.map((f) => [f.path, 'open' in f ? 'streamed' : 'held']), [['input/a.txt', 'streamed'], ['input/t.csv', 'held']], 'a stored file is read only as the workspace is written');
     assert.deepEqual(placed.input, { doc: 'input/a.txt', more: ['input/t.csv'] });
+    const dir = await mkdtemp(path.join(tmpdir(), 'files-workspace-'));
+    try {
+      await writeWorkspace(dir, placed.files);
+      assert.equal(await readFile(path.join(dir, 'input/a.txt'), 'utf8'), 'alpha');
+      assert.equal(await readFile(path.join(dir, 'input/t.csv'), 'utf8'), 'x,y');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 }
 

@@ -151,7 +151,7 @@ describe('readiness and launch', () => {
     // the sidecar reads the same line back
     const line = JSON.stringify({ ...spec.sidecar, token: 'a'.repeat(43) });
     assert.deepEqual(parseAssignment(line).integrations, assigned);
-    assert.ok(!spec.workspace.some((f) => f.content.includes('sk-mail-secret')), 'no credential in the agent workspace');
+    assert.ok(!spec.workspace.some((f) => 'content' in f && f.content.includes('sk-mail-secret')), 'no credential in the agent workspace');
   });
 
   test('a source.kind local integration refuses the launch on the process backend, naming it', async () => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, anOrg } from '../support/builders.ts';
-import { call, type WireResponse } from '../support/http.ts';
+import { call, linksOf, type WireResponse } from '../support/http.ts';
 
 let app: TestApp;
 let key: string;
@@ -24,15 +24,6 @@ before(async () => {
 });
 after(() => app.close());
 
-function linksOf(res: WireResponse): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const part of (res.headers.get('link') ?? '').split(/,\s*(?=<)/).filter(Boolean)) {
-    const m = /^<([^>]+)>;\s*rel="([^"]+)"$/.exec(part.trim());
-    assert.ok(m, `Link part: ${part}`);
-    out[m[2]] = m[1];
-  }
-  return out;
-}
 const get = (path: string) => call(app.url, 'GET', path, { key });
 const idsOf = (res: WireResponse) => res.body.data.map((e: { id: string }) => e.id);
 

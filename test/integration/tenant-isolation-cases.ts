@@ -91,6 +91,8 @@ export const CASES: Record<string, Case> = {
   'PUT /api/orgs/{orgId}/budget': { orgLevel: ORG, body: () => ({ monthly_max_tokens: 1 }) },
   'POST /api/llm-proxy/chat/completions': { exempt: "X-Run-Id must name an open run of the caller's own space (llm-proxy.test.ts: other organization and other space refused)" },
   'GET /api/llm-proxy/models': { exempt: "X-Run-Id must name an open run of the caller's own space (llm-proxy.test.ts)" },
+  'POST /api/llm-proxy/responses': { exempt: "X-Run-Id must name an open run of the caller's own space (llm-proxy-responses-and-embeddings.test.ts: another organization's run refused)" },
+  'POST /api/llm-proxy/embeddings': { exempt: "X-Run-Id must name an open run of the caller's own space (llm-proxy-responses-and-embeddings.test.ts: another organization's run refused)" },
   'PATCH /api/orgs/{orgId}/members/{userId}': { orgLevel: ORG, body: () => ({ role: 'guest' }) },
   'DELETE /api/orgs/{orgId}/members/{userId}': { orgLevel: ORG },
   'POST /api/orgs/{orgId}/invitations': { orgLevel: ORG, body: () => ({ email: 'intruder@example.test', role: 'member' }) },

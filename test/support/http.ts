@@ -36,6 +36,17 @@ export async function call<T = any>(base: string, method: string, path: string, 
   return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
 
+/** The links of a response's Link header (RFC 8288), by rel; a part that is not `<href>; rel="x"` fails the test. */
+export function linksOf(res: Pick<WireResponse, 'headers'>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (res.headers.get('link') ?? '').split(/,\s*(?=<)/).filter(Boolean)) {
+    const m = /^<([^>]+)>;\s*rel="([^"]+)"$/.exec(part.trim());
+    if (!m) throw new Error(`not a Link part: ${part}`);
+    out[m[2]] = m[1];
+  }
+  return out;
+}
+
 export function client(base: string, defaults: CallOptions = {}) {
   const go = <T = any>(method: string, path: string, opts: CallOptions = {}) =>
     call<T>(base, method, path, { ...defaults, ...opts, headers: { ...(defaults.headers ?? {}), ...(opts.headers ?? {}) } });

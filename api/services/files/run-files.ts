@@ -138,10 +138,17 @@ export async function linkInputFiles(client: pg.Pool | pg.PoolClient, scope: Spa
   );
 }
 
+/**
+ * A file boot puts under input/: a data: URI's bytes (they came inside the input), or a durable
+ * file opened from storage only when the workspace is written, so a run's input files are never
+ * all in the worker's memory at once.
+ */
+export type InputWorkspaceFile = { path: string; content: Buffer } | { path: string; open(): Promise<Readable> };
+
 /** What boot puts under input/: each file's workspace name and content, and the input as the agent sees it. */
 export async function inputFilesForWorkspace(
   pool: pg.Pool, config: Config, runId: string, schema: unknown, input: Record<string, unknown>,
-): Promise<{ files: Array<{ path: string; content: Buffer }>; input: Record<string, unknown> }> {
+): Promise<{ files: InputWorkspaceFile[]; input: Record<string, unknown> }> {
   const { refs } = fileRefsOf(schema, input);
   if (refs.length === 0) return { files: [], input };
   const { rows } = await pool.query<{ name: string; storage_key: string; file_id: string }>(
@@ -150,13 +157,12 @@ export async function inputFilesForWorkspace(
   );
   const byId = new Map(rows.map((r) => [r.file_id, r]));
   const storage = fileStorageOf(config);
-  const out: Array<{ path: string; content: Buffer }> = [];
+  const out: InputWorkspaceFile[] = [];
   const shown: Record<string, unknown> = structuredClone(input);
   for (const ref of refs) {
     let name = ref.name;
-    let content: Buffer;
     if (ref.kind === 'data') {
-      content = parseDataUri(ref.value)!.bytes;
+      out.push({ path: `input/${name}`, content: parseDataUri(ref.value)!.bytes });
     } else {
       const { rows: resolved } = await pool.query<{ id: string }>(
         ref.kind === 'file' ? 'SELECT id FROM files WHERE id = $1' : 'SELECT file_id AS id FROM uploads WHERE id = $1',
@@ -165,11 +171,9 @@ export async function inputFilesForWorkspace(
       const linked = resolved[0] && byId.get(resolved[0].id);
       if (!linked) throw Object.assign(new Error(`input file ${ref.value} is gone`), { code: 'file_unavailable' });
       name = linked.name;
-      const chunks: Buffer[] = [];
-      for await (const c of await storage.get(linked.storage_key)) chunks.push(c as Buffer);
-      content = Buffer.concat(chunks);
+      // the run links the file (run_files): it cannot be deleted before the workspace is written
+      out.push({ path: `input/${name}`, open: () => storage.get(linked.storage_key) });
     }
-    out.push({ path: `input/${name}`, content });
     setField(shown, ref.field, `input/${name}`);
   }
   return { files: out, input: shown };

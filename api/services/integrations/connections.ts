@@ -6,6 +6,7 @@ import type { SecretBox } from '../../../lib/crypto.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { Actor, SpaceScope } from '../../../db/tenant.ts';
 import type { Queryable } from '../packages/store.ts';
+import type { CursorPage } from '../../lists.ts';
 
 export const DEFAULT_ACCOUNT_ID = 'default';
 export const DEFAULT_LABEL = 'Connection';
@@ -91,6 +92,36 @@ export async function listVisibleConnections(scope: SpaceScope, filter: { integr
     sql += ` AND integration_package_id = $${args.length}`;
   }
   const { rows } = await q.query<ConnectionRow>(`${sql} ORDER BY created_at, id LIMIT 500`, args);
+  return rows;
+}
+
+/**
+ * A page of the connections the actor sees, oldest first, keyed on (created_at, id): the cursor is
+ * the id of the last (startingAfter) or first (endingBefore) connection received. Answers limit + 1
+ * rows in the page's direction (cursorList trims and orders them); a cursor naming no connection
+ * the actor sees is 400 invalid_request.
+ */
+export async function pageVisibleConnections(scope: SpaceScope, filter: { integrationId?: string }, page: CursorPage): Promise<ConnectionRow[]> {
+  const args = visibleArgs(scope);
+  let sql = `SELECT * FROM integration_connections WHERE ${VISIBLE}`;
+  if (filter.integrationId) {
+    args.push(filter.integrationId);
+    sql += ` AND integration_package_id = $${args.length}`;
+  }
+  const cursor = page.startingAfter ?? page.endingBefore;
+  const backwards = page.startingAfter === undefined && page.endingBefore !== undefined;
+  if (cursor !== undefined) {
+    const param = page.startingAfter !== undefined ? 'startingAfter' : 'endingBefore';
+    if (!isUuid(cursor)) throw problem('invalid_request', { param, detail: `Query parameter "${param}" must be the id of a connection you received.` });
+    const { rowCount } = await scope.pool.query(`SELECT 1 FROM integration_connections WHERE ${VISIBLE} AND id = $5`, [...visibleArgs(scope), cursor]);
+    if (!rowCount) throw problem('invalid_request', { param, detail: `Query parameter "${param}" names no connection of yours (deleted meanwhile?); start again from the first page.` });
+    args.push(cursor);
+    // compared in SQL: created_at keeps its microseconds there
+    sql += ` AND (created_at, id) ${backwards ? '<' : '>'} (SELECT c.created_at, c.id FROM integration_connections c WHERE c.org_id = $1 AND c.id = $${args.length}::uuid)`;
+  }
+  args.push(page.limit + 1);
+  const order = backwards ? 'DESC' : 'ASC';
+  const { rows } = await scope.pool.query<ConnectionRow>(`${sql} ORDER BY created_at ${order}, id ${order} LIMIT $${args.length}`, args);
   return rows;
 }
 

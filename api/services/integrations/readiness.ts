@@ -27,6 +27,11 @@ export interface AgentUnderLaunch {
   packageId: string;
   manifest: AgentManifest;
   integrations: AgentIntegration[];
+  /**
+   * false for an inline manifest: pins are given to a stored agent (its prompt), never to whatever
+   * manifest takes its name
+   */
+  pinsApply?: boolean;
 }
 
 export interface ResolvedConnection {
@@ -113,7 +118,7 @@ export async function planConnections(scope: SpaceScope, deps: IntegrationDeps, 
     const shared = candidates.filter((c) => c.shared_with_org && !ownedBy(c, scope.actor)).sort(newestFirst);
     const defaultRow = await connectionById(scope.pool, scope.orgId, settings.default_connection_id);
 
-    let chosen = await pinnedConnection(scope.pool, scope, agent.packageId, integration.id);
+    let chosen = agent.pinsApply === false ? null : await pinnedConnection(scope.pool, scope, agent.packageId, integration.id);
     if (!chosen && settings.enforce_default) chosen = defaultRow;
     if (!chosen && !scope.actor.endUserId) chosen = own.find(usable) ?? defaultRow ?? shared.find(usable) ?? own[0] ?? null;
     if (!chosen && scope.actor.endUserId) chosen = own.find(usable) ?? own[0] ?? null;
@@ -155,12 +160,20 @@ function reason(item: ReadinessItem): string {
 }
 
 /**
- * The launch's check: a local integration on the process backend is refused naming it, and so is
- * one naming an image the operator does not allow (LOCAL_INTEGRATION_IMAGES); an unready
- * integration is 409 missing_integration_connection (with a connect link for the caller where one
- * can be issued). Answers the connections to record on the run.
+ * The launch's check for a run this platform executes: its local integrations must be startable
+ * here (refuseUnstartableLocal), and its connections ready (readyConnections). Answers the
+ * connections to record on the run.
  */
 export async function connectionsForLaunch(scope: SpaceScope, deps: IntegrationDeps, config: Config, agent: AgentUnderLaunch): Promise<ResolvedConnection[]> {
+  refuseUnstartableLocal(config, agent);
+  return readyConnections(scope, deps, agent);
+}
+
+/**
+ * A local integration on the process backend is refused naming it, and so is one naming an image
+ * the operator does not allow (LOCAL_INTEGRATION_IMAGES).
+ */
+export function refuseUnstartableLocal(config: Config, agent: AgentUnderLaunch): void {
   if (config.RUN_ADAPTER === 'process') {
     const local = agent.integrations.find((i) => i.manifest.source.kind === 'local');
     if (local) {
@@ -178,6 +191,14 @@ export async function connectionsForLaunch(scope: SpaceScope, deps: IntegrationD
       errors: [{ field: `dependencies.integrations.${integration.id}`, code: 'invalid_value', message: `source.image ${image} is not an allowed image`, packageId: integration.id }],
     });
   }
+}
+
+/**
+ * The connections a run of the agent by this actor uses, as planConnections chooses them; an unready
+ * integration is 409 missing_integration_connection (with a connect link for the caller where one
+ * can be issued).
+ */
+export async function readyConnections(scope: SpaceScope, deps: IntegrationDeps, agent: AgentUnderLaunch): Promise<ResolvedConnection[]> {
   const plan = await planConnections(scope, deps, agent);
   // only an integration with auths can be unready
   const unready = plan.items.filter((i): i is ReadinessItem & { required_auth_key: string } => !i.ready && i.required_auth_key !== null);

@@ -1,13 +1,15 @@
 // Inline runs: a manifest and a prompt sent with the launch instead of a stored package, under
-// INLINE_RUN_LIMITS. The run keeps them until the retention period ends (see retention.ts).
+// INLINE_RUN_LIMITS. The run keeps them until the retention period ends (see retention.ts). The
+// integrations it declares are resolved in the space and their connections chosen as for an agent run.
 import { parseManifest } from '../../../lib/afps/manifest.ts';
-import type { AgentManifest } from '../../../lib/afps/manifest-types.ts';
+import type { AgentManifest, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
 import { isProblem, problem } from '../../../lib/problem.ts';
 import { newRunEventSecret } from '../../../lib/run-events.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
-import { resolveDeclaredSkills } from '../packages/dependencies.ts';
-import { admitAndSubmit, checkInput, clampTimeout, newRunRow, type LaunchContext } from './launch.ts';
+import { resolveAgentIntegrations, resolveDeclaredSkills } from '../packages/dependencies.ts';
+import { connectionsForLaunch, type ResolvedConnection } from '../integrations/readiness.ts';
+import { admitAndSubmit, checkInput, clampTimeout, integrationDeps, newRunRow, type LaunchContext } from './launch.ts';
 import { checkLaunchModelSettings, type LaunchModelSettings, type RunWithSettings } from './model-settings.ts';
 import { linkInputFiles, resolveInputFiles } from '../files/run-files.ts';
 
@@ -23,7 +25,7 @@ export interface InlineRunBody {
 }
 
 /** Checks an inline run without launching it; answers the normalized manifest. */
-export async function validateInlineRun(scope: SpaceScope, ctx: LaunchContext, body: InlineRunBody): Promise<{ manifest: AgentManifest; input: Record<string, unknown> }> {
+export async function validateInlineRun(scope: SpaceScope, ctx: LaunchContext, body: InlineRunBody): Promise<{ manifest: AgentManifest; input: Record<string, unknown>; connections: ResolvedConnection[] }> {
   const limits = ctx.config.INLINE_RUN_LIMITS;
   const manifestBytes = Buffer.byteLength(JSON.stringify(body.manifest));
   if (manifestBytes > limits.manifest_bytes) {
@@ -67,19 +69,29 @@ export async function validateInlineRun(scope: SpaceScope, ctx: LaunchContext, b
       errors: [{ field: 'manifest.dependencies.skills', code: 'out_of_range', message: `at most ${limits.max_skills} skills` }],
     });
   }
-  if (Object.keys(manifest.dependencies?.integrations ?? {}).length) {
-    throw problem('invalid_inline_manifest', {
-      detail: 'Inline runs cannot declare integrations; publish the agent as a package instead.',
-      errors: [{ field: 'manifest.dependencies.integrations', code: 'invalid_value', message: 'not available to inline runs' }],
-    });
-  }
-  await resolveDeclaredSkills(scope, `inline ${manifest.name}@${manifest.version}`, skills);
+  const owner = `inline ${manifest.name}@${manifest.version}`;
+  await resolveDeclaredSkills(scope, owner, skills);
   const input = checkInput(manifest, body.input ?? {}, {});
-  return { manifest, input };
+  const connections = await inlineConnections(scope, ctx, owner, manifest);
+  return { manifest, input, connections };
+}
+
+/**
+ * The integrations the manifest declares, resolved in the space, and the connections the run uses,
+ * chosen as for an agent run by the same caller (their own, end-users' their own, the organization's
+ * default or a shared one), with the same refusals; only an agent's pins do not apply.
+ */
+async function inlineConnections(scope: SpaceScope, ctx: LaunchContext, owner: string, manifest: AgentManifest): Promise<ResolvedConnection[]> {
+  if (Object.keys(manifest.dependencies?.integrations ?? {}).length === 0) return [];
+  const { integrations } = await resolveAgentIntegrations(scope, owner, manifest);
+  return connectionsForLaunch(scope, integrationDeps(ctx), ctx.config, {
+    packageId: manifest.name, manifest, pinsApply: false,
+    integrations: integrations.map((i) => ({ id: i.id, version: i.version, manifest: i.manifest as IntegrationManifest })),
+  });
 }
 
 export async function launchInlineRun(scope: SpaceScope, ctx: LaunchContext, body: InlineRunBody): Promise<RunWithSettings> {
-  const { manifest, input } = await validateInlineRun(scope, ctx, body);
+  const { manifest, input, connections } = await validateInlineRun(scope, ctx, body);
   const inputFiles = await resolveInputFiles(scope, ctx.config, manifest.input?.schema, input);
   const model = await resolveRunModel(scope, ctx.secrets, body.model_id ?? null);
   const modelSettings = checkLaunchModelSettings(model, body.model_settings);
@@ -95,5 +107,5 @@ export async function launchInlineRun(scope: SpaceScope, ctx: LaunchContext, bod
     inlineManifest: manifest,
     inlinePrompt: body.prompt,
   });
-  return admitAndSubmit(scope, ctx, row, [], () => linkInputFiles(scope.pool, scope, row.id, inputFiles));
+  return admitAndSubmit(scope, ctx, row, connections, () => linkInputFiles(scope.pool, scope, row.id, inputFiles));
 }

@@ -15,7 +15,7 @@ import { resolveRunnableAgent } from '../packages/dependencies.ts';
 import { resolveDraftAgent, type DraftSnapshot } from '../packages/draft-runs.ts';
 import { admitRun, type NewRunRow } from './admission.ts';
 import { getRunRow, type RunRow } from './records.ts';
-import { checkLaunchModelSettings, runWireWithSettings, type LaunchModelSettings, type RunModelSettings, type RunWithSettings } from './model-settings.ts';
+import { checkLaunchModelSettings, launchSettingsOf, runWireWithSettings, type LaunchModelSettings, type RunModelSettings, type RunWithSettings } from './model-settings.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 import type { RunSubmitter } from './submitter.ts';
 import { publicBaseOf, type IntegrationDeps } from '../integrations/context.ts';
@@ -40,7 +40,7 @@ export interface LaunchContext {
   integrations?: IntegrationDeps;
 }
 
-function integrationDeps(ctx: LaunchContext): IntegrationDeps {
+export function integrationDeps(ctx: LaunchContext): IntegrationDeps {
   return ctx.integrations ?? { secrets: ctx.secrets, egress: { allowInternalHosts: ctx.config.EGRESS_ALLOW_INTERNAL_HOSTS }, publicBase: publicBaseOf(ctx) };
 }
 
@@ -219,8 +219,9 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
 
   let given = body.input;
   let rerunOf: string | null = null;
+  let previous: RunRow | null = null;
   if (body.rerun_from) {
-    const previous = await getRunRow(scope, ctx.permissions, body.rerun_from);
+    previous = await getRunRow(scope, ctx.permissions, body.rerun_from);
     if (previous.agent_id !== packageId) {
       throw problem('rerun_agent_mismatch', { detail: `Run ${previous.id} is a run of ${previous.agent_id}, not ${packageId}.` });
     }
@@ -235,8 +236,11 @@ export async function launchAgentRun(scope: SpaceScope, ctx: LaunchContext, pack
   }
   const input = checkInput(agent.manifest, given ?? {}, config.locked_input);
   const inputFiles = await resolveInputFiles(scope, ctx.config, agent.manifest.input?.schema, input);
-  const model = body.model_id != null || config.model_id == null ? namedModel() : await resolveRunModel(scope, ctx.secrets, config.model_id);
-  const modelSettings = checkLaunchModelSettings(model, body.model_settings);
+  // a rerun runs on the original's model with its settings unless the body says otherwise: one that
+  // failed on a model is not answered by another model (the original's model gone: model_not_configured)
+  const modelId = body.model_id ?? previous?.model_id ?? config.model_id;
+  const model = body.model_id != null || modelId == null ? namedModel() : await resolveRunModel(scope, ctx.secrets, modelId);
+  const modelSettings = checkLaunchModelSettings(model, body.model_settings ?? launchSettingsOf(previous?.model_settings));
   const connections = await connectionsForLaunch(scope, integrationDeps(ctx), ctx.config, {
     packageId, manifest: agent.manifest, integrations: agent.integrations.map((i) => ({ id: i.id, version: i.version, manifest: i.manifest as IntegrationManifest })),
   });

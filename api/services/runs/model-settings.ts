@@ -18,6 +18,15 @@ export interface RunModelSettings {
   reasoning_effort: string | null;
 }
 
+/** Recorded settings (a run's, a schedule's) as a launch body asks for them again; undefined for none. */
+export function launchSettingsOf(recorded: RunModelSettings | null | undefined): LaunchModelSettings | undefined {
+  if (!recorded) return undefined;
+  return {
+    ...(recorded.temperature != null ? { temperature: recorded.temperature } : {}),
+    ...(recorded.reasoning_effort != null ? { reasoning_effort: recorded.reasoning_effort } : {}),
+  };
+}
+
 /**
  * The settings a run records (null when the launch asks for none), after checking them with the
  * model's defaults against what the model accepts: 400 reasoning_unsupported,

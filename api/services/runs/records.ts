@@ -38,11 +38,13 @@ export interface RunRow {
   finished_at: Date | null;
   /** set on a run of an agent's draft: the draft's tree integrity at launch */
   draft_integrity: string | null;
+  /** the run's own model settings (model-settings.ts); absent where a query does not read them */
+  model_settings?: { temperature: number | null; reasoning_effort: string | null } | null;
 }
 
 export const RUN_COLUMNS = `id, org_id, space_id, agent_id, agent_version, status, input, output, error, trigger_kind,
   actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, kind, model_id, timeout_seconds, prompt_tokens,
-  completion_tokens, cost_usd, sink_expires_at, created_at, started_at, finished_at, draft_integrity`;
+  completion_tokens, cost_usd, sink_expires_at, created_at, started_at, finished_at, draft_integrity, model_settings`;
 
 export interface RunWire {
   id: string;

@@ -9,6 +9,7 @@ import { isProblem } from '../../../lib/problem.ts';
 import type { Db } from '../../../db/client.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { launchAgentRun } from '../runs/launch.ts';
+import { launchSettingsOf } from '../runs/model-settings.ts';
 import type { RunSubmitter } from '../runs/submitter.ts';
 import { ACTOR_LOST_REASON, creatorPermissions, disableSchedules } from './actor.ts';
 import { SCHEDULE_COLUMNS, type LastFire, type ScheduleRow } from './records.ts';
@@ -95,7 +96,7 @@ export async function fireSchedule(deps: FireDeps, id: string, generation: numbe
   try {
     const run = await launchAgentRun(scope, {
       config: deps.config, secrets: deps.secrets, permissions, submitter: deps.submitter(), scheduleId: id, scheduleFireAt: fireAt,
-    }, row.agent_id, { input: row.input ?? {} });
+    }, row.agent_id, { input: row.input ?? {}, model_id: row.model_id ?? undefined, model_settings: launchSettingsOf(row.model_settings) });
     await record(deps.pool, row, fireAt, fire('launched', run.id));
     return { outcome: 'launched', runId: run.id };
   } catch (err) {

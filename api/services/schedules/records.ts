@@ -1,6 +1,7 @@
 // The schedule record: its row, its wire shape and its ETag.
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { problem } from '../../../lib/problem.ts';
+import type { RunModelSettings } from '../runs/model-settings.ts';
 
 export interface LastFire {
   fire_time: string;
@@ -19,6 +20,8 @@ export interface ScheduleRow {
   cron_expression: string;
   timezone: string;
   input: Record<string, unknown> | null;
+  model_id: string | null;
+  model_settings: RunModelSettings | null;
   enabled: boolean;
   disabled_reason: string | null;
   created_by: string;
@@ -41,6 +44,8 @@ export interface ScheduleWire {
   cron_expression: string;
   timezone: string;
   input: Record<string, unknown> | null;
+  model_id: string | null;
+  model_settings: RunModelSettings | null;
   next_run_at: string | null;
   created_by: string;
   version: number;
@@ -49,7 +54,7 @@ export interface ScheduleWire {
   updatedAt: string;
 }
 
-export const SCHEDULE_COLUMNS = `id, org_id, space_id, agent_id, name, cron_expression, timezone, input, enabled, disabled_reason,
+export const SCHEDULE_COLUMNS = `id, org_id, space_id, agent_id, name, cron_expression, timezone, input, model_id, model_settings, enabled, disabled_reason,
   created_by, version, generation, armed_generation, next_run_at, last_fire, created_at, updated_at`;
 
 export function toScheduleWire(r: ScheduleRow): ScheduleWire {
@@ -63,6 +68,8 @@ export function toScheduleWire(r: ScheduleRow): ScheduleWire {
     cron_expression: r.cron_expression,
     timezone: r.timezone,
     input: r.input,
+    model_id: r.model_id,
+    model_settings: r.model_settings,
     next_run_at: r.enabled && r.next_run_at ? r.next_run_at.toISOString() : null,
     created_by: r.created_by,
     version: r.version,

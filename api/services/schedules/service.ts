@@ -8,6 +8,9 @@ import { CronError, TimeZoneError, nextFireAfter } from '../../../lib/schedule-c
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { resolveRunnableAgent } from '../packages/dependencies.ts';
 import { agentConfig, checkInput } from '../runs/launch.ts';
+import { checkLaunchModelSettings, launchSettingsOf, type LaunchModelSettings, type RunModelSettings } from '../runs/model-settings.ts';
+import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
+import type { SecretBox } from '../../../lib/crypto.ts';
 import { creatorPermissions } from './actor.ts';
 import { SCHEDULE_COLUMNS, getScheduleRow, scheduleNotFound, toScheduleWire, type ScheduleRow, type ScheduleWire } from './records.ts';
 
@@ -21,6 +24,8 @@ export interface ScheduleBody {
   cron_expression: string;
   timezone: string;
   input?: Record<string, unknown>;
+  model_id?: string;
+  model_settings?: LaunchModelSettings;
 }
 
 export interface SchedulePatch {
@@ -28,6 +33,10 @@ export interface SchedulePatch {
   cron_expression?: string;
   timezone?: string;
   input?: Record<string, unknown>;
+  /** null: back to the agent's configured model, else the organization's default */
+  model_id?: string | null;
+  /** null: the model's own settings */
+  model_settings?: LaunchModelSettings | null;
   enabled?: boolean;
   version?: number;
 }
@@ -51,17 +60,32 @@ async function checkAgentAndInput(scope: SpaceScope, agentId: string, input: Rec
   checkInput(agent.manifest, input, config.locked_input);
 }
 
+/**
+ * The model and settings the schedule's runs will launch with, checked as a launch checks them
+ * (the model named, else the agent's configured one, else the organization's default; the settings
+ * against it with its defaults): what a fire would refuse is refused now. Answers the settings to
+ * store (null: the model's own).
+ */
+async function checkModel(scope: SpaceScope, secrets: SecretBox, agentId: string, modelId: string | null, settings: LaunchModelSettings | undefined): Promise<RunModelSettings | null> {
+  const model = await resolveRunModel(scope, secrets, modelId ?? (await agentConfig(scope, agentId)).model_id);
+  return checkLaunchModelSettings(model, settings);
+}
+
 export async function createSchedule(
-  scope: SpaceScope, permissions: ReadonlySet<Permission>, agentId: string, body: ScheduleBody, armer: ScheduleArmer | null,
+  scope: SpaceScope, permissions: ReadonlySet<Permission>, secrets: SecretBox, agentId: string, body: ScheduleBody, armer: ScheduleArmer | null,
 ): Promise<ScheduleWire> {
   if (scope.actor.endUserId) throw actorInvalid('A schedule runs as a member of the space; an end-user cannot own one.');
   if (!permissions.has('agents:run')) throw actorInvalid('A schedule runs as its creator, who must hold agents:run in this space.');
   const next = nextRunAt(body.cron_expression, body.timezone);
   await checkAgentAndInput(scope, agentId, body.input ?? {});
+  const settings = body.model_id !== undefined || body.model_settings !== undefined
+    ? await checkModel(scope, secrets, agentId, body.model_id ?? null, body.model_settings)
+    : null;
   const { rows } = await scope.pool.query<ScheduleRow>(
-    `INSERT INTO schedules (id, org_id, space_id, agent_id, name, cron_expression, timezone, input, created_by, next_run_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${SCHEDULE_COLUMNS}`,
-    [newId('sched'), scope.orgId, scope.spaceId, agentId, body.name, body.cron_expression.trim(), body.timezone, body.input ?? null, scope.actor.userId, next],
+    `INSERT INTO schedules (id, org_id, space_id, agent_id, name, cron_expression, timezone, input, model_id, model_settings, created_by, next_run_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${SCHEDULE_COLUMNS}`,
+    [newId('sched'), scope.orgId, scope.spaceId, agentId, body.name, body.cron_expression.trim(), body.timezone, body.input ?? null,
+      body.model_id ?? null, settings, scope.actor.userId, next],
   );
   armer?.arm(rows[0].id, rows[0].generation);
   return toScheduleWire(rows[0]);
@@ -99,7 +123,7 @@ async function requireCreatorCanLaunch(scope: SpaceScope, row: ScheduleRow): Pro
  * version); a newer stored version gives 409 schedule_modified_concurrently.
  */
 export async function updateSchedule(
-  scope: SpaceScope, id: string, patch: SchedulePatch, expected: number | null, armer: ScheduleArmer | null,
+  scope: SpaceScope, secrets: SecretBox, id: string, patch: SchedulePatch, expected: number | null, armer: ScheduleArmer | null,
 ): Promise<ScheduleWire> {
   const row = await getScheduleRow(scope, id);
   const stale = () => problem('schedule_modified_concurrently', { detail: `Schedule ${id} changed since version ${expected}; read it again and retry.` });
@@ -111,14 +135,22 @@ export async function updateSchedule(
   const next = nextRunAt(cron, zone);
   if (enabled) await requireCreatorCanLaunch(scope, row);
   if (patch.input !== undefined || (enabled && !row.enabled)) await checkAgentAndInput(scope, row.agent_id, patch.input ?? row.input ?? {});
+  const modelId = patch.model_id !== undefined ? patch.model_id : row.model_id;
+  const asked = patch.model_settings !== undefined ? patch.model_settings ?? undefined : launchSettingsOf(row.model_settings);
+  const modelChanged = patch.model_id !== undefined || patch.model_settings !== undefined;
+  // checked when changed, and again when switched on (the model may have changed meanwhile)
+  const settings = (modelChanged || (enabled && !row.enabled)) && (modelId !== null || asked !== undefined)
+    ? await checkModel(scope, secrets, row.agent_id, modelId, asked)
+    : modelChanged ? null : row.model_settings;
   const { rows } = await scope.pool.query<ScheduleRow>(
     `UPDATE schedules SET name = $5, cron_expression = $6, timezone = $7, input = $8, enabled = $9,
             disabled_reason = CASE WHEN $9 THEN NULL WHEN enabled THEN 'Disabled by a member.' ELSE disabled_reason END,
             next_run_at = CASE WHEN $10 THEN $11 ELSE next_run_at END,
+            model_id = $12, model_settings = $13,
             generation = generation + CASE WHEN $10 THEN 1 ELSE 0 END, version = version + 1, updated_at = now()
       WHERE org_id = $1 AND space_id = $2 AND id = $3 AND version = $4
       RETURNING ${SCHEDULE_COLUMNS}`,
-    [scope.orgId, scope.spaceId, id, row.version, patch.name ?? row.name, cron, zone, patch.input ?? row.input, enabled, rearm, next],
+    [scope.orgId, scope.spaceId, id, row.version, patch.name ?? row.name, cron, zone, patch.input ?? row.input, enabled, rearm, next, modelId, settings],
   );
   if (!rows[0]) throw stale();
   if (rearm) armer?.arm(id, rows[0].generation);
