@@ -1,6 +1,6 @@
 // The world the dashboard's browser tests share: one started platform (with its dashboard built by
 // bin/start.mjs) on the scripted model, its owner, a member whose space role reads every run but
-// may not cancel, the echo agent, and models that answer, hang or fail; one Chromium.
+// may not cancel, the echo agent, and models that answer or hang (the model server can also be put in an outage); one Chromium.
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
@@ -26,7 +26,7 @@ export interface DashboardWorld {
   auditor: Person;
   /** the owner's API key in the space, for launches made "elsewhere" */
   key: string;
-  models: { hang: string; error: string };
+  models: { hang: string };
   close(): Promise<void>;
 }
 
@@ -53,7 +53,6 @@ export async function aDashboardWorld(): Promise<DashboardWorld> {
     const key = keyRes.body.key as string;
     await aDefaultModel(platform.url, key, fake.url);
     const hang = await aDefaultModel(platform.url, key, fake.url, 'fake-hang');
-    const error = await aDefaultModel(platform.url, key, fake.url, 'fake-error');
     // the last one made is the default: the answering model again
     const models = await client(platform.url, { key }).get('/api/models');
     const answering = models.body.data.find((m: { model: string }) => m.model === 'fake').id;
@@ -62,7 +61,7 @@ export async function aDashboardWorld(): Promise<DashboardWorld> {
 
     const auditor = await aMemberWithRole(platform.url, asOwner, orgId, spaceId);
     return {
-      platform, fake, browser, orgId, spaceId, owner, auditor, key, models: { hang, error },
+      platform, fake, browser, orgId, spaceId, owner, auditor, key, models: { hang },
       async close() {
         await browser?.close().catch(() => undefined);
         await platform?.stop();

@@ -169,8 +169,16 @@ describe('the dashboard', () => {
   });
 
   test('reruns a failed run: the new run names the one it reran', async () => {
-    const failed = await launchElsewhere(world.models.error);
-    await waitForStatus(client(world.platform.url, { key: world.key }), failed, (s) => s === 'failed', LIVE);
+    // the provider is down while the run works, and back before the rerun (a rerun keeps the run's
+    // model, so a run failed by its model's own answers would fail again)
+    world.fake.setOutage(true);
+    let failed: string;
+    try {
+      failed = await launchElsewhere();
+      await waitForStatus(client(world.platform.url, { key: world.key }), failed, (s) => s === 'failed', LIVE);
+    } finally {
+      world.fake.setOutage(false);
+    }
     await page.goto(`${world.platform.url}/#/runs/${failed}`);
     await page.getByRole('region', { name: 'Error' }).waitFor();
     await shot(page, 'run-failed');
