@@ -1,5 +1,5 @@
 // The HTTP pipeline, in the spec's order (What the service does, item 11):
-// error handler, Request-Id and traceparent, client IP, CORS, body limit; unauthenticated routes;
+// error handler, Request-Id and traceparent, client IP, CORS, the origin of cookie writes, body limit; unauthenticated routes;
 // the starting and shutdown gates; /api/auth/*; then protected routes, whose per-route chain
 // (router.ts) runs authentication, guards, organization, permissions, space, API version, the
 // Idempotency-Key guard, rate limit, idempotency and the handler; module handlers; 404.
@@ -9,6 +9,7 @@ import type { AppDeps } from './deps.ts';
 import { compileTrust, decorate, RouteTable, type Request, type Response } from './http.ts';
 import { checkDeclaredLength } from './middleware/body.ts';
 import { refuseBadParams, refuseBadQuery } from './middleware/clean-input.ts';
+import { cookieWriteOrigin } from './middleware/cookie-origin.ts';
 import { cors } from './middleware/cors.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { lifecycleGates } from './middleware/gates.ts';
@@ -61,6 +62,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
   const { config } = deps;
   const trust = compileTrust(parseTrustProxy(config.TRUST_PROXY));
   const corsStage = cors(config.TRUSTED_ORIGINS);
+  const checkCookieWriteOrigin = cookieWriteOrigin({ cookieName: sessionCookieName(config), publicUrl: config.PUBLIC_URL, trustedOrigins: config.TRUSTED_ORIGINS });
   const bodyLimit = config.API_BODY_LIMIT_BYTES;
   const gate = lifecycleGates(deps.lifecycle);
   const onError = errorHandler(config.ERROR_TYPE_BASE, parts.log);
@@ -81,6 +83,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
 
   async function route(req: Request, res: Response): Promise<void> {
     if (corsStage(req, res)) return;
+    checkCookieWriteOrigin(req);
     refuseBadQuery(req.query);
     let found: ReturnType<typeof table.match>;
     try {

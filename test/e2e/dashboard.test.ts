@@ -2,7 +2,7 @@
 // launches an agent from its generated form and watches the run succeed live, cancels a running
 // run, reruns a failed one, schedules the agent and sees its next fires, creates an API key seen
 // once; a member without runs:cancel sees no cancel button and the API still refuses; a page of
-// another origin cannot write with the session cookie. Every page
+// another origin cannot write with the session cookie (not even sign out). Every page
 // is checked by axe-core and photographed (the folder is printed).
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -75,6 +75,11 @@ async function aForgedCancelFails(runId: string): Promise<void> {
     }, target);
     assert.equal(simple, 'opaque');
     assert.equal((await client(world.platform.url, { key: world.key }).get(`/api/runs/${runId}`)).body.status, 'running');
+    // a write that needs no header nor JSON body (sign-out) is refused by its Origin: the owner stays signed in
+    await forger.evaluate(async (url) => {
+      await fetch(url, { method: 'POST', mode: 'no-cors', credentials: 'include' });
+    }, `${world.platform.url}/api/auth/sign-out`);
+    assert.equal(await page.evaluate(async () => (await fetch('/api/auth/session')).status), 200);
   } finally {
     await forger.close();
     await new Promise((r) => other.close(r));
