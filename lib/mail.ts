@@ -2,6 +2,8 @@
 // SMTP_URL mail is disabled, which is logged once when the mailer is first made (at boot) and which
 // the routes report in their answers. The URL carries credentials: it is never logged, and errors
 // are reported by their SMTP code and response only.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
@@ -31,6 +33,11 @@ export interface Mailer {
   send(message: MailMessage): Promise<void>;
   /** The platform's public base URL, for links (no trailing slash). */
   readonly baseUrl: string;
+  /**
+   * Where a development or test instance without mail writes password-reset links instead of
+   * sending them (DATA_DIR/reset-links.log); undefined with mail enabled and in production.
+   */
+  readonly resetLinkFile?: string;
   close(): void;
 }
 
@@ -46,6 +53,22 @@ export function mailerFor(config: Config, log: Logger): Mailer {
   return mailer;
 }
 
+/** DATA_DIR/reset-links.log when this instance keeps reset links there (no SMTP_URL, not production). */
+export function resetLinkFileOf(config: Config): string | undefined {
+  if (config.SMTP_URL || config.NODE_ENV === 'production') return undefined;
+  return path.join(path.resolve(config.DATA_DIR), 'reset-links.log');
+}
+
+/**
+ * Appends one reset link to the file, one JSON line {at, to, link}, readable by the instance's
+ * owner only. Never an HTTP answer: whoever can read the data directory already owns the instance.
+ */
+export async function writeResetLink(file: string, to: string, link: string): Promise<void> {
+  await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await fsp.appendFile(file, JSON.stringify({ at: new Date().toISOString(), to, link }) + '\n', { mode: 0o600 });
+}
+
+/** Links are built from configuration (PUBLIC_URL, else the listening HOST:PORT), never from request headers. */
 export function publicBaseUrl(config: Config): string {
   return (config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/+$/, '');
 }
@@ -63,8 +86,13 @@ function describe(err: unknown): MailError {
 export function createMailer(config: Config, log: Logger): Mailer {
   const baseUrl = publicBaseUrl(config);
   if (!config.SMTP_URL) {
-    log.info('mail disabled: SMTP_URL is not set; invitation links must be passed on by hand and password-reset links are not delivered');
-    return { enabled: false, baseUrl, async send() { throw new MailError('mail is disabled', 'EDISABLED'); }, close() {} };
+    const resetLinkFile = resetLinkFileOf(config);
+    if (resetLinkFile) {
+      log.warn(`mail disabled: SMTP_URL is not set; invitation links must be passed on by hand and password-reset links are written to ${resetLinkFile} (${config.NODE_ENV} only)`, { resetLinkFile });
+    } else {
+      log.info('mail disabled: SMTP_URL is not set; invitation links must be passed on by hand and password-reset links are not delivered');
+    }
+    return { enabled: false, baseUrl, resetLinkFile, async send() { throw new MailError('mail is disabled', 'EDISABLED'); }, close() {} };
   }
   const timeout = config.SMTP_TIMEOUT_MS;
   const url = new URL(config.SMTP_URL);

@@ -74,9 +74,19 @@ const SIGNATURE_HEADERS = [
 /** Types a browser may render from the API's origin: none of them runs script. */
 const PREVIEWABLE = new Set(['text/plain', 'text/csv', 'image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf', 'application/json']);
 
-function baseUrlOf(req: Request, deps: AppDeps): string {
+/**
+ * The base of signed upload and preview links, which carry a bearer token: PUBLIC_URL, else the
+ * address this server accepted the connection on (the socket's, which no caller writes), else the
+ * configured HOST:PORT. Never the request's Host or X-Forwarded-* headers: a forged one would send
+ * the token to the forger's host.
+ */
+export function linkBaseOf(req: Pick<Request, 'socket'>, deps: Pick<AppDeps, 'config'>): string {
   if (deps.config.PUBLIC_URL) return deps.config.PUBLIC_URL.replace(/\/+$/, '');
-  return `http://${req.headers.host ?? `${deps.config.HOST}:${deps.config.PORT}`}`;
+  const address = req.socket.localAddress?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+  const port = req.socket.localPort;
+  if (address && port) return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+  const host = deps.config.HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${deps.config.PORT}`;
 }
 
 function dispositionName(name: string): string {
@@ -131,7 +141,7 @@ export const fileRoutes = [
       429: { description: 'upload_staging_limit_exceeded or rate_limited' },
     },
     handler: async ({ ctx, body, req, deps }) =>
-      created(await files.createUpload(spaceScopeOf(ctx, deps.database), deps.config, deps.secrets, baseUrlOf(req, deps), body)),
+      created(await files.createUpload(spaceScopeOf(ctx, deps.database), deps.config, deps.secrets, linkBaseOf(req, deps), body)),
   }),
   route({
     method: 'put', path: '/api/uploads/_content', summary: 'Send the content of a staged upload (the URL is the credential)', tag: TAG,
@@ -177,7 +187,7 @@ export const fileRoutes = [
     permission: 'files:read', rateLimit: READ_LIMIT, params: IdParams,
     responses: { 200: { description: 'The file', schema: FileWithPreview } },
     handler: async ({ ctx, params, req, deps }) =>
-      ok(await files.getFileWithPreview(spaceScopeOf(ctx, deps.database), deps.config, deps.secrets, baseUrlOf(req, deps), params.id)),
+      ok(await files.getFileWithPreview(spaceScopeOf(ctx, deps.database), deps.config, deps.secrets, linkBaseOf(req, deps), params.id)),
   }),
   route({
     method: 'get', path: '/api/files/{id}/content', summary: "A durable file's bytes (Range requests, ETag)", tag: TAG,

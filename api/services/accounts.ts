@@ -8,7 +8,7 @@ import type { Config } from '../../lib/config.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Logger } from '../../lib/log.ts';
-import { templated, type Mailer } from '../../lib/mail.ts';
+import { templated, writeResetLink, type Mailer } from '../../lib/mail.ts';
 import { problem } from '../../lib/problem.ts';
 import { runCredentialRevokers, type CredentialChange } from './credential-change.ts';
 import { changeIdentity, isUniqueViolation, type IdentityStore } from './identity-change.ts';
@@ -174,12 +174,7 @@ export async function setPassword(store: IdentityStore, session: SignedInSession
   });
 }
 
-/** A new reset link for the address (replacing older ones); null when no account has it. */
-export async function requestPasswordReset(pool: pg.Pool, email: string): Promise<string | null> {
-  return (await issuePasswordReset(pool, email))?.token ?? null;
-}
-
-/** As requestPasswordReset, with the account's stored address (where the link is mailed). */
+/** A new reset link for the address (replacing older ones), with the account's stored address; null when no account has it. */
 async function issuePasswordReset(pool: pg.Pool, email: string): Promise<{ token: string; email: string } | null> {
   const { rows } = await pool.query('SELECT id, email FROM users WHERE lower(email) = lower($1)', [email.trim()]);
   if (!rows[0]) return null;
@@ -192,14 +187,20 @@ async function issuePasswordReset(pool: pg.Pool, email: string): Promise<{ token
 }
 
 /**
- * Issues a reset link and, with mail enabled, e-mails it. The answer must not tell whether an
- * account has the address, so the message is sent after the request is answered: a failure is
- * logged (code and server reply, never the SMTP settings), not returned.
+ * Issues a reset link and delivers it: with mail enabled by e-mail, sent after the request is
+ * answered (a failure is logged with its code and server reply, never the SMTP settings); without
+ * mail, a development or test instance appends it to its reset-link file (mailer.resetLinkFile),
+ * production keeps it undelivered. The token never leaves through the answer, and nothing about
+ * the outcome is returned: the caller answers the same for every address.
  */
-export async function requestPasswordResetByEmail(pool: pg.Pool, email: string, mailer: Mailer, log: Logger): Promise<string | null> {
+export async function requestPasswordResetByEmail(pool: pg.Pool, email: string, mailer: Mailer, log: Logger): Promise<void> {
   const issued = await issuePasswordReset(pool, email);
-  if (!issued || !mailer.enabled) return issued?.token ?? null;
+  if (!issued) return;
   const link = `${mailer.baseUrl}/api/auth/reset-password?token=${encodeURIComponent(issued.token)}`;
+  if (!mailer.enabled) {
+    if (mailer.resetLinkFile) await writeResetLink(mailer.resetLinkFile, issued.email, link);
+    return;
+  }
   const message = templated(
     issued.email,
     'Reset your password',
@@ -213,7 +214,6 @@ export async function requestPasswordResetByEmail(pool: pg.Pool, email: string, 
   void mailer.send(message).catch((err: { code?: string; message?: string }) => {
     log.warn('password-reset e-mail not sent', { code: err.code, reason: err.message });
   });
-  return issued.token;
 }
 
 /** Sets a new password from a reset token and ends every session of the account. */

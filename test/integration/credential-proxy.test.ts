@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { aKey, anOrg, aSpace, aMember } from '../support/builders.ts';
@@ -22,6 +23,17 @@ before(async () => {
     req.on('end', () => {
       received.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
       if (req.url === '/expired') return void res.writeHead(401).end('token expired');
+      if (req.url?.startsWith('/echo')) {
+        // an upstream that shows the caller what it received, in the forms it is commonly seen in
+        const key = String(req.headers['x-api-key']);
+        const echoed = JSON.stringify({
+          note: 'kept as is', received: req.headers, bearer: `Bearer ${key}`, basic: `Basic ${Buffer.from(`${key}:`).toString('base64')}`,
+          percent: encodeURIComponent(`key=${key}`), b64: Buffer.from(key).toString('base64'),
+        });
+        const head = { 'content-type': 'application/json', 'x-seen-key': key, 'www-authenticate': `Bearer realm="${key}"` };
+        if (req.url === '/echo-gzip') return void res.writeHead(200, { ...head, 'content-encoding': 'gzip' }).end(zlib.gzipSync(echoed));
+        return void res.writeHead(200, head).end(echoed);
+      }
       res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json', 'x-upstream': 'yes' }).end(JSON.stringify({ ok: true, path: req.url }));
     });
   });
@@ -76,6 +88,26 @@ test('the upstream receives the injected credential, not the platform key; its o
   assert.equal(posted.status, 201);
   assert.equal(posted.headers.get('proxy-status'), 'agent-platform-credential-proxy; received-status=201');
   assert.equal(received.at(-1)!.body, '{"name":"Ada"}');
+});
+
+test('an echoing upstream cannot show the credential: headers and body are scrubbed, raw, Bearer, Basic, percent and base64 forms, compressed or not', async () => {
+  const secret = 'sk-proxy-secret';
+  const forms = [secret, Buffer.from(secret).toString('base64').replace(/=+$/, ''), Buffer.from(`${secret}:`).toString('base64').replace(/=+$/, ''), encodeURIComponent(secret)];
+  for (const path of ['/echo', '/echo-gzip']) {
+    const res = await proxy('GET', `${base}${path}`, { body: undefined });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(received.at(-1)!.headers['x-api-key'], secret, 'the upstream did receive it');
+    assert.equal(received.at(-1)!.headers['accept-encoding'], 'identity');
+    const shown = res.text + JSON.stringify([...res.headers]);
+    for (const f of forms) assert.ok(!shown.includes(f), `${path}: ${f} shown in ${shown}`);
+    assert.equal(res.headers.get('content-encoding'), null);
+    assert.equal(res.body.note, 'kept as is');
+    assert.equal(res.body.received['x-api-key'], '[redacted]');
+    assert.equal(res.body.bearer, 'Bearer [redacted]');
+    assert.match(res.body.basic, /^Basic \[redacted\]=*$/);
+    assert.equal(res.headers.get('x-seen-key'), '[redacted]');
+    assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="[redacted]"');
+  }
 });
 
 test('targets: outside authorized_uris is 403 unauthorized_target; a host only a credential names is 403 credential_exfiltration_refused', async () => {

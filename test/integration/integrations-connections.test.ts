@@ -263,3 +263,47 @@ describe('install and uninstall', () => {
     assert.equal((await asRemover.delete(`/api/spaces/${s2}/packages/@acme/crm`)).status, 204);
   });
 });
+
+// Issue 29, check (f): the ownership condition of connection visibility. A member's unshared
+// connection is nobody else's: not listed, 404 to read or change, not chosen for a run, not usable
+// through the credential proxy.
+describe("another member's unshared connection", () => {
+  test('is absent from the list, 404 on read, rename and delete, refused for a run (409 missing_integration_connection) and through the proxy', async () => {
+    const pool = world.app.deps.database.pool;
+    await anIntegration(world, '@acme/private', apiKeyAuth(UPSTREAM));
+    const agent = await anAgent(world, '@acme/private-agent', { '@acme/private': ['api_call'] });
+    const asMember = async () => {
+      const id = await aMember(pool, world.org.orgId, 'member', { spaceId: world.org.spaceId, roleKey: 'editor' });
+      return client(world.app.url, { key: (await aKey(pool, { ...world.org, userId: id })).key });
+    };
+    const [alice, bob] = [await asMember(), await asMember()];
+    const connected = await alice.post(fields('@acme/private'), { credentials: { api_key: 'sk-alice-only' } });
+    assert.equal(connected.status, 201, connected.text);
+    const id = connected.body.id as string;
+    assert.equal(connected.body.shared_with_org, false);
+    assert.equal((await alice.get(`/api/connections/${id}`)).status, 200, 'its owner reads it');
+
+    const listed = await bob.get('/api/connections?limit=100');
+    assert.equal(listed.status, 200);
+    assert.ok(!listed.body.data.some((c: { id: string }) => c.id === id), 'not in the list');
+    for (const [method, res] of [
+      ['GET', await bob.get(`/api/connections/${id}`)],
+      ['PATCH', await bob.patch(`/api/connections/${id}`, { label: 'mine now' })],
+      ['DELETE', await bob.delete(`/api/connections/${id}`)],
+    ] as const) {
+      assert.equal(res.status, 404, `${method}: ${res.text}`);
+      assert.equal(res.body.code, 'not_found');
+    }
+    const launch = await bob.post(`/api/agents/${agent}/run`, { input: {} });
+    assert.equal(launch.status, 409, launch.text);
+    assert.equal(launch.body.code, 'missing_integration_connection');
+    assert.deepEqual(launch.body.errors[0].candidate_connections, []);
+    const proxied = await bob.post('/api/credential-proxy/proxy', undefined, {
+      headers: { 'x-integration-id': '@acme/private', 'x-target': `${UPSTREAM}/x`, 'x-session-id': crypto.randomUUID(), 'x-connection-id': id },
+    });
+    assert.equal(proxied.status, 404, proxied.text);
+    assert.equal(proxied.body.code, 'credential_not_found');
+    const { rows } = await pool.query('SELECT label FROM integration_connections WHERE id = $1', [id]);
+    assert.deepEqual(rows, [{ label: 'Connection' }], 'nothing changed');
+  });
+});

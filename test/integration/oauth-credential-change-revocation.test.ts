@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aUserWithPassword, sessionCookieFrom } from '../support/builders.ts';
 import { client } from '../support/http.ts';
+import { resetLinkFor } from '../support/reset-links.ts';
 
 let app: TestApp;
 before(async () => {
@@ -53,7 +54,8 @@ test('a password reset deletes them too', async () => {
   await issueTo(u.userId);
   const asked = await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
   assert.equal(asked.status, 202);
-  const res = await client(app.url).post('/api/auth/reset-password', { token: asked.body.reset_token, newPassword: 'reset to this one' });
+  const { token } = await resetLinkFor(app, u.email);
+  const res = await client(app.url).post('/api/auth/reset-password', { token, newPassword: 'reset to this one' });
   assert.equal(res.status, 204, res.text);
   assert.deepEqual(await rowsOf(u.userId), []);
 });
@@ -69,8 +71,9 @@ test('when the delete fails: 500 credential_change_revocation_failed, the passwo
   let reset;
   try {
     change = await client(app.url).post('/api/auth/change-password', { currentPassword: u.password, newPassword: 'never applied' }, { cookie });
-    const asked = await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
-    reset = await client(app.url).post('/api/auth/reset-password', { token: asked.body.reset_token, newPassword: 'never applied either' });
+    assert.equal((await client(app.url).post('/api/auth/request-password-reset', { email: u.email })).status, 202);
+    const { token } = await resetLinkFor(app, u.email);
+    reset = await client(app.url).post('/api/auth/reset-password', { token, newPassword: 'never applied either' });
   } finally {
     await pool.query('DROP TRIGGER refuse_oidc_delete ON oidc_payloads');
     await pool.query('DROP FUNCTION refuse_oidc_delete()');

@@ -4,7 +4,7 @@ import { isProblem } from '../../lib/problem.ts';
 import type { SpaceScope } from '../../db/tenant.ts';
 import { resolveRunnableAgent } from '../../api/services/packages/dependencies.ts';
 import { requirePackageInSpace } from '../../api/services/packages/placement.ts';
-import { aSession, aSpace } from '../support/builders.ts';
+import { aMember, aSession, aSpace } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 import { aPackageWorld, agentFiles, importArchive, integrationFiles, skillFiles, zip } from './packages-harness.ts';
 
@@ -133,4 +133,42 @@ test('moving the home: never into a personal space, never onto itself; the old h
   } finally {
     await pool.query('UPDATE spaces SET is_default = true WHERE id = $1', [w.org.spaceId]);
   }
+});
+
+// Issue 29, checks (d, e): the space filter of placements in the package list and in the lookup
+// behind reads, launches and bundle exports. A package placed in s2 is nowhere in s3; one placed
+// in two spaces is listed once in each.
+test('a placement counts in its own space only: absent from and 404 in another space, listed once in each of two', async () => {
+  const s2 = await aSpace(pool, w.org.orgId, { name: 'Placed S2' });
+  const s3 = await aSpace(pool, w.org.orgId, { name: 'Placed S3' });
+  await importArchive(w, zip(agentFiles('@acme/only-s2', '1.0.0')));
+  await importArchive(w, zip(agentFiles('@acme/in-both', '1.0.0')));
+  for (const [space, id] of [[s2, '@acme/only-s2'], [s2, '@acme/in-both'], [s3, '@acme/in-both']]) {
+    assert.equal((await owner.post(`/api/spaces/${space}/packages`, { packageId: id })).status, 201);
+  }
+  const cookie = (await aSession(pool, w.org.ownerId)).cookie;
+  const inSpace = (space: string) => client(w.app.url, { cookie, org: w.org.orgId, space });
+  const listed = async (space: string) => (await inSpace(space).get('/api/packages?limit=100')).body.data.map((p: { packageId: string }) => p.packageId).sort();
+  assert.deepEqual(await listed(s2), ['@acme/in-both', '@acme/only-s2']);
+  assert.deepEqual(await listed(s3), ['@acme/in-both']);
+
+  // reads by a member of s3 alone (the home space's readers may read from anywhere)
+  const s3member = await aMember(pool, w.org.orgId, 'member', { spaceId: s3, roleKey: 'editor' });
+  const s3api = client(w.app.url, { cookie: (await aSession(pool, s3member)).cookie, org: w.org.orgId, space: s3 });
+  assert.equal((await s3api.get('/api/packages/@acme/in-both')).status, 200, 'the member reads what is placed in s3');
+  const read = await s3api.get('/api/packages/@acme/only-s2');
+  assert.deepEqual([read.status, read.body.code], [404, 'package_not_found']);
+  const versions = await s3api.get('/api/packages/@acme/only-s2/versions');
+  assert.equal(versions.status, 404);
+  const launch = await s3api.post('/api/agents/@acme/only-s2/run', { input: {} });
+  assert.deepEqual([launch.status, launch.body.code], [404, 'agent_not_found']);
+  const bundle = await s3api.get('/api/agents/@acme/only-s2/bundle');
+  assert.deepEqual([bundle.status, bundle.body.code], [404, 'agent_not_found']);
+
+  // where it is placed, the same reads answer
+  assert.equal((await inSpace(s2).get('/api/packages/@acme/only-s2')).status, 200);
+  assert.equal((await inSpace(s2).get('/api/agents/@acme/only-s2/bundle')).status, 200);
+  const both = await s3api.get('/api/packages/@acme/in-both');
+  assert.equal(both.status, 200, both.text);
+  assert.equal(both.body.placement, 'active');
 });

@@ -205,6 +205,41 @@ test("a creator removed from the space disables their schedules with a readable 
   assert.equal(again.body.code, 'schedule_actor_invalid');
 });
 
+// Issue 29, check (c): the actor check joins space membership on the schedule's creator, not on
+// any member of the space: another member able to launch must not keep the creator's standing.
+test("the actor check is the creator's own membership: removed while another member with agents:run stays, the schedule is disabled; a creator now only viewer cannot have it enabled", async () => {
+  const pool = world.app.deps.database.pool;
+  const stayers = [];
+  for (let i = 0; i < 3; i++) stayers.push(await aMember(pool, world.org.orgId, 'member', { spaceId: world.org.spaceId, roleKey: 'editor' }));
+  const creator = await aMember(pool, world.org.orgId, 'member', { spaceId: world.org.spaceId, roleKey: 'editor' });
+  const demoted = await aMember(pool, world.org.orgId, 'member', { spaceId: world.org.spaceId, roleKey: 'editor' });
+  const asKey = async (userId: string) => client(world.app.url, { key: (await aKey(pool, { ...world.org, userId })).key });
+  const created = await (await asKey(creator)).post(`${AGENT}/schedules`, body({ name: 'creator schedule' }));
+  assert.equal(created.status, 201, created.text);
+  const byDemoted = await (await asKey(demoted)).post(`${AGENT}/schedules`, body({ name: 'demoted schedule' }));
+  assert.equal(byDemoted.status, 201, byDemoted.text);
+  const stayer = await (await asKey(stayers[0])).post(`${AGENT}/schedules`, body({ name: 'stayer schedule' }));
+  assert.equal(stayer.status, 201, stayer.text);
+
+  const { cookie } = await aSession(pool, world.org.ownerId);
+  const admin = client(world.app.url, { cookie, org: world.org.orgId });
+  assert.equal((await admin.delete(`/api/spaces/${world.org.spaceId}/members/${creator}`)).status, 204);
+  const gone = (await api.get(`/api/schedules/${created.body.id}`)).body;
+  assert.deepEqual([gone.enabled, gone.disabled_reason], [false, "The schedule's creator no longer has access to run agents in this space."]);
+  assert.equal((await api.get(`/api/schedules/${stayer.body.id}`)).body.enabled, true, "the stayer's schedule stays");
+
+  // disabled while its creator could still launch, then the creator becomes a viewer: it stays off
+  assert.equal((await api.post(`/api/schedules/${byDemoted.body.id}/disable`, {})).status, 200);
+  const patched = await admin.patch(`/api/spaces/${world.org.spaceId}/members/${demoted}`, { roleKey: 'viewer' });
+  assert.equal(patched.status, 200, patched.text);
+  const enable = await api.post(`/api/schedules/${byDemoted.body.id}/enable`, {});
+  assert.equal(enable.status, 400, enable.text);
+  assert.equal(enable.body.code, 'schedule_actor_invalid');
+  assert.equal((await api.get(`/api/schedules/${byDemoted.body.id}`)).body.enabled, false);
+  assert.equal((await api.post(`/api/schedules/${stayer.body.id}/disable`, {})).status, 200);
+  assert.equal((await api.post(`/api/schedules/${stayer.body.id}/enable`, {})).status, 200, 'a creator who can launch may have it enabled');
+});
+
 test('deleting the agent disables its schedules with a readable reason (runs last: the agent is gone after it)', async () => {
   const s = (await api.post(`${AGENT}/schedules`, body())).body;
   // its pending runs would hold the deletion back (agent_in_use)
@@ -215,3 +250,4 @@ test('deleting the agent disables its schedules with a readable reason (runs las
   assert.equal(after.enabled, false);
   assert.equal(after.disabled_reason, 'The agent was deleted.');
 });
+

@@ -6,6 +6,7 @@ import { onCredentialChange } from '../../api/services/credential-change.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { aSession, aUser, aUserWithPassword, sessionCookieFrom } from '../support/builders.ts';
 import { client } from '../support/http.ts';
+import { resetLinkFor } from '../support/reset-links.ts';
 
 let app: TestApp;
 before(async () => {
@@ -121,14 +122,15 @@ describe('change-password', () => {
     const u = await aUserWithPassword(app.deps.database.pool);
     const here = await signIn(u.email, u.password);
     const elsewhere = await signIn(u.email, u.password);
-    const reset = await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
+    assert.equal((await client(app.url).post('/api/auth/request-password-reset', { email: u.email })).status, 202);
+    const reset = await resetLinkFor(app, u.email);
     const res = await client(app.url).post('/api/auth/change-password', { currentPassword: u.password, newPassword: 'a brand new secret' }, { cookie: here });
     assert.equal(res.status, 204, res.text);
     assert.equal((await client(app.url).get('/api/orgs', { cookie: here })).status, 200);
     assert.equal((await client(app.url).get('/api/orgs', { cookie: elsewhere })).status, 401);
     assert.equal((await client(app.url).post('/api/auth/sign-in/email', { email: u.email, password: u.password })).status, 401);
     assert.equal((await client(app.url).post('/api/auth/sign-in/email', { email: u.email, password: 'a brand new secret' })).status, 200);
-    const stale = await client(app.url).post('/api/auth/reset-password', { token: reset.body.reset_token, newPassword: 'attacker chosen' });
+    const stale = await client(app.url).post('/api/auth/reset-password', { token: reset.token, newPassword: 'attacker chosen' });
     assert.equal(stale.status, 400);
     assert.equal(stale.body.param, 'token');
   });
@@ -188,23 +190,26 @@ describe('password reset', () => {
     const a = await signIn(u.email, u.password);
     const b = await signIn(u.email, u.password);
     const req = await client(app.url).post('/api/auth/request-password-reset', { email: u.email.toUpperCase() });
-    assert.equal(req.status, 202);
-    assert.equal(typeof req.body.reset_token, 'string');
-    const res = await client(app.url).post('/api/auth/reset-password', { token: req.body.reset_token, newPassword: 'reset to this one' });
+    assert.deepEqual([req.status, req.body], [202, { status: 'accepted', delivery: 'disabled' }]);
+    const { token, url } = await resetLinkFor(app, u.email);
+    assert.equal(url.pathname, '/api/auth/reset-password');
+    const res = await client(app.url).post('/api/auth/reset-password', { token, newPassword: 'reset to this one' });
     assert.equal(res.status, 204, res.text);
     for (const cookie of [a, b]) assert.equal((await client(app.url).get('/api/auth/session', { cookie })).status, 401);
     assert.equal((await client(app.url).post('/api/auth/sign-in/email', { email: u.email, password: 'reset to this one' })).status, 200);
-    const reuse = await client(app.url).post('/api/auth/reset-password', { token: req.body.reset_token, newPassword: 'once more please' });
+    const reuse = await client(app.url).post('/api/auth/reset-password', { token, newPassword: 'once more please' });
     assert.equal(reuse.status, 400);
     assert.equal(reuse.body.code, 'invalid_request');
   });
 
   test('a new request replaces the previous link', async () => {
     const u = await aUserWithPassword(app.deps.database.pool);
-    const first = await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
-    const second = await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
-    assert.equal((await client(app.url).post('/api/auth/reset-password', { token: first.body.reset_token, newPassword: 'from the first' })).status, 400);
-    assert.equal((await client(app.url).post('/api/auth/reset-password', { token: second.body.reset_token, newPassword: 'from the second' })).status, 204);
+    await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
+    const first = await resetLinkFor(app, u.email);
+    await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
+    const second = await resetLinkFor(app, u.email, { except: [first.token] });
+    assert.equal((await client(app.url).post('/api/auth/reset-password', { token: first.token, newPassword: 'from the first' })).status, 400);
+    assert.equal((await client(app.url).post('/api/auth/reset-password', { token: second.token, newPassword: 'from the second' })).status, 204);
   });
 
   test('an unknown address is accepted the same way, without a token', async () => {

@@ -191,6 +191,32 @@ describe('who sees and changes which webhook', () => {
     assert.deepEqual([...paged.body.data, ...rest.body.data].map((w: { id: string }) => w.id).sort(), [orgHook, s1Hook, s2Hook].sort());
   });
 
+  // issue 29, check (a): the lookup behind every /api/webhooks/{id} operation filters on the caller's organization
+  test("another organization's owner, with every webhook permission there, reaches none of this one's organization-level webhook: 404 on read, update, delete, rotate and deliveries", async () => {
+    const pool = app.deps.database.pool;
+    const other = await anOrg(pool);
+    const before = (await pool.query('SELECT url, secret_sealed, updated_at FROM webhooks WHERE id = $1', [orgHook])).rows[0];
+    const callers = [
+      { cookie: (await aSession(pool, other.ownerId)).cookie, org: other.orgId },
+      { key: (await aKey(pool, { ...other, userId: other.ownerId })).key },
+    ];
+    for (const who of callers) {
+      const as = (method: string, path: string, body?: unknown) => call(app.url, method, path, { ...who, body });
+      assert.equal((await as('GET', '/api/webhooks')).status, 200, 'the caller may list its own webhooks');
+      for (const [method, path, body] of [
+        ['GET', `/api/webhooks/${orgHook}`], ['PATCH', `/api/webhooks/${orgHook}`, { url: 'https://attacker.example.test/in' }],
+        ['POST', `/api/webhooks/${orgHook}/rotate`], ['GET', `/api/webhooks/${orgHook}/deliveries`], ['DELETE', `/api/webhooks/${orgHook}`],
+      ] as const) {
+        const res = await as(method, path, body);
+        assert.equal(res.status, 404, `${method} ${path}: ${res.text}`);
+        assert.equal(res.body.code, 'not_found');
+      }
+    }
+    const after = (await pool.query('SELECT url, secret_sealed, updated_at FROM webhooks WHERE id = $1', [orgHook])).rows[0];
+    assert.deepEqual(after, before, 'nothing changed');
+    assert.equal((await call(app.url, 'GET', `/api/webhooks/${orgHook}`, { key: ownerK })).status, 200, 'its own organization still reads it');
+  });
+
   test('a member with webhooks:read in one space gets a shorter page, never 403, and no org-level rows', async () => {
     const pool = app.deps.database.pool;
     const editor = await aMember(pool, o.orgId, 'member', { spaceId: o.spaceId, roleKey: 'editor' });

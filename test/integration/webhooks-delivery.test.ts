@@ -171,6 +171,26 @@ describe('webhook deliveries', () => {
     // a receiver sees a message again only when an attempt it answered too late was retried (at least once, by webhook-id)
     for (const d of log) assert.ok(got.filter((x) => x.id === d.id).length <= d.attempt_count, `${d.id} arrived more often than it was attempted`);
   });
+  // issue 29, check (b): the previous secret of a rotation signs only until it expires
+  test('after the grace period a delivery carries exactly one signature, valid under the new secret only', async () => {
+    const hook = await world.createHook({ url: `${receiver.url}/expired-previous`, events: ['run.success'] });
+    const rotated = await call(world.app.url, 'POST', `/api/webhooks/${hook.id}/rotate`, { key: world.key });
+    assert.equal(rotated.status, 200, rotated.text);
+    // the grace period is over (24 hours in truth): the previous secret is still stored, its expiry past
+    await world.pool.query(`UPDATE webhooks SET previous_secret_expires_at = now() - interval '1 second' WHERE id = $1`, [hook.id]);
+    receiver.secrets = [rotated.body.secret, hook.secret];
+    receiver.answer = () => 200;
+    const run = await world.aRun();
+    await world.end(run, { status: 'success', output: 'after the grace period' });
+    await receiver.until((r) => r.some((x) => x.path === '/expired-previous'));
+    const got = receiver.received.filter((x) => x.path === '/expired-previous');
+    for (const x of got) {
+      assert.equal(x.signature.split(' ').length, 1, x.signature);
+      assert.match(x.signature, /^v1,[A-Za-z0-9+/]+=*$/);
+      assert.deepEqual(x.verifiedWith, [rotated.body.secret], 'valid under the new secret, not the previous one');
+    }
+  });
+
   test('a replica dying between claim and record, or before starting a retry, loses nothing: the sweep hands both to the workflow', async () => {
     const hook = await world.createHook({ url: `${receiver.url}/crash`, events: ['run.success', 'run.failed'] });
     receiver.secrets = [hook.secret];

@@ -1,4 +1,5 @@
 // A small client for tests: acts as an integrator would, asserts on the wire.
+import { request } from 'node:http';
 import http2 from 'node:http2';
 export interface CallOptions {
   key?: string;
@@ -69,4 +70,30 @@ export function http2Status(base: string, method: string, path: string, headers:
     req.on('error', reject);
     req.end();
   }).finally(() => session.close());
+}
+
+/**
+ * A request over node:http, which (unlike fetch) sends the Host header it is given: for forging
+ * Host and X-Forwarded-* as a hostile caller would.
+ */
+export function rawCall(base: string, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; text: string; body: any; headers: Record<string, string | string[] | undefined> }> {
+  const u = new URL(base);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: u.hostname, port: u.port, path, method,
+      headers: { ...headers, ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: unknown = text;
+        if ((res.headers['content-type'] ?? '').includes('json') && text) parsed = JSON.parse(text);
+        resolve({ status: res.statusCode!, text, body: parsed, headers: res.headers });
+      });
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
 }

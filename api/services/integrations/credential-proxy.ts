@@ -3,8 +3,14 @@
 // guard and the organization's default proxy when it has one (a token refresh on the way too); the
 // upstream's own answer comes back with Proxy-Status. X-Session-Id groups a runner's calls:
 // within CREDENTIAL_PROXY_LIMITS.session_ttl_seconds it stays with its caller and connection.
+// The caller may not own the connection (an organization default, a shared connection), so the
+// answer is scrubbed of the credential before it goes back: headers and body, the values as written
+// and in their common encodings (percent, JSON, base64 of the value and of Basic pairs, the injected
+// header whole). The upstream is asked for an unencoded answer and a compressed one is inflated
+// first, so that compression cannot hide a value from the scrub.
 import type { IncomingHttpHeaders } from 'node:http';
-import { authorizeCredentialTarget, deliveryHeader } from '../../../lib/afps/credential-delivery.ts';
+import zlib from 'node:zlib';
+import { MIN_SECRET_LENGTH, authorizeCredentialTarget, deliveryHeader, secretValues } from '../../../lib/afps/credential-delivery.ts';
 import type { CacheStore } from '../../../lib/cache/store.ts';
 import type { Config } from '../../../lib/config.ts';
 import { problem } from '../../../lib/problem.ts';
@@ -123,6 +129,7 @@ export async function proxyCredentialCall(scope: SpaceScope, deps: IntegrationDe
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   headers[injected[0].toLowerCase()] = injected[1];
+  headers['accept-encoding'] = 'identity';
   const answer = await outbound(targetUrl.toString(), {
     method: req.method, headers, body: req.body.length ? req.body : undefined, timeoutMs: UPSTREAM_TIMEOUT_MS, maxBytes: limits.max_response_bytes,
     onTimeout: () => problem('upstream_timeout', { detail: `${targetUrl.host} did not answer within ${UPSTREAM_TIMEOUT_MS / 1000} s.` }),
@@ -133,11 +140,69 @@ export async function proxyCredentialCall(scope: SpaceScope, deps: IntegrationDe
   if (answer.status === 401) {
     throw problem('credential_unusable', { detail: `${targetUrl.host} refused the ${integrationId} credential (401); reconnect connection ${connection.id}.`, headers: { 'Proxy-Status': proxyStatus } });
   }
+  // header values and the body are read as latin1 (one char per byte): the forms are compared as their UTF-8 bytes
+  const forms = scrubForms(secretValues(credentials, auth.authorized_uris ?? []), injected[1]).map((f) => Buffer.from(f, 'utf8').toString('latin1'));
+  const body = scrubBytes(inflated(answer.headers['content-encoding'], answer.body, limits.max_response_bytes, targetUrl.host), forms);
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(answer.headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || name === 'set-cookie') continue;
-    out[name] = value;
+    if (value === undefined || HOP_BY_HOP.has(name) || name === 'set-cookie' || name === 'content-encoding') continue;
+    out[name] = Array.isArray(value) ? value.map((v) => scrubText(v, forms)) : scrubText(value, forms);
   }
   out['proxy-status'] = proxyStatus;
-  return { status: answer.status, headers: out, body: answer.body };
+  return { status: answer.status, headers: out, body };
+}
+
+const REDACTED = '[redacted]';
+
+/**
+ * The strings that give a credential away, longest first: each secret value, the injected header
+ * value, and the Basic pairs (`value:`, `:value`, `a:b`), each as written, percent-encoded,
+ * JSON-escaped and in base64 and base64url (unpadded, so a value followed by more bytes still matches).
+ */
+export function scrubForms(secrets: string[], injectedValue: string): string[] {
+  const raw = new Set<string>([injectedValue, ...secrets]);
+  for (const a of secrets) {
+    raw.add(`${a}:`);
+    raw.add(`:${a}`);
+    for (const b of secrets) if (a !== b) raw.add(`${a}:${b}`);
+  }
+  const forms = new Set<string>();
+  for (const r of raw) {
+    const bytes = Buffer.from(r, 'utf8');
+    for (const f of [r, encodeURIComponent(r), JSON.stringify(r).slice(1, -1), bytes.toString('base64').replace(/=+$/, ''), bytes.toString('base64url')]) {
+      if (f.length >= MIN_SECRET_LENGTH) forms.add(f);
+    }
+  }
+  return [...forms].sort((x, y) => y.length - x.length);
+}
+
+function scrubText(text: string, forms: string[]): string {
+  let out = text;
+  for (const f of forms) if (out.includes(f)) out = out.split(f).join(REDACTED);
+  return out;
+}
+
+/** The body with every form (latin1, as scrubForms' UTF-8 bytes) replaced, byte for byte elsewhere. */
+function scrubBytes(body: Buffer, forms: string[]): Buffer {
+  if (body.length === 0 || forms.length === 0) return body;
+  const text = body.toString('latin1');
+  const scrubbed = scrubText(text, forms);
+  return scrubbed === text ? body : Buffer.from(scrubbed, 'latin1');
+}
+
+/** The body without its content coding (gzip, deflate, br), within the answer limit; another coding is refused. */
+function inflated(coding: string | undefined, body: Buffer, maxBytes: number, host: string): Buffer {
+  const codings = (coding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity');
+  let out = body;
+  try {
+    for (const c of codings.reverse()) {
+      if (c === 'gzip' || c === 'x-gzip') out = zlib.gunzipSync(out, { maxOutputLength: maxBytes });
+      else if (c === 'deflate') out = zlib.inflateSync(out, { maxOutputLength: maxBytes });
+      else if (c === 'br') out = zlib.brotliDecompressSync(out, { maxOutputLength: maxBytes });
+      else throw new Error(c);
+    }
+  } catch {
+    throw problem('upstream_unreachable', { detail: `The answer of ${host} is in a content coding the proxy cannot read (${coding}); it is not passed on.` });
+  }
+  return out;
 }
