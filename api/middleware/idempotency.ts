@@ -87,7 +87,7 @@ export function createIdempotency(store: CacheStore, opts: IdempotencyOptions = 
           throw problem('idempotency_in_progress', { detail: 'A request with this Idempotency-Key is still being processed.' });
         }
         const body = existing.body === '' ? undefined : JSON.parse(existing.body);
-        const headers = { ...existing.headers, 'Idempotent-Replayed': 'true' };
+        const headers: Record<string, string> = { ...existing.headers, 'Idempotent-Replayed': 'true' };
         // a record stored before Request-Id was kept: a problem body still names its request
         if (headers['request-id'] === undefined && typeof body?.request_id === 'string') headers['request-id'] = body.request_id;
         return { replay: { status: existing.status, body, headers } };
