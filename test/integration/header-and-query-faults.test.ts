@@ -97,6 +97,11 @@ test('realtime streams refuse a made-up verbose value (verbose=fz), with a key a
   }
 });
 
+test('query parameters a handler checks itself follow the same rule: the OAuth callback without state', async () => {
+  const res = await call(app.url, 'GET', '/api/integrations/connect/callback?code=abc');
+  assertParamFault(res, 'state', ['invalid_request'], 'callback without state');
+});
+
 /** A request to the credential proxy with these headers over the defaults; null drops one. */
 function proxyCall(over: Record<string, string | null>): Promise<WireResponse> {
   const base: Record<string, string> = { 'X-Integration-Id': '@acme/crm', 'X-Target': 'https://api.example.test/x', 'X-Session-Id': randomUUID() };
