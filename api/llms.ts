@@ -120,7 +120,7 @@ export function buildLlmsTxt(routes: AnyRoute[], config?: Config): string {
     '',
     '## Idempotency',
     '',
-    `Send \`Idempotency-Key: <up to 255 characters>\` on ${visible.filter((r) => r.idempotent).map((r) => `\`${r.method.toUpperCase()} ${r.path}\``).join(', ')}. The same key with the same request replays the stored answer for 24 hours with \`Idempotent-Replayed: true\`; with another request it is 422 idempotency_conflict; while the first is running, 409 idempotency_in_progress. A 5xx releases the key. Other writes refuse the header (400 idempotency_not_supported).`,
+    `Send \`Idempotency-Key: <up to 255 characters>\` on ${visible.filter((r) => r.idempotent).map((r) => `\`${r.method.toUpperCase()} ${r.path}\``).join(', ')}. The same key with the same request replays the stored answer for 24 hours with \`Idempotent-Replayed: true\` (its Request-Id, header and body, names the first request); with another request it is 422 idempotency_conflict; while the first is running, 409 idempotency_in_progress. A 5xx releases the key. Other writes refuse the header (400 idempotency_not_supported).`,
     '',
     '## Rate limits',
     '',

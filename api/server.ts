@@ -109,6 +109,15 @@ export function createHttpServer(app: App, opts: ServerOptions): http.Server {
     }
     app(req, res);
   });
+  // an Expect other than 100-continue: node's own answer is a bare 417 with no Request-Id
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const requestId = newRequestId();
+    res.setHeader('Request-Id', requestId);
+    // the body the client may send anyway is not read: the connection closes after the answer
+    res.shouldKeepAlive = false;
+    const expect = String(req.headers.expect ?? '').slice(0, 100);
+    sendProblem(res, problem('invalid_request', { status: 417, param: 'Expect', detail: `Expect: ${expect} is not supported; only 100-continue is.` }), requestId, opts.typeBase);
+  });
   server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => answerClientError(err, socket, opts.typeBase));
   return server;

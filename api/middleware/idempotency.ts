@@ -10,7 +10,9 @@ const TTL_MS = 24 * 60 * 60 * 1000;
 const LEASE_MS = 30_000;
 const MAX_STORED_CHARS = 1_048_576;
 const MAX_KEY_CHARS = 255;
-const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'link'];
+// Request-Id is part of the stored response: a replay is the first answer, and its header names the
+// same request as a problem body's request_id and instance (spec: Idempotency rules 2 and 3).
+const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'link', 'request-id'];
 
 interface InProgress {
   state: 'in_progress';
@@ -84,13 +86,11 @@ export function createIdempotency(store: CacheStore, opts: IdempotencyOptions = 
         if (existing.state === 'in_progress') {
           throw problem('idempotency_in_progress', { detail: 'A request with this Idempotency-Key is still being processed.' });
         }
-        return {
-          replay: {
-            status: existing.status,
-            body: existing.body === '' ? undefined : JSON.parse(existing.body),
-            headers: { ...existing.headers, 'Idempotent-Replayed': 'true' },
-          },
-        };
+        const body = existing.body === '' ? undefined : JSON.parse(existing.body);
+        const headers: Record<string, string> = { ...existing.headers, 'Idempotent-Replayed': 'true' };
+        // a record stored before Request-Id was kept: a problem body still names its request
+        if (headers['request-id'] === undefined && typeof body?.request_id === 'string') headers['request-id'] = body.request_id;
+        return { replay: { status: existing.status, body, headers } };
       }
     }
 

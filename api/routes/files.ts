@@ -215,7 +215,7 @@ export const fileRoutes = [
   route({
     method: 'delete', path: '/api/files/{id}', summary: 'Delete a durable file', tag: TAG,
     permission: 'files:delete', rateLimit: WRITE_LIMIT, params: IdParams,
-    responses: { 204: { description: 'Deleted' }, 409: { description: 'file_in_use: runs in progress use it' } },
+    responses: { 204: { description: 'Deleted' }, 409: { description: 'file_in_use: runs reference it (in progress or ended: a run keeps its input and output files for its record and a rerun); delete those runs first' } },
     handler: async ({ ctx, params, deps }) => {
       await files.deleteFile(spaceScopeOf(ctx, deps.database), deps.config, params.id);
       return noContent();

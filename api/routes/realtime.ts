@@ -21,7 +21,7 @@ const StreamQuery = z.object({
   orgId: z.string().optional().describe('the organization, with a session cookie (instead of X-Org-Id)'),
   spaceId: z.string().optional().describe('the space, with a session cookie (instead of X-Space-Id)'),
   channels: z.string().optional().describe(`comma list of event names (${EVENT_NAMES.join(', ')}); unknown names are ignored; none left means every event`),
-  verbose: z.string().optional().describe('true: run_update carries the whole run and run_log its data'),
+  verbose: z.enum(['true', 'false']).optional().describe('true: run_update carries the whole run and run_log its data; false (the default): summaries'),
   view_as: z.string().optional().describe('role preview (<org role> or <org role>:<space role key>), for owners and admins with a session; X-View-As is refused here'),
 });
 type StreamQuery = z.infer<typeof StreamQuery>;

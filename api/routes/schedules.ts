@@ -2,13 +2,12 @@
 // changed, switched on and off and deleted by id; the runs a schedule launched are offset-paged.
 import { z } from 'zod';
 import { spaceScopeOf } from '../../db/tenant.ts';
-import { problem } from '../../lib/problem.ts';
 import type { Request } from '../http.ts';
 import { OffsetQuery, listText, offsetList, offsetPage } from '../lists.ts';
 import { created, noContent, ok, route, type Reply } from '../route.ts';
 import { listRunWire } from '../services/runs/records.ts';
-import { scheduleEtag, getScheduleRow, versionOfEtag, type ScheduleWire } from '../services/schedules/records.ts';
-import { createSchedule, deleteSchedule, getSchedule, listSchedules, updateSchedule } from '../services/schedules/service.ts';
+import { scheduleEtag, getScheduleRow, type ScheduleWire } from '../services/schedules/records.ts';
+import { createSchedule, deleteSchedule, getSchedule, listSchedules, updateSchedule, type Expectation } from '../services/schedules/service.ts';
 import { AgentParams, LaunchModelSettingsBody, RunListSchema, agentIdOf } from './run-schemas.ts';
 import { requireAgentInSpace } from './runs.ts';
 
@@ -66,32 +65,34 @@ const UpdateBody = z.object({
   model_id: z.string().nullable().optional().describe("null: back to the agent's configured model, else the organization's default"),
   model_settings: LaunchModelSettingsBody.nullable().optional().describe("the runs' model settings, checked like a launch's; null: the model's own"),
   enabled: z.boolean().optional(),
-  version: z.number().int().min(1).optional().describe('the version this change is based on (409 schedule_modified_concurrently when stale)'),
+  version: z.number().int().min(1).optional().describe('the version this change is based on (412 precondition_failed with the current ETag when stale)'),
 }).strict();
 
-const IF_MATCH = { name: 'If-Match', description: 'ETag of the schedule this change is based on (409 schedule_modified_concurrently when stale)' };
+const IF_MATCH = { name: 'If-Match', description: 'ETag of the schedule this change is based on (412 precondition_failed with the current ETag when stale; omitted: last write wins)' };
 
 function withEtag(status: 200 | 201, s: ScheduleWire): Reply {
   const headers = { ETag: scheduleEtag(s.version) };
   return status === 201 ? created(s, headers) : ok(s, headers);
 }
 
-/** The version If-Match or the body names; both must agree when both are sent. */
-function expectedVersion(req: Request, bodyVersion: number | undefined): number | null {
+/**
+ * What the caller based its change on: the If-Match header (a list of ETags, `*` for any) and the
+ * body's version. Either naming another version than the stored one is answered 412
+ * precondition_failed with the current ETag, before anything changes (spec: Conditional requests).
+ */
+function expectation(req: Request, bodyVersion: number | undefined): Expectation {
   const header = req.headers['if-match'];
-  let fromHeader: number | null = null;
-  if (typeof header === 'string') {
-    const v = versionOfEtag(header);
-    // an ETag this schedule never had cannot match the current one
-    fromHeader = v === undefined ? 0 : v;
-  }
-  if (fromHeader !== null && bodyVersion !== undefined && fromHeader !== bodyVersion) {
-    throw problem('schedule_modified_concurrently', { detail: 'If-Match and version name different versions; read the schedule again.' });
-  }
-  return fromHeader ?? bodyVersion ?? null;
+  const tags = typeof header === 'string' ? header.split(',').map((t) => t.trim()).filter((t) => t !== '') : null;
+  return { tags, version: bodyVersion };
 }
 
 const ScheduleResponse = { description: 'The schedule; ETag header', schema: ScheduleSchema, headers: ['ETag'] };
+/** the answers of a conditional change: the stale case, and the race no client could have seen */
+const CONDITIONAL_RESPONSES = {
+  200: ScheduleResponse,
+  409: { description: 'schedule_modified_concurrently: another change landed while this one was applied; read the schedule again and retry' },
+  412: { description: 'precondition_failed: If-Match or version names another version than the stored one; ETag header: the current one', headers: ['ETag'] },
+};
 
 export const scheduleRoutes = [
   route({
@@ -136,26 +137,25 @@ export const scheduleRoutes = [
   route({
     method: 'patch', path: '/api/schedules/{id}', summary: 'Change a schedule (a new cron, zone or enabled re-arms it at once)', tag: TAG,
     permission: 'schedules:write', params: IdParams, body: UpdateBody, headers: [IF_MATCH],
-    responses: { 200: ScheduleResponse },
+    responses: CONDITIONAL_RESPONSES,
     handler: async ({ ctx, params, body, req, deps }) => {
       const { version, ...patch } = body;
-      const expected = expectedVersion(req, version);
-      return withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, patch, expected, deps.schedules ?? null));
+      return withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, patch, expectation(req, version), deps.schedules ?? null));
     },
   }),
   route({
     method: 'post', path: '/api/schedules/{id}/enable', summary: 'Enable a schedule (armed from now)', tag: TAG,
     permission: 'schedules:write', params: IdParams, body: z.object({}).strict(), headers: [IF_MATCH],
-    responses: { 200: ScheduleResponse },
+    responses: CONDITIONAL_RESPONSES,
     handler: async ({ ctx, params, req, deps }) =>
-      withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, { enabled: true }, expectedVersion(req, undefined), deps.schedules ?? null)),
+      withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, { enabled: true }, expectation(req, undefined), deps.schedules ?? null)),
   }),
   route({
     method: 'post', path: '/api/schedules/{id}/disable', summary: 'Disable a schedule (its armed fire is cancelled)', tag: TAG,
     permission: 'schedules:write', params: IdParams, body: z.object({}).strict(), headers: [IF_MATCH],
-    responses: { 200: ScheduleResponse },
+    responses: CONDITIONAL_RESPONSES,
     handler: async ({ ctx, params, req, deps }) =>
-      withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, { enabled: false }, expectedVersion(req, undefined), deps.schedules ?? null)),
+      withEtag(200, await updateSchedule(spaceScopeOf(ctx, deps.database), deps.secrets, params.id, { enabled: false }, expectation(req, undefined), deps.schedules ?? null)),
   }),
   route({
     method: 'delete', path: '/api/schedules/{id}', summary: 'Delete a schedule (its armed fire is cancelled; its runs stay)', tag: TAG,

@@ -287,7 +287,7 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     assert.equal((await c.get(`/api/files/${kept.id}/content`)).text, 'keep me');
   });
 
-  test('files into a run: upload:, file: and data: values of format "file" fields; file_in_use while it runs', async () => {
+  test('files into a run: upload:, file: and data: values of format "file" fields; file_in_use while a run, in progress or ended, references it', async () => {
     const c = await anotherKey();
     const a = await anUploadedFile(c, 'alpha', { name: 'a.txt' });
     const b = await anUploadedFile(c, 'beta', { name: 'b.txt' });
@@ -302,7 +302,15 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     const inUse = await c.delete(`/api/files/${a.file.id}`);
     assert.equal(inUse.status, 409);
     assert.equal(inUse.body.code, 'file_in_use');
+    // an ended run keeps its files for its record and a rerun: still referenced, still 409
     await app.deps.database.pool.query(`UPDATE runs SET status = 'success', finished_at = now() WHERE id = $1`, [runId]);
+    const ended = await c.delete(`/api/files/${a.file.id}`);
+    assert.equal(ended.status, 409, ended.text);
+    assert.equal(ended.body.code, 'file_in_use');
+    assert.match(ended.body.detail, new RegExp(runId));
+    assert.equal((await c.get(`/api/runs/${runId}/files`)).body.data.length, 2, 'the run still lists its files');
+    // once the run is deleted, nothing references the file
+    assert.equal((await c.delete(`/api/runs/${runId}`)).status, 204);
     assert.equal((await c.delete(`/api/files/${a.file.id}`)).status, 204);
     assert.equal((await c.get(`/api/files/${a.file.id}`)).status, 404);
 

@@ -102,6 +102,24 @@ describe("the HTTP parser's refusals", () => {
     assert.deepEqual(logged, []);
   });
 
+  test('an Expect other than 100-continue: 417 as a problem document naming the header, the connection closed', async () => {
+    for (const request of [
+      'POST /api/end-users HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+      'GET /health/live HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n',
+    ]) {
+      const res = await raw(port, request, { holdOpen: true });
+      assertProblem(res, 417);
+      const body = JSON.parse(res.body);
+      assert.equal(body.param, 'Expect');
+      assert.equal(body.code, 'invalid_request');
+      assert.equal(body.instance, `urn:appstrate:request:${res.headers['request-id']}`);
+      assert.equal(res.headers.connection, 'close');
+    }
+    // 100-continue is still node's: the request goes on to the app
+    const cont = await raw(port, 'GET /health/live HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n');
+    assert.ok(cont.status === 100 || cont.status === 200, JSON.stringify(cont));
+  });
+
   test('an HTTP/1.1 request without Host: 400 naming the header', async () => {
     const res = await raw(port, 'GET /health/live HTTP/1.1\r\n\r\n');
     assertProblem(res, 400);

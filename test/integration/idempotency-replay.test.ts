@@ -48,6 +48,9 @@ for (const flavour of ['memory', 'redis'] as const) {
       assert.match(again.headers.get('content-type')!, /^application\/json/);
       assert.deepEqual(again.body, first.body);
       assert.equal(await rowsWith(body.externalId), 1);
+      // the stored response is replayed whole: its Request-Id names the request that made it
+      assert.match(first.headers.get('request-id')!, /^req_/);
+      assert.equal(again.headers.get('request-id'), first.headers.get('request-id'));
     });
 
     test('another caller of the same organization and space replays it too', async () => {
@@ -75,6 +78,10 @@ for (const flavour of ['memory', 'redis'] as const) {
       assert.match(again.headers.get('content-type')!, /^application\/problem\+json/);
       assert.equal(again.body.code, 'external_id_taken');
       assert.equal(await rowsWith(externalId), 0, 'the handler did not run again');
+      // header and body name one request, the first: the answer is that request's
+      assert.equal(again.body.request_id, refused.body.request_id);
+      assert.equal(again.headers.get('request-id'), again.body.request_id);
+      assert.equal(again.body.instance, `urn:appstrate:request:${again.body.request_id}`);
     });
 
     test('the same key with another body, query or path answers 422 idempotency_conflict', async () => {

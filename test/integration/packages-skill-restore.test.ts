@@ -49,10 +49,18 @@ test('restoring a version puts its files in the draft, creates no version, and a
   assert.equal(draft.headers.get('etag'), res.headers.get('etag'));
 });
 
-test('restoring the version the draft already holds is 409 skill_unchanged', async () => {
+test('restoring the version the draft already holds answers 200 with the record unchanged (the spec lists no 409 for restore)', async () => {
+  const before = await w.api.get('/api/packages/@acme/writer/draft');
+  const first = await w.api.post(restore('1.0.0'));
   const res = await w.api.post(restore('1.0.0'));
-  assert.equal(res.status, 409);
-  assert.equal(res.body.code, 'skill_unchanged');
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual(res.body, first.body);
+  assert.equal(res.body.version, '1.0.0');
+  assert.equal(res.headers.get('etag'), before.headers.get('etag'));
+  const after = await w.api.get('/api/packages/@acme/writer/draft');
+  assert.equal(after.headers.get('etag'), before.headers.get('etag'));
+  assert.equal(typeof after.body.updatedAt, 'string');
+  assert.equal(after.body.updatedAt, before.body.updatedAt, 'nothing was written');
 });
 
 test('the version may be a range or a dist-tag', async () => {

@@ -56,6 +56,37 @@ describe('a launch answers at once with the pending run', () => {
     assert.equal(read.body.id, run.id);
   });
 
+  test('one serialisation of a run: the launch, GET /api/runs/{id}, the lists and a long poll write the same compact bytes', async () => {
+    const launched = await api.post(ECHO, { input: { message: 'héllo "quoted" \\ back / slash\n : , { [' } });
+    assert.equal(launched.status, 201, launched.text);
+    const id = launched.body.id;
+    const read = await api.get(`/api/runs/${id}`);
+    assert.equal(read.text, launched.text, 'GET /api/runs/{id} writes the launch answer byte for byte');
+    assert.equal(read.text, JSON.stringify(JSON.parse(read.text)), 'compact JSON, no whitespace between tokens');
+    const lists = [
+      await api.get('/api/runs?limit=100'),
+      await api.get('/api/agents/@fixtures/agent-echo/runs?limit=100'),
+    ];
+    for (const list of lists) {
+      assert.equal(list.status, 200, list.text);
+      assert.ok(list.text.includes(launched.text), `the list holds the same bytes: ${list.text.slice(0, 200)}`);
+      assert.equal(list.text, JSON.stringify(JSON.parse(list.text)), 'the list is compact JSON');
+    }
+    const polled = await api.get(`/api/runs/${id}?wait=0`);
+    assert.equal(polled.text, launched.text);
+
+    // whatever the row holds (nested input, a numeric cost), reads stay compact and equal to a re-serialisation
+    await app.deps.database.pool.query(
+      `UPDATE runs SET input = $2, cost_usd = 0.00125, prompt_tokens = 12, completion_tokens = 3 WHERE id = $1`,
+      [id, { message: 'x', extra: { list: [1, 2.5, -0.125, null, true], 'key with spaces': { deep: 'x : y, z' } } }],
+    );
+    for (const path of [`/api/runs/${id}`, '/api/runs?limit=100']) {
+      const res = await api.get(path);
+      assert.equal(res.text, JSON.stringify(JSON.parse(res.text)), `${path}: compact JSON`);
+    }
+    assert.ok((await api.get(`/api/runs/${id}`)).text.includes('"cost":{"usd":0.00125,"prompt_tokens":12,"completion_tokens":3}'));
+  });
+
   test('the same Idempotency-Key replays the same run', async () => {
     const headers = { 'idempotency-key': 'launch-once-1' };
     const a = await api.post(ECHO, { input: { message: 'once' } }, { headers });

@@ -4,7 +4,7 @@
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { aKey, aMember, aSession } from '../support/builders.ts';
-import { client } from '../support/http.ts';
+import { client, type WireResponse } from '../support/http.ts';
 import { aRunWorld, type RunWorld } from '../support/runs.ts';
 
 let world: RunWorld;
@@ -89,22 +89,41 @@ test('a key acting for an end-user (Service-User) cannot own a schedule: 400 sch
   assert.equal(res.body.code, 'schedule_actor_invalid');
 });
 
-test('updates are optimistic: a stale version or If-Match is 409 schedule_modified_concurrently; a new cron moves next_run_at', async () => {
+test('updates are optimistic: a stale version or If-Match is 412 precondition_failed carrying the current ETag; a new cron moves next_run_at', async () => {
   const s = (await api.post(`${AGENT}/schedules`, body())).body;
   const renamed = await api.patch(`/api/schedules/${s.id}`, { name: 'Renamed', version: s.version });
   assert.equal(renamed.status, 200, renamed.text);
   assert.equal(renamed.body.name, 'Renamed');
   assert.equal(renamed.body.version, s.version + 1);
   assert.equal(renamed.body.next_run_at, s.next_run_at);
+  const current = `"v${s.version + 1}"`;
+  assert.equal(renamed.headers.get('etag'), current);
 
   const staleBody = await api.patch(`/api/schedules/${s.id}`, { name: 'Lost', version: s.version });
-  assert.equal(staleBody.status, 409);
-  assert.equal(staleBody.body.code, 'schedule_modified_concurrently');
+  assert.equal(staleBody.status, 412, staleBody.text);
+  assert.equal(staleBody.body.code, 'precondition_failed');
+  assert.equal(staleBody.headers.get('etag'), current);
   const staleHeader = await api.patch(`/api/schedules/${s.id}`, { name: 'Lost' }, { headers: { 'if-match': `"v${s.version}"` } });
-  assert.equal(staleHeader.status, 409);
-  assert.equal(staleHeader.body.code, 'schedule_modified_concurrently');
+  assert.equal(staleHeader.status, 412, staleHeader.text);
+  assert.equal(staleHeader.body.code, 'precondition_failed');
+  assert.equal(staleHeader.body.param, 'If-Match');
+  assert.equal(staleHeader.headers.get('etag'), current);
+  // a weak tag, a tag never issued, and enable/disable follow the same rule
+  for (const tag of [`W/${current}`, '"nonsense"']) {
+    const res = await api.patch(`/api/schedules/${s.id}`, { name: 'Lost' }, { headers: { 'if-match': tag } });
+    assert.equal(res.status, 412, tag);
+  }
+  const staleOff = await api.post(`/api/schedules/${s.id}/disable`, {}, { headers: { 'if-match': `"v${s.version}"` } });
+  assert.equal(staleOff.status, 412);
+  assert.equal(staleOff.headers.get('etag'), current);
+  // a generic client reloads on 412 and retries with the ETag it was given: that succeeds
+  const retried = await api.patch(`/api/schedules/${s.id}`, { name: 'Renamed' }, { headers: { 'if-match': `"v0", ${staleHeader.headers.get('etag')}` } });
+  assert.equal(retried.status, 200, retried.text);
+  const star = await api.patch(`/api/schedules/${s.id}`, { name: 'Renamed' }, { headers: { 'if-match': '*' } });
+  assert.equal(star.status, 200, star.text);
+  assert.equal((await api.get(`/api/schedules/${s.id}`)).body.name, 'Renamed');
 
-  const recron = await api.patch(`/api/schedules/${s.id}`, { cron_expression: '30 6 * * *', timezone: 'Asia/Tokyo' }, { headers: { 'if-match': renamed.headers.get('etag')! } });
+  const recron = await api.patch(`/api/schedules/${s.id}`, { cron_expression: '30 6 * * *', timezone: 'Asia/Tokyo' }, { headers: { 'if-match': star.headers.get('etag')! } });
   assert.equal(recron.status, 200, recron.text);
   const tokyo = new Intl.DateTimeFormat('en-GB', { timeZone: 'Asia/Tokyo', hour: '2-digit', minute: '2-digit' }).format(new Date(recron.body.next_run_at));
   assert.equal(tokyo, '06:30');
@@ -116,6 +135,40 @@ test('updates are optimistic: a stale version or If-Match is 409 schedule_modifi
   assert.equal(badZone.body.code, 'invalid_timezone');
   const badInput = await api.patch(`/api/schedules/${s.id}`, { input: { nope: true } });
   assert.equal(badInput.body.code, 'invalid_input');
+});
+
+test('a change landing between the read and the write (a race no client could have seen) is 409 schedule_modified_concurrently', async () => {
+  const s = (await api.post(`${AGENT}/schedules`, body())).body;
+  const pool = world.app.deps.database.pool;
+  // a pool that lets another writer in right after the schedule is read
+  let interfered = false;
+  const racing = new Proxy(pool, {
+    get(target, prop, receiver) {
+      if (prop !== 'query') return Reflect.get(target, prop, receiver);
+      return async (...args: unknown[]) => {
+        const result = await (target.query as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (!interfered && typeof args[0] === 'string' && /^\s*SELECT[\s\S]*FROM schedules/.test(args[0])) {
+          interfered = true;
+          await target.query('UPDATE schedules SET version = version + 1 WHERE id = $1', [s.id]);
+        }
+        return result;
+      };
+    },
+  });
+  // the API's own pool, swapped for this one request: the route reads it when the request comes
+  const database = world.app.deps.database as { pool: typeof pool };
+  database.pool = racing;
+  let res: WireResponse;
+  try {
+    res = await api.patch(`/api/schedules/${s.id}`, { name: 'Raced' }, { headers: { 'if-match': `"v${s.version}"` } });
+  } finally {
+    database.pool = pool;
+  }
+  assert.ok(interfered);
+  assert.equal(res.status, 409, res.text);
+  assert.equal(res.body.code, 'schedule_modified_concurrently');
+  assert.equal(res.body.errors, undefined);
+  assert.equal((await api.get(`/api/schedules/${s.id}`)).body.name, 'Morning echo');
 });
 
 test('disable and enable: next_run_at is null while disabled, the reason is readable, enabling clears it', async () => {

@@ -272,21 +272,28 @@ export async function getFileWithPreview(scope: SpaceScope, config: Config, secr
   return { ...file, previewUrl: `${baseUrl}/preview/files/${id}?token=${encodeURIComponent(token)}`, previewExpiresAt: expiresAt.toISOString() };
 }
 
-/** Runs not yet ended that reference the file. */
-async function openRunsUsing(client: pg.Pool | pg.PoolClient, fileId: string): Promise<string[]> {
+/**
+ * Runs that reference the file, in progress or ended (as an input or an output): an ended run keeps
+ * its files for its record and for a rerun, so the file goes only once those runs are deleted.
+ */
+async function runsReferencing(client: pg.Pool | pg.PoolClient, fileId: string): Promise<string[]> {
   const { rows } = await client.query<{ run_id: string }>(
-    `SELECT DISTINCT rf.run_id FROM run_files rf JOIN runs r ON r.id = rf.run_id
-      WHERE rf.file_id = $1 AND r.status IN ('pending', 'running') LIMIT 5`,
+    'SELECT DISTINCT run_id FROM run_files WHERE file_id = $1 ORDER BY run_id LIMIT 5',
     [fileId],
   );
   return rows.map((r) => r.run_id);
 }
 
+/** Deletes a file no run references (spec: 409 file_in_use when referenced by runs). */
 export async function deleteFile(scope: SpaceScope, config: Config, id: string): Promise<void> {
   const row = await fileRow(scope, id);
   await inTransaction(scope.pool, scope.orgId, async (client) => {
-    const using = await openRunsUsing(client, id);
-    if (using.length) throw problem('file_in_use', { detail: `Runs still using this file: ${using.join(', ')}.` });
+    // locked first: a launch linking it meanwhile holds the row until it commits, and its link is then seen here
+    await client.query('SELECT 1 FROM files WHERE id = $1 FOR UPDATE', [id]);
+    const using = await runsReferencing(client, id);
+    if (using.length) {
+      throw problem('file_in_use', { detail: `Runs reference this file (${using.join(', ')}${using.length === 5 ? ', ...' : ''}); delete them first, or let the file expire.` });
+    }
     await client.query(`DELETE FROM files WHERE org_id = $1 AND space_id = $2 AND id = $3`, [scope.orgId, scope.spaceId, id]);
   });
   await fileStorageOf(config).delete(row.storage_key);
@@ -377,4 +384,4 @@ export async function sweepExpiredFiles(pool: pg.Pool, config: Config, batch = 5
   return rows.length;
 }
 
-export { FILE_COLUMNS, type FileRow, inTransaction, checkQuota, retentionEnd, openRunsUsing };
+export { FILE_COLUMNS, type FileRow, inTransaction, checkQuota, retentionEnd };

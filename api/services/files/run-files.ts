@@ -1,7 +1,7 @@
 // Files into and out of runs. A launch names files in its input: string fields whose schema says
 // `format: "file"` (or arrays of them), valued `upload:<upload id>`, `file:<file id>` or a `data:`
 // URI. Durable ones are linked to the run (run_files, role input) so they cannot be deleted while
-// it runs; data: URIs travel inside the input. At boot each lands in the workspace as
+// the run exists (it keeps them for its record and a rerun); data: URIs travel inside the input. At boot each lands in the workspace as
 // input/<name>. A run's published files become durable files linked with role output.
 import type pg from 'pg';
 import type { Config } from '../../../lib/config.ts';

@@ -220,13 +220,13 @@ export async function submitConnectForm(
 
 /** The provider's redirect back: the state names the session (once), the code is exchanged with the PKCE verifier. */
 export async function completeOAuth(base: Pick<SpaceScope, 'pool' | 'db'>, deps: IntegrationDeps, query: { state?: string; code?: string; error?: string }): Promise<ConnectionWire> {
-  if (!query.state) throw problem('validation_failed', { param: 'state', detail: 'The callback carries no state.', errors: [{ field: 'state', code: 'required', message: 'is required' }] });
+  if (!query.state) throw problem('invalid_request', { param: 'state', detail: 'The callback carries no state.' });
   const { rows } = await base.pool.query<SessionRow>(
     `UPDATE integration_connect_sessions SET oauth_state = NULL WHERE oauth_state = $1 AND expires_at > now() RETURNING *`,
     [query.state],
   );
   const session = rows[0] ?? linkGone();
-  if (query.error || !query.code) throw problem('validation_failed', { param: 'code', detail: `The provider did not grant access${query.error ? ` (${query.error.slice(0, 100)})` : ''}.`, errors: [{ field: 'code', code: 'required', message: 'the provider sent no code' }] });
+  if (query.error || !query.code) throw problem('invalid_request', { param: 'code', detail: `The provider did not grant access${query.error ? ` (${query.error.slice(0, 100)})` : ''}.` });
   const scope = sessionScope(base, session);
   const integration = await integrationInSpace(base.pool, session.org_id, session.space_id, session.integration_package_id);
   const auth = authOf(integration, session.auth_key);

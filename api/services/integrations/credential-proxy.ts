@@ -46,12 +46,12 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 
 function required(headers: IncomingHttpHeaders, name: string): string {
   const v = header(headers, name.toLowerCase());
-  if (!v) throw problem('validation_failed', { param: name, detail: `The header ${name} is required.`, errors: [{ field: name, code: 'required', message: 'is required' }] });
+  if (!v) throw problem('invalid_request', { param: name, detail: `The header ${name} is required.` });
   return v;
 }
 
 function badHeader(name: string, message: string): never {
-  throw problem('validation_failed', { param: name, detail: `The header ${name} ${message}.`, errors: [{ field: name, code: 'invalid_format', message }] });
+  throw problem('invalid_request', { param: name, detail: `The header ${name} ${message}.` });
 }
 
 /** The connection the call uses: the one named (within an enforced default), else as a run would choose. */
@@ -93,6 +93,9 @@ export async function proxyCredentialCall(scope: SpaceScope, deps: IntegrationDe
     badHeader('X-Target', 'must be a full http(s) URL');
   }
   if (targetUrl.protocol !== 'https:' && targetUrl.protocol !== 'http:') badHeader('X-Target', 'must be a full http(s) URL');
+  const connectionHeader = header(req.headers, 'x-connection-id');
+  // every header is judged before anything is looked up: a malformed one is the caller's fault whatever exists
+  if (connectionHeader !== undefined && !isUuid(connectionHeader)) badHeader('X-Connection-Id', 'must be a UUID');
   if (req.body.length > limits.max_request_bytes) throw problem('payload_too_large', { detail: `The request body exceeds ${limits.max_request_bytes} bytes.` });
 
   const integration = await integrationInSpace(scope.pool, scope.orgId, scope.spaceId, integrationId).catch(() => {
@@ -102,7 +105,7 @@ export async function proxyCredentialCall(scope: SpaceScope, deps: IntegrationDe
   const caller = `${scope.orgId}:${scope.actor.apiKeyId ?? scope.actor.userId}:${scope.actor.endUserId ?? ''}:${integrationId}`;
   const sessionKey = `credential-proxy:session:${sessionId}`;
   const bound = await cache.get(sessionKey);
-  let namedConnection = header(req.headers, 'x-connection-id');
+  let namedConnection = connectionHeader;
   if (bound) {
     const [owner, connectionId] = bound.split('|');
     if (owner !== caller) throw problem('forbidden', { param: 'X-Session-Id', detail: 'This proxy session belongs to another caller or integration.' });

@@ -29,14 +29,14 @@ export interface CallUsage {
 export async function usageContext(deps: AppDeps, header: string | string[] | undefined, orgId: string, spaceId: string): Promise<OpenRun> {
   const runId = typeof header === 'string' ? header.trim() : '';
   if (!/^run_[A-Za-z0-9_-]{1,100}$/.test(runId)) {
-    throw problem('usage_context_required', { detail: 'Platform model calls need X-Run-Id naming a run of this space.' });
+    throw problem('usage_context_required', { param: 'X-Run-Id', detail: 'Platform model calls need X-Run-Id naming a run of this space.' });
   }
   const { rows } = await deps.database.pool.query<OpenRun>(
     `SELECT id, org_id, space_id, model_id, model_settings, prompt_tokens, completion_tokens, cost_usd FROM runs
       WHERE id = $1 AND org_id = $2 AND space_id = $3 AND status IN ('pending', 'running')`,
     [runId, orgId, spaceId],
   );
-  if (!rows[0]) throw problem('usage_context_required', { detail: 'X-Run-Id names no open run of this space.' });
+  if (!rows[0]) throw problem('usage_context_required', { param: 'X-Run-Id', detail: 'X-Run-Id names no open run of this space.' });
   return rows[0];
 }
 

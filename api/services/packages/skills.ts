@@ -3,7 +3,8 @@
 // Restore: the version is exact, a dist-tag or a range (an exact version is found even when
 // yanked: restoring it only copies its files into the draft). No version is created. Authority
 // is skills:write in the package's home space. If-Match is optional (a mismatch is 412 and
-// changes nothing). A draft already equal to that version is 409 skill_unchanged.
+// changes nothing). A draft already holding that version is answered 200 with its record as it
+// is, nothing written (the spec lists no 409 for restore: 400, 401, 403, 404, 412).
 import { MANIFEST_FILE, SKILL_FILE, isExactVersion, parseSkillFrontmatter } from '../../../lib/afps/index.ts';
 import { problem } from '../../../lib/problem.ts';
 import { holds, packagePermission, requireHomeAuthority, type PackageScope } from './access.ts';
@@ -112,8 +113,8 @@ export async function restoreSkillVersion(scope: PackageScope, id: string, spec:
     const versions = await listVersions(tx, scope.orgId, id);
     const exact = isExactVersion(spec.trim()) ? versions.find((v) => v.version === spec.trim()) : undefined;
     const target = exact ?? resolveStored(id, versions, pkg.distTags, spec);
-    if (pkg.draftIntegrity === target.integrity) {
-      throw problem('skill_unchanged', { detail: `The draft of ${id} already holds ${target.version}.` });
+    if (pkg.draftIntegrity === target.integrity && pkg.draftBaseVersion === target.version && !pkg.draftDetached) {
+      return { record: await skillRecord(scope, pkg, tx), etag: draftEtag(pkg.draftIntegrity) };
     }
     const { rows } = await tx.query(
       `UPDATE packages SET draft_base_version = $3, draft_detached = false, draft_integrity = $4, draft_updated_at = now(), updated_at = now()

@@ -132,11 +132,23 @@ export async function getRunWire(
   const params: unknown[] = [runId, scope.orgId, scope.spaceId];
   const filter = visibilityFilter(scope, permissions, params);
   const sql = `SELECT status, run_wire(runs)::text AS json FROM runs WHERE id = $1 AND org_id = $2 AND space_id = $3${filter}`;
-  const load = async () => (await scope.pool.query<{ status: RunStatus; json: string }>(sql, params)).rows[0] ?? null;
+  const load = async () => {
+    const row = (await scope.pool.query<{ status: RunStatus; json: string }>(sql, params)).rows[0];
+    return row ? { status: row.status, json: compactWire(row.json) } : null;
+  };
   // Stryker disable next-line LogicalOperator: an entry's weight bounds the cache's memory; no reader sees it
   const row = cache ? await cache.through(scope.spaceId, cacheKey(sql, params), load, (r) => r?.json.length ?? 0) : await load();
   if (!row) throw problem('not_found', { detail: 'No such run in this space.' });
   return row;
+}
+
+/**
+ * run_wire()'s text as the launch writes it: PostgreSQL's json text spaces its tokens (`"id" : ...`)
+ * and keeps numeric scale (`0.001250`), so it is read once and written again by JSON.stringify,
+ * the launch's writer (same key order, same number forms), before it is cached or sent.
+ */
+export function compactWire(text: string): string {
+  return JSON.stringify(JSON.parse(text));
 }
 
 function cacheKey(sql: string, params: unknown[]): string {
@@ -186,7 +198,7 @@ export async function listRunWire(
   }
   const load = async () => {
     const { rows } = await scope.pool.query<{ at: string; id: string; json: string }>(sql, pageParams);
-    const items = rows.map((r) => r.json);
+    const items = rows.map((r) => compactWire(r.json));
     // The total is known from the page itself unless more rows follow it (or it lies past the end).
     // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: a shortcut; counting gives the same total
     if (items.length <= page.limit && (items.length > 0 || page.offset === 0)) return { items, total: { n: page.offset + items.length, capped: false } };

@@ -84,14 +84,6 @@ export function scheduleEtag(version: number): string {
   return `"v${version}"`;
 }
 
-/** The version an If-Match value names, or null for `*`; undefined when it names none we issued. */
-export function versionOfEtag(value: string): number | null | undefined {
-  const tag = value.trim();
-  if (tag === '*') return null;
-  const m = /^"v(\d{1,9})"$/.exec(tag);
-  return m ? Number(m[1]) : undefined;
-}
-
 export function scheduleNotFound(id: string) {
   return problem('not_found', { detail: `No schedule ${id} in this space.` });
 }

@@ -12,7 +12,7 @@ import { checkLaunchModelSettings, launchSettingsOf, type LaunchModelSettings, t
 import { resolveRunModel } from '../../modules/core-providers/resolve-model.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { creatorPermissions } from './actor.ts';
-import { SCHEDULE_COLUMNS, getScheduleRow, scheduleNotFound, toScheduleWire, type ScheduleRow, type ScheduleWire } from './records.ts';
+import { SCHEDULE_COLUMNS, getScheduleRow, scheduleEtag, scheduleNotFound, toScheduleWire, type ScheduleRow, type ScheduleWire } from './records.ts';
 
 /** Hands a schedule's new generation to the engine without making the caller wait. */
 export interface ScheduleArmer {
@@ -118,16 +118,39 @@ async function requireCreatorCanLaunch(scope: SpaceScope, row: ScheduleRow): Pro
   if (!held.has('agents:run')) throw actorInvalid("The schedule's creator no longer holds agents:run in this space; create a new schedule instead.");
 }
 
+/** What a change was based on: the If-Match ETags (null: none sent) and the body's version. */
+export interface Expectation {
+  tags: string[] | null;
+  version?: number;
+}
+
 /**
- * Applies a change. `expected` is the version the caller based it on (If-Match or the body's
- * version); a newer stored version gives 409 schedule_modified_concurrently.
+ * A change based on another version than the stored one is 412 precondition_failed carrying the
+ * current ETag (the client saw an older state: reload and retry). If-Match compares strongly: a
+ * weak tag or one this schedule never had does not match; `*` matches any existing schedule.
+ */
+function checkExpectation(row: ScheduleRow, expected: Expectation): void {
+  const current = scheduleEtag(row.version);
+  const headers = { ETag: current };
+  if (expected.tags !== null && !expected.tags.some((t) => t === '*' || t === current)) {
+    throw problem('precondition_failed', { param: 'If-Match', headers, detail: `Schedule ${row.id} is at ${current}; read it again and retry.` });
+  }
+  if (expected.version !== undefined && expected.version !== row.version) {
+    throw problem('precondition_failed', { headers, detail: `Schedule ${row.id} is at version ${row.version}, not ${expected.version}; read it again and retry.` });
+  }
+}
+
+/**
+ * Applies a change. A stale If-Match or body version is 412 (checkExpectation); a change that
+ * lands between this read and the write (a race no client could have seen) is 409
+ * schedule_modified_concurrently.
  */
 export async function updateSchedule(
-  scope: SpaceScope, secrets: SecretBox, id: string, patch: SchedulePatch, expected: number | null, armer: ScheduleArmer | null,
+  scope: SpaceScope, secrets: SecretBox, id: string, patch: SchedulePatch, expected: Expectation, armer: ScheduleArmer | null,
 ): Promise<ScheduleWire> {
   const row = await getScheduleRow(scope, id);
-  const stale = () => problem('schedule_modified_concurrently', { detail: `Schedule ${id} changed since version ${expected}; read it again and retry.` });
-  if (expected !== null && expected !== row.version) throw stale();
+  checkExpectation(row, expected);
+  const stale = () => problem('schedule_modified_concurrently', { detail: `Schedule ${id} changed while this change was applied; read it again and retry.` });
   const cron = patch.cron_expression?.trim() ?? row.cron_expression;
   const zone = patch.timezone ?? row.timezone;
   const enabled = patch.enabled ?? row.enabled;
