@@ -125,15 +125,16 @@ export async function refresh(base: string, tokens: Tokens): Promise<Tokens> {
   return tokensOf(body, tokens);
 }
 
-/** Revokes the refresh token (which ends its grant) and the access token. */
+/**
+ * Revokes the refresh token (RFC 7009). The provider then ends its grant, and the access tokens
+ * of the grant (JWTs, which the revocation endpoint does not take) are refused from then on.
+ */
 export async function revoke(base: string, tokens: Tokens): Promise<void> {
+  if (!tokens.refresh_token) return;
   const discovery = await discover(base);
   if (!discovery.revocation_endpoint) throw new PlatformError(0, { code: 'revocation_unavailable', detail: `${base} offers no revocation endpoint.` });
-  for (const [token, hint] of [[tokens.refresh_token, 'refresh_token'], [tokens.access_token, 'access_token']] as const) {
-    if (!token) continue;
-    const { res, body } = await post(discovery.revocation_endpoint, { token, token_type_hint: hint, client_id: CLI_CLIENT_ID });
-    if (!res.ok) throw oauthError(res, body);
-  }
+  const { res, body } = await post(discovery.revocation_endpoint, { token: tokens.refresh_token, token_type_hint: 'refresh_token', client_id: CLI_CLIENT_ID });
+  if (!res.ok) throw oauthError(res, body);
 }
 
 /** The claims of a JWT, unverified (for display only: the server verifies them). */

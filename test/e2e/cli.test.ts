@@ -1,0 +1,227 @@
+// The command-line client (cli/) run as a person and a script would: as child processes of
+// `node bin/agent-platform.mjs` (the package's bin) against one started platform. A person signs
+// in with the device flow, approving the code on the instance's own device page (driven over HTTP
+// as a browser would); a run is launched and followed to success with its output; --json is
+// parsed; refused calls give their problem line and exit code; an expired access token is
+// refreshed; logout revokes the refresh token so a later refresh is refused.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { buildFixtureArchive } from '../fixtures/build-packages.ts';
+import { startFakeModel } from '../fixtures/fake-model/server.ts';
+import { Browser } from '../integration/oidc-harness.ts';
+import { client } from '../support/http.ts';
+import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
+import { aDefaultModel } from '../support/runs.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const BIN = join(ROOT, 'bin/agent-platform.mjs');
+const OWNER = { email: 'owner@example.test', password: 'a long enough passphrase' };
+
+let platform: PlatformProcess;
+let fake: Awaited<ReturnType<typeof startFakeModel>>;
+let dir: string;
+let key: string;
+let orgId: string;
+let spaceId: string;
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The CLI with these arguments; its configuration lives in the test's folder. */
+function cli(args: string[], env: Record<string, string> = {}, onStdout?: (text: string) => void): { done: Promise<Ran>; kill(): void } {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_CONFIG_HOME: join(dir, 'config'), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d;
+    onStdout?.(stdout);
+  });
+  child.stderr.on('data', (d: Buffer) => (stderr += d));
+  const done = new Promise<Ran>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  return { done, kill: () => child.kill('SIGKILL') };
+}
+
+const run = (args: string[], env: Record<string, string> = {}) => cli(args, env).done;
+const configPath = () => join(dir, 'config/agent-platform/config.json');
+const config = () => JSON.parse(readFileSync(configPath(), 'utf8'));
+
+before(async () => {
+  fake = await startFakeModel();
+  platform = await startPlatformProcess({ env: { SANDBOX_WARM_POOL: '1', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
+  dir = mkdtempSync(join(tmpdir(), 'cli-e2e-'));
+  const anon = client(platform.url);
+  const redeem = await anon.post('/api/auth/bootstrap/redeem', { token: 'process-bootstrap-token-0123456789', ...OWNER, name: 'Owner' });
+  assert.equal(redeem.status, 201, redeem.text);
+  orgId = redeem.body.org_id;
+  spaceId = redeem.body.space_id;
+  const cookie = redeem.headers.get('set-cookie')!.split(';')[0];
+  const keyRes = await client(platform.url, { cookie, org: orgId, space: spaceId }).post('/api/api-keys', { name: 'ci' });
+  assert.equal(keyRes.status, 201, keyRes.text);
+  key = keyRes.body.key;
+  await aDefaultModel(platform.url, key, fake.url);
+});
+
+after(async () => {
+  await platform?.stop();
+  await fake?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('a script with an API key imports a package and lists it as JSON; refused calls print code: detail (request_id) with the exit code of their class', async () => {
+  const archive = join(dir, 'agent-echo.afps');
+  writeFileSync(archive, buildFixtureArchive('agent-echo'));
+  const env = { AGENT_PLATFORM_URL: platform.url, AGENT_PLATFORM_API_KEY: key };
+  const imported = await run(['packages', 'import', archive, '--json'], env);
+  assert.equal(imported.code, 0, imported.stderr + imported.stdout);
+  assert.equal(JSON.parse(imported.stdout).packageId, '@fixtures/agent-echo');
+
+  const listed = await run(['agents', 'list', '--json'], env);
+  assert.equal(listed.code, 0, listed.stderr);
+  const agents = JSON.parse(listed.stdout);
+  assert.equal(agents.object, 'list');
+  assert.ok(agents.data.some((a: { packageId: string }) => a.packageId === '@fixtures/agent-echo'), listed.stdout);
+
+  // 404: another 4xx, exit 4, the problem on stderr as code: detail (request_id)
+  const missing = await run(['agents', 'run', '@fixtures/no-such-agent', '--input', '{}'], env);
+  assert.equal(missing.code, 4, missing.stderr);
+  assert.match(missing.stderr, /^agent_not_found: .+ \(req_[^)]+\)$/m);
+  assert.equal(missing.stdout, '');
+  // 401: a revoked or unknown key, exit 3; with --json the problem document on stdout
+  const refused = await run(['runs', 'list', '--json'], { ...env, AGENT_PLATFORM_API_KEY: 'apst_not_a_real_key_0000000000000000' });
+  assert.equal(refused.code, 3, refused.stdout + refused.stderr);
+  const problem = JSON.parse(refused.stdout);
+  assert.equal(problem.status, 401);
+  assert.match(problem.request_id, /^req_/);
+  // a usage error never reaches the instance: exit 2
+  const usage = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '[1]'], env);
+  assert.equal(usage.code, 2, usage.stderr);
+  assert.match(usage.stderr, /--input must be a JSON object/);
+  // the instance down: exit 6
+  const down = await run(['runs', 'list'], { ...env, AGENT_PLATFORM_URL: 'http://127.0.0.1:9' });
+  assert.equal(down.code, 6, down.stderr);
+  assert.match(down.stderr, /^unreachable: /m);
+});
+
+test('login: the device flow approved on the instance\'s own device page stores the tokens (0600), then a run is launched and followed to success with its output', async () => {
+  let seen: { uri: string; code: string } | undefined;
+  let announced!: () => void;
+  const shown = new Promise<void>((r) => (announced = r));
+  const login = cli(['login', '--url', platform.url], {}, (text) => {
+    const m = /open (\S+) and enter the code (\S+)/.exec(text);
+    if (m && !seen) {
+      seen = { uri: m[1], code: m[2] };
+      announced();
+    }
+  });
+  const early = await Promise.race([shown.then(() => null), login.done]);
+  assert.equal(early, null, `login ended before showing a code: ${JSON.stringify(early)}`);
+  assert.ok(seen!.uri.startsWith(`${platform.url}/api/auth/device`), seen!.uri);
+  assert.match(seen!.code, /^[A-Z]{4}-[A-Z]{4}$/);
+
+  const browser = new Browser();
+  await browser.walk(seen!.uri, OWNER, 'http://never', { userCode: seen!.code });
+  assert.match(browser.lastPage()?.html ?? '', /Your device is signed in/, browser.lastPage()?.html);
+  const loggedIn = await login.done;
+  assert.equal(loggedIn.code, 0, loggedIn.stderr + loggedIn.stdout);
+  assert.match(loggedIn.stdout, new RegExp(`Organization ${orgId}, space ${spaceId}`));
+
+  assert.equal(statSync(configPath()).mode & 0o777, 0o600);
+  assert.equal(statSync(join(dir, 'config/agent-platform')).mode & 0o777, 0o700);
+  const saved = config();
+  assert.equal(saved.url, platform.url);
+  assert.ok(saved.instances[platform.url].tokens.refresh_token, 'a refresh token is kept');
+
+  const who = await run(['whoami', '--json']);
+  assert.equal(who.code, 0, who.stderr);
+  const me = JSON.parse(who.stdout);
+  assert.equal(me.auth, 'oauth');
+  assert.equal(me.org, orgId);
+  assert.ok(me.orgs.some((o: { id: string }) => o.id === orgId));
+
+  // the agent is the one the API-key test imported into the same space
+  const followed = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"hello from the cli"}', '--follow']);
+  assert.equal(followed.code, 0, `${followed.stderr}\n${followed.stdout}\n${platform.output().slice(-3000)}`);
+  assert.match(followed.stdout, /^status: +success$/m);
+  assert.match(followed.stdout, /"echo": "[^"]+"/);
+  const runId = /^id: +(run_\S+)$/m.exec(followed.stdout)![1];
+
+  const waited = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"again"}', '--wait', '--json']);
+  assert.equal(waited.code, 0, waited.stderr);
+  const ended = JSON.parse(waited.stdout);
+  assert.equal(ended.object, 'run');
+  assert.equal(ended.status, 'success');
+  assert.equal(typeof (ended.result.output as { echo: unknown }).echo, 'string');
+
+  const runs = await run(['runs', 'list', '--status', 'success', '--json']);
+  assert.equal(runs.code, 0, runs.stderr);
+  const ids = JSON.parse(runs.stdout).data.map((r: { id: string }) => r.id);
+  assert.ok(ids.includes(runId) && ids.includes(ended.id), runs.stdout);
+
+  const logs = await run(['runs', 'logs', runId, '--json']);
+  assert.equal(logs.code, 0, logs.stderr);
+  const entries = logs.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.ok(entries.length > 0);
+  assert.deepEqual(entries.map((e) => e.sequence), [...entries.map((e) => e.sequence)].sort((a, b) => a - b));
+});
+
+test('an expired access token is refreshed (the rotated refresh token saved); logout revokes the refresh token, and a later refresh is refused', async () => {
+  const before = config();
+  const tokens = before.instances[platform.url].tokens;
+  tokens.expires_at = 0;
+  writeFileSync(configPath(), JSON.stringify(before));
+  const who = await run(['whoami']);
+  assert.equal(who.code, 0, who.stderr);
+  const refreshed = config().instances[platform.url].tokens;
+  assert.ok(refreshed.expires_at > Date.now());
+  assert.notEqual(refreshed.refresh_token, tokens.refresh_token, 'the provider rotated the refresh token');
+  assert.equal(statSync(configPath()).mode & 0o777, 0o600);
+
+  const out = await run(['logout']);
+  assert.equal(out.code, 0, out.stderr);
+  assert.equal(config().instances[platform.url].tokens, undefined);
+  const again = await fetch(`${platform.url}/api/auth/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshed.refresh_token, client_id: 'agent-platform-cli' }),
+  });
+  assert.equal(again.status, 400);
+  assert.equal((await again.json()).error, 'invalid_grant');
+  // the grant has ended: its last access token is refused too
+  const stale = await fetch(`${platform.url}/api/runs`, { headers: { authorization: `Bearer ${refreshed.access_token}`, 'x-org-id': orgId, 'x-space-id': spaceId } });
+  assert.equal(stale.status, 401);
+  const after = await run(['runs', 'list']);
+  assert.equal(after.code, 3, after.stderr);
+  assert.match(after.stderr, /^not_signed_in: /m);
+});
+
+test('bash completion completes commands, subcommands and the flags of the command typed', () => {
+  const script = spawnSync(process.execPath, [BIN, 'completion', 'bash'], { encoding: 'utf8' });
+  assert.equal(script.status, 0, script.stderr);
+  const complete = (line: string[]) => {
+    const words = line.map((w) => `'${w}'`).join(' ');
+    const r = spawnSync('bash', ['-c', `${script.stdout}\nCOMP_WORDS=(${words}); COMP_CWORD=${line.length - 1}; _agent_platform; echo "\${COMPREPLY[*]}"`], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.trim().split(/\s+/);
+  };
+  assert.deepEqual(complete(['agent-platform', 'ru']), ['runs']);
+  assert.deepEqual(complete(['agent-platform', 'runs', 'l']).sort(), ['list', 'logs']);
+  assert.ok(complete(['agent-platform', 'agents', 'run', '@a/b', '--']).includes('--follow'));
+  assert.deepEqual(complete(['agent-platform', 'runs', 'list', '--status', 'su']), ['success']);
+  const zsh = spawnSync(process.execPath, [BIN, 'completion', 'zsh'], { encoding: 'utf8' });
+  assert.equal(zsh.status, 0);
+  assert.match(zsh.stdout, /^#compdef agent-platform/);
+});
