@@ -195,8 +195,8 @@ async function login(ctx: Ctx): Promise<number> {
   const { discovery, start } = await startDeviceFlow(base);
   if (out.json) out.write(JSON.stringify({ verification_uri: start.verification_uri, verification_uri_complete: start.verification_uri_complete, user_code: start.user_code, expires_in: start.expires_in }));
   else {
-    out.write(`To sign in, open ${start.verification_uri} and enter the code ${paint(out, 'bold', start.user_code)}`);
-    if (start.verification_uri_complete) out.write(`(or open ${start.verification_uri_complete})`);
+    out.write(`To sign in, open ${clean(start.verification_uri)} and enter the code ${paint(out, 'bold', clean(start.user_code))}`);
+    if (start.verification_uri_complete) out.write(`(or open ${clean(start.verification_uri_complete)})`);
   }
   const bar = progress(out);
   const began = Date.now();

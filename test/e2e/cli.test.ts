@@ -6,6 +6,8 @@
 // refreshed; logout revokes the refresh token so a later refresh is refused.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -199,7 +201,7 @@ test('an expired access token is refreshed (the rotated refresh token saved); lo
     body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshed.refresh_token, client_id: 'agent-platform-cli' }),
   });
   assert.equal(again.status, 400);
-  assert.equal((await again.json()).error, 'invalid_grant');
+  assert.equal(((await again.json()) as { error: string }).error, 'invalid_grant');
   // the grant has ended: its last access token is refused too
   const stale = await fetch(`${platform.url}/api/runs`, { headers: { authorization: `Bearer ${refreshed.access_token}`, 'x-org-id': orgId, 'x-space-id': spaceId } });
   assert.equal(stale.status, 401);
@@ -224,4 +226,58 @@ test('bash completion completes commands, subcommands and the flags of the comma
   const zsh = spawnSync(process.execPath, [BIN, 'completion', 'zsh'], { encoding: 'utf8' });
   assert.equal(zsh.status, 0);
   assert.match(zsh.stdout, /^#compdef agent-platform/);
+});
+
+test('runs logs --follow: a dropped stream is reconnected and what was logged meanwhile is caught up from since, each entry once, in order', async () => {
+  // a stand-in instance whose stream drops after the first entry; entries 2 and 3 are logged
+  // while no stream is open, 4 arrives on the second stream, then the run ends
+  const entry = (n: number) => ({ sequence: n, level: 'info', message: `step ${n}`, createdAt: new Date().toISOString() });
+  let logged = 1;
+  let status = 'running';
+  let streams = 0;
+  const server = createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x');
+    assert.equal(req.headers.authorization, 'Bearer apst_stand_in');
+    if (url.pathname === '/api/realtime/runs/run_1') {
+      streams++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`event: run_update\ndata: ${JSON.stringify({ id: 'run_1', status })}\n\n`);
+      if (streams === 1) {
+        res.write(`event: run_log\ndata: ${JSON.stringify(entry(1))}\n\n`);
+        setTimeout(() => {
+          logged = 3;
+          res.destroy();
+        }, 100);
+      } else {
+        logged = 4;
+        res.write(`event: run_log\ndata: ${JSON.stringify(entry(4))}\n\n`);
+        status = 'success';
+        res.end(`event: run_update\ndata: ${JSON.stringify({ id: 'run_1', status })}\n\n`);
+      }
+      return;
+    }
+    res.setHeader('content-type', 'application/json');
+    if (url.pathname === '/api/runs/run_1/logs') {
+      const since = Number(url.searchParams.get('since'));
+      const data = Array.from({ length: logged }, (_, i) => entry(i + 1)).filter((e) => e.sequence > since);
+      res.end(JSON.stringify({ object: 'list', data, hasMore: false, limit: 1000, next_since: data.at(-1)?.sequence ?? since }));
+    } else if (url.pathname === '/api/runs/run_1') {
+      res.end(JSON.stringify({ id: 'run_1', object: 'run', status }));
+    } else {
+      res.statusCode = 404;
+      res.end(JSON.stringify({ code: 'not_found', detail: 'no', request_id: 'req_x' }));
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const followed = await run(['runs', 'logs', 'run_1', '--follow', '--json', '--url', base, '--api-key', 'apst_stand_in']);
+    assert.equal(followed.code, 0, followed.stderr);
+    assert.deepEqual(followed.stdout.trim().split('\n').map((l) => JSON.parse(l).sequence), [1, 2, 3, 4]);
+    assert.equal(streams, 2);
+    assert.match(followed.stderr, /reconnecting \(1\)/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
 });
