@@ -500,8 +500,8 @@ export const COMMANDS: Command[] = [
     async run(ctx) {
       const s = await ctx.session();
       const body = await call<{ data: Record<string, any>[] }>(s, 'GET', '/api/api-keys');
-      return listed(ctx.out, body.data, () => printTable(ctx.out, ['KEY', 'NAME', 'PREFIX', 'EXPIRES', 'LAST USED'],
-        body.data.map((k) => [k.id, k.name, k.keyPrefix ?? k.key_prefix ?? '', when(k.expiresAt) || 'never', when(k.lastUsedAt ?? k.last_used_at) || '-'])));
+      return listed(ctx.out, body.data, () => printTable(ctx.out, ['KEY', 'NAME', 'PREFIX', 'EXPIRES', 'SCOPES'],
+        body.data.map((k) => [k.id, k.name, k.keyPrefix, when(k.expiresAt) || 'never', (k.scopes ?? []).join(',')])));
     },
   },
   {
@@ -590,4 +590,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+// Exit as soon as the command is done: fetch's idle keep-alive connections would otherwise hold
+// the process open for seconds (writes to pipes and files are synchronous on Linux and macOS).
+process.exit(await main(process.argv.slice(2)));

@@ -6,8 +6,10 @@
 //   when they are about to expire)
 //   organization and space (signed-in people only: an API key is bound to its own): --org and
 //   --space, else AGENT_PLATFORM_ORG / AGENT_PLATFORM_SPACE, else the defaults saved by `use`
+import fs from 'node:fs';
+import path from 'node:path';
 import { createHelpers, platformFetch, PlatformError, type Helpers } from '../sdk/src/core.ts';
-import { instanceOf, normalizeUrl, readConfig, writeConfig, type Config, type InstanceState } from './config.ts';
+import { configFile, instanceOf, normalizeUrl, readConfig, writeConfig, type Config, type InstanceState, type Tokens } from './config.ts';
 import { refresh } from './oauth.ts';
 import { UsageError, type Out } from './output.ts';
 
@@ -58,6 +60,48 @@ function reaching(base: typeof fetch): typeof fetch {
   };
 }
 
+/**
+ * The tokens of base, refreshed under a lock file: refresh tokens rotate and a reused one ends the
+ * grant, so two commands started together must not both spend the same one. The second waits,
+ * then finds the tokens the first saved.
+ */
+async function refreshed(base: string): Promise<Tokens> {
+  const lock = `${configFile()}.lock`;
+  fs.mkdirSync(path.dirname(lock), { recursive: true, mode: 0o700 });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      fs.closeSync(fs.openSync(lock, 'wx', 0o600));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // a lock left by a command that was killed
+      const age = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > 30_000 || Date.now() > deadline) fs.rmSync(lock, { force: true });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  try {
+    const config = readConfig();
+    const instance = instanceOf(config, base);
+    if (!instance.tokens) throw new PlatformError(401, { code: 'not_signed_in', detail: `Not signed in to ${base}: run \`agent-platform login --url ${base}\`.` });
+    if (instance.tokens.expires_at - REFRESH_MARGIN_MS >= Date.now()) return instance.tokens;
+    try {
+      instance.tokens = await refresh(base, instance.tokens);
+    } catch (err) {
+      if (err instanceof PlatformError && err.status === 401) {
+        delete instance.tokens;
+        writeConfig(config);
+      }
+      throw err;
+    }
+    writeConfig(config);
+    return instance.tokens;
+  } finally {
+    fs.rmSync(lock, { force: true });
+  }
+}
+
 export async function openSession(globals: Globals, out: Out): Promise<Session> {
   const config = readConfig();
   const base = resolveUrl(globals, config);
@@ -72,18 +116,7 @@ export async function openSession(globals: Globals, out: Out): Promise<Session> 
     auth = 'api_key';
   } else {
     if (!instance.tokens) throw new PlatformError(401, { code: 'not_signed_in', detail: `Not signed in to ${base}: run \`agent-platform login --url ${base}\` or pass --api-key.` });
-    if (instance.tokens.expires_at - REFRESH_MARGIN_MS < Date.now()) {
-      try {
-        instance.tokens = await refresh(base, instance.tokens);
-      } catch (err) {
-        if (err instanceof PlatformError && err.status === 401) {
-          delete instance.tokens;
-          writeConfig(config);
-        }
-        throw err;
-      }
-      writeConfig(config);
-    }
+    if (instance.tokens.expires_at - REFRESH_MARGIN_MS < Date.now()) instance.tokens = await refreshed(base);
     bearer = instance.tokens.access_token;
     auth = 'oauth';
     org = globals.org ?? process.env.AGENT_PLATFORM_ORG ?? instance.org;

@@ -180,14 +180,57 @@ test('login: the device flow approved on the instance\'s own device page stores 
   assert.deepEqual(entries.map((e) => e.sequence), [...entries.map((e) => e.sequence)].sort((a, b) => a - b));
 });
 
-test('an expired access token is refreshed (the rotated refresh token saved); logout revokes the refresh token, and a later refresh is refused', async () => {
+test('signed in: keys create|list|revoke, runs rerun, schedules create|list|disable, packages download', async () => {
+  const created = await run(['keys', 'create', '--name', 'from the cli', '--scopes', 'runs:read', '--json']);
+  assert.equal(created.code, 0, created.stderr + created.stdout);
+  const k = JSON.parse(created.stdout);
+  assert.deepEqual(k.scopes, ['runs:read']);
+  const keys = await run(['keys', 'list', '--json']);
+  assert.ok(JSON.parse(keys.stdout).data.some((x: { id: string }) => x.id === k.id), keys.stdout);
+  const withKey = { AGENT_PLATFORM_API_KEY: k.key };
+  assert.equal((await run(['runs', 'list'], withKey)).code, 0);
+  // the key holds runs:read only: a launch is refused with 403, exit 3
+  const launch = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"x"}'], withKey);
+  assert.equal(launch.code, 3, launch.stderr);
+  assert.match(launch.stderr, /^forbidden: .+ \(req_[^)]+\)$/m);
+  assert.equal((await run(['keys', 'revoke', k.id])).code, 0);
+  assert.equal((await run(['runs', 'list'], withKey)).code, 3, 'a revoked key is refused');
+
+  const last = JSON.parse((await run(['runs', 'list', '--limit', '1', '--json'])).stdout).data[0];
+  const rerun = await run(['runs', 'rerun', last.id, '--wait', '--json']);
+  assert.equal(rerun.code, 0, rerun.stderr);
+  const again = JSON.parse(rerun.stdout);
+  assert.equal(again.rerun_of, last.id);
+  assert.deepEqual(again.input, last.input);
+  assert.equal(again.status, 'success');
+
+  const schedule = await run(['schedules', 'create', '@fixtures/agent-echo', '--name', 'nightly', '--cron', '0 3 * * *', '--input', '{"message":"night"}', '--json']);
+  assert.equal(schedule.code, 0, schedule.stderr + schedule.stdout);
+  const sch = JSON.parse(schedule.stdout);
+  assert.equal(sch.enabled, true);
+  assert.ok(JSON.parse((await run(['schedules', 'list', '--json'])).stdout).data.some((x: { id: string }) => x.id === sch.id));
+  const disabled = await run(['schedules', 'disable', sch.id, '--json']);
+  assert.equal(disabled.code, 0, disabled.stderr);
+  assert.equal(JSON.parse(disabled.stdout).enabled, false);
+
+  const file = join(dir, 'downloaded.afps');
+  const downloaded = await run(['packages', 'download', '@fixtures/agent-echo', '--output', file]);
+  assert.equal(downloaded.code, 0, downloaded.stderr);
+  assert.equal(readFileSync(file).subarray(0, 2).toString(), 'PK', 'a zip archive');
+});
+
+test('an expired access token is refreshed once by two commands started together (the rotated refresh token saved); logout revokes the refresh token, and a later refresh is refused', async () => {
   const before = config();
   const tokens = before.instances[platform.url].tokens;
   tokens.expires_at = 0;
   writeFileSync(configPath(), JSON.stringify(before));
-  const who = await run(['whoami']);
-  assert.equal(who.code, 0, who.stderr);
+  // two commands at once: one refreshes, the other waits and uses what it saved (spending the
+  // rotated refresh token twice would end the grant)
+  const [one, two] = await Promise.all([run(['whoami']), run(['runs', 'list'])]);
+  assert.equal(one.code, 0, one.stderr);
+  assert.equal(two.code, 0, two.stderr);
   const refreshed = config().instances[platform.url].tokens;
+  assert.equal((await run(['whoami'])).code, 0, 'the grant is still alive');
   assert.ok(refreshed.expires_at > Date.now());
   assert.notEqual(refreshed.refresh_token, tokens.refresh_token, 'the provider rotated the refresh token');
   assert.equal(statSync(configPath()).mode & 0o777, 0o600);
