@@ -219,6 +219,33 @@ test('signed in: keys create|list|revoke, runs rerun, schedules create|list|disa
   assert.equal(readFileSync(file).subarray(0, 2).toString(), 'PK', 'a zip archive');
 });
 
+test('runs cancel ends a run being followed, whose follower exits 12; a run failed by its model exits 10 under --wait', async () => {
+  fake.setLatency(30_000);
+  try {
+    const launched = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"slow"}']);
+    assert.equal(launched.code, 0, launched.stderr);
+    const id = launched.stdout.trim();
+    assert.match(id, /^run_\S+$/);
+    const follower = cli(['runs', 'logs', id, '--follow']);
+    const cancelled = await run(['runs', 'cancel', id, '--json']);
+    assert.equal(cancelled.code, 0, cancelled.stderr + cancelled.stdout);
+    assert.equal(JSON.parse(cancelled.stdout).status, 'cancelled');
+    const followed = await follower.done;
+    assert.equal(followed.code, 12, followed.stderr);
+    assert.match(followed.stderr, /cancelled/);
+  } finally {
+    fake.setLatency(0);
+  }
+  fake.setOutage(true);
+  try {
+    const failed = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"down"}', '--wait']);
+    assert.equal(failed.code, 10, failed.stdout + failed.stderr);
+    assert.match(failed.stdout, /^status: +failed$/m);
+  } finally {
+    fake.setOutage(false);
+  }
+});
+
 test('an expired access token is refreshed once by two commands started together (the rotated refresh token saved); logout revokes the refresh token, and a later refresh is refused', async () => {
   const before = config();
   const tokens = before.instances[platform.url].tokens;
