@@ -251,11 +251,20 @@ test('an expired access token is refreshed once by two commands started together
   const tokens = before.instances[platform.url].tokens;
   tokens.expires_at = 0;
   writeFileSync(configPath(), JSON.stringify(before));
-  // two commands at once: one refreshes, the other waits and uses what it saved (spending the
-  // rotated refresh token twice would end the grant)
-  const [one, two] = await Promise.all([run(['whoami']), run(['runs', 'list'])]);
-  assert.equal(one.code, 0, one.stderr);
-  assert.equal(two.code, 0, two.stderr);
+  // a refresh waits for the lock another command holds (spending a rotated refresh token twice
+  // would end the grant): held here, two commands started together refresh nothing meanwhile;
+  // released, one refreshes and the other uses what it saved
+  const lock = `${configPath()}.lock`;
+  writeFileSync(lock, '');
+  const one = cli(['whoami']);
+  const two = cli(['runs', 'list']);
+  const early = await Promise.race([one.done, two.done, new Promise((r) => setTimeout(() => r('waiting'), 3000))]);
+  assert.equal(early, 'waiting', 'both wait for the lock');
+  assert.equal(config().instances[platform.url].tokens.refresh_token, tokens.refresh_token, 'nothing refreshed while the lock is held');
+  rmSync(lock);
+  const [ran1, ran2] = await Promise.all([one.done, two.done]);
+  assert.equal(ran1.code, 0, ran1.stderr);
+  assert.equal(ran2.code, 0, ran2.stderr);
   const refreshed = config().instances[platform.url].tokens;
   assert.equal((await run(['whoami'])).code, 0, 'the grant is still alive');
   assert.ok(refreshed.expires_at > Date.now());
