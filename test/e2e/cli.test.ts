@@ -96,6 +96,12 @@ test('a script with an API key imports a package and lists it as JSON; refused c
   const agents = JSON.parse(listed.stdout);
   assert.equal(agents.object, 'list');
   assert.ok(agents.data.some((a: { packageId: string }) => a.packageId === '@fixtures/agent-echo'), listed.stdout);
+  // for people: a table, no colour when stdout is not a terminal
+  const table = await run(['agents', 'list'], env);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /^AGENT +LATEST +PLACEMENT +DESCRIPTION$/m);
+  assert.match(table.stdout, /^@fixtures\/agent-echo +\S+ +home\b/m);
+  assert.doesNotMatch(table.stdout, /\u001b\[/);
 
   // 404: another 4xx, exit 4, the problem on stderr as code: detail (request_id)
   const missing = await run(['agents', 'run', '@fixtures/no-such-agent', '--input', '{}'], env);
