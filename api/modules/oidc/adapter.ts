@@ -1,6 +1,6 @@
 // The provider's storage: every model it keeps (sessions, interactions, grants, authorization and
-// device codes, refresh tokens, ...) is a row of oidc_payloads; OAuth clients are read through
-// findOAuthClient and never written here.
+// device codes, refresh tokens, ...) is a row of oidc_payloads; OAuth clients are the first-party
+// ones (first-party.ts) or read through findOAuthClient, and never written here.
 //
 // Contract with the credential-change revoker (password change or reset): every row that belongs
 // to a person carries account_id = that person's user id (usr_...) or end-user id (eu_...), so
@@ -12,6 +12,7 @@ import type pg from 'pg';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { AUTH_CHANGED_CHANNEL } from '../../services/auth-cache.ts';
 import { findOAuthClient, type OAuthClientRecord } from '../../services/oauth-clients/store.ts';
+import { firstPartyClient } from './first-party.ts';
 import { OIDC_SCOPES, resourceScopes } from './scopes.ts';
 import { inTransaction } from '../../../db/transaction.ts';
 
@@ -78,7 +79,7 @@ export function adapterFactory(deps: { pool: pg.Pool; secrets: SecretBox }) {
 
     async find(id: string): Promise<Payload | undefined> {
       if (this.name === 'Client') {
-        const record = await findOAuthClient(deps, id);
+        const record = firstPartyClient(id) ?? await findOAuthClient(deps, id);
         return record ? clientMetadata(record) : undefined;
       }
       return this.one('id', id);

@@ -1,0 +1,368 @@
+// The command-line client (cli/) run as a person and a script would: as child processes of
+// `node bin/agent-platform.mjs` (the package's bin) against one started platform. A person signs
+// in with the device flow, approving the code on the instance's own device page (driven over HTTP
+// as a browser would); a run is launched and followed to success with its output; --json is
+// parsed; refused calls give their problem line and exit code; an expired access token is
+// refreshed; logout revokes the refresh token so a later refresh is refused.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { buildFixtureArchive } from '../fixtures/build-packages.ts';
+import { startFakeModel } from '../fixtures/fake-model/server.ts';
+import { Browser } from '../integration/oidc-harness.ts';
+import { client } from '../support/http.ts';
+import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
+import { aDefaultModel } from '../support/runs.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const BIN = join(ROOT, 'bin/agent-platform.mjs');
+const OWNER = { email: 'owner@example.test', password: 'a long enough passphrase' };
+
+let platform: PlatformProcess;
+let fake: Awaited<ReturnType<typeof startFakeModel>>;
+let dir: string;
+let key: string;
+let orgId: string;
+let spaceId: string;
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The CLI with these arguments; its configuration lives in the test's folder. */
+function cli(args: string[], env: Record<string, string> = {}, onStdout?: (text: string) => void): { done: Promise<Ran>; kill(): void } {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_CONFIG_HOME: join(dir, 'config'), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d;
+    onStdout?.(stdout);
+  });
+  child.stderr.on('data', (d: Buffer) => (stderr += d));
+  const done = new Promise<Ran>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  return { done, kill: () => child.kill('SIGKILL') };
+}
+
+const run = (args: string[], env: Record<string, string> = {}) => cli(args, env).done;
+const configPath = () => join(dir, 'config/agent-platform/config.json');
+const config = () => JSON.parse(readFileSync(configPath(), 'utf8'));
+
+before(async () => {
+  fake = await startFakeModel();
+  platform = await startPlatformProcess({ env: { SANDBOX_WARM_POOL: '1', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
+  dir = mkdtempSync(join(tmpdir(), 'cli-e2e-'));
+  const anon = client(platform.url);
+  const redeem = await anon.post('/api/auth/bootstrap/redeem', { token: 'process-bootstrap-token-0123456789', ...OWNER, name: 'Owner' });
+  assert.equal(redeem.status, 201, redeem.text);
+  orgId = redeem.body.org_id;
+  spaceId = redeem.body.space_id;
+  const cookie = redeem.headers.get('set-cookie')!.split(';')[0];
+  const keyRes = await client(platform.url, { cookie, org: orgId, space: spaceId }).post('/api/api-keys', { name: 'ci' });
+  assert.equal(keyRes.status, 201, keyRes.text);
+  key = keyRes.body.key;
+  await aDefaultModel(platform.url, key, fake.url);
+});
+
+after(async () => {
+  await platform?.stop();
+  await fake?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('a script with an API key imports a package and lists it as JSON; refused calls print code: detail (request_id) with the exit code of their class', async () => {
+  const archive = join(dir, 'agent-echo.afps');
+  writeFileSync(archive, buildFixtureArchive('agent-echo'));
+  const env = { AGENT_PLATFORM_URL: platform.url, AGENT_PLATFORM_API_KEY: key };
+  const imported = await run(['packages', 'import', archive, '--json'], env);
+  assert.equal(imported.code, 0, imported.stderr + imported.stdout);
+  assert.equal(JSON.parse(imported.stdout).packageId, '@fixtures/agent-echo');
+
+  const listed = await run(['agents', 'list', '--json'], env);
+  assert.equal(listed.code, 0, listed.stderr);
+  const agents = JSON.parse(listed.stdout);
+  assert.equal(agents.object, 'list');
+  assert.ok(agents.data.some((a: { packageId: string }) => a.packageId === '@fixtures/agent-echo'), listed.stdout);
+  // for people: a table, no colour when stdout is not a terminal
+  const table = await run(['agents', 'list'], env);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /^AGENT +LATEST +PLACEMENT +DESCRIPTION$/m);
+  assert.match(table.stdout, /^@fixtures\/agent-echo +\S+ +home\b/m);
+  assert.doesNotMatch(table.stdout, /\u001b\[/);
+
+  // 404: another 4xx, exit 4, the problem on stderr as code: detail (request_id)
+  const missing = await run(['agents', 'run', '@fixtures/no-such-agent', '--input', '{}'], env);
+  assert.equal(missing.code, 4, missing.stderr);
+  assert.match(missing.stderr, /^agent_not_found: .+ \(req_[^)]+\)$/m);
+  assert.equal(missing.stdout, '');
+  // 401: a revoked or unknown key, exit 3; with --json the problem document on stdout
+  const refused = await run(['runs', 'list', '--json'], { ...env, AGENT_PLATFORM_API_KEY: 'apst_not_a_real_key_0000000000000000' });
+  assert.equal(refused.code, 3, refused.stdout + refused.stderr);
+  const problem = JSON.parse(refused.stdout);
+  assert.equal(problem.status, 401);
+  assert.match(problem.request_id, /^req_/);
+  // a usage error never reaches the instance: exit 2
+  const usage = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '[1]'], env);
+  assert.equal(usage.code, 2, usage.stderr);
+  assert.match(usage.stderr, /--input must be a JSON object/);
+  // the instance down: exit 6
+  const down = await run(['runs', 'list'], { ...env, AGENT_PLATFORM_URL: 'http://127.0.0.1:9' });
+  assert.equal(down.code, 6, down.stderr);
+  assert.match(down.stderr, /^unreachable: /m);
+});
+
+test('login: the device flow approved on the instance\'s own device page stores the tokens (0600), then a run is launched and followed to success with its output', async () => {
+  let seen: { uri: string; code: string } | undefined;
+  let announced!: () => void;
+  const shown = new Promise<void>((r) => (announced = r));
+  const login = cli(['login', '--url', platform.url], {}, (text) => {
+    const m = /open (\S+) and enter the code (\S+)/.exec(text);
+    if (m && !seen) {
+      seen = { uri: m[1], code: m[2] };
+      announced();
+    }
+  });
+  const early = await Promise.race([shown.then(() => null), login.done]);
+  assert.equal(early, null, `login ended before showing a code: ${JSON.stringify(early)}`);
+  assert.ok(seen!.uri.startsWith(`${platform.url}/api/auth/device`), seen!.uri);
+  assert.match(seen!.code, /^[A-Z]{4}-[A-Z]{4}$/);
+
+  const browser = new Browser();
+  await browser.walk(seen!.uri, OWNER, 'http://never', { userCode: seen!.code });
+  assert.match(browser.lastPage()?.html ?? '', /Your device is signed in/, browser.lastPage()?.html);
+  const loggedIn = await login.done;
+  assert.equal(loggedIn.code, 0, loggedIn.stderr + loggedIn.stdout);
+  assert.match(loggedIn.stdout, new RegExp(`Organization ${orgId}, space ${spaceId}`));
+
+  assert.equal(statSync(configPath()).mode & 0o777, 0o600);
+  assert.equal(statSync(join(dir, 'config/agent-platform')).mode & 0o777, 0o700);
+  const saved = config();
+  assert.equal(saved.url, platform.url);
+  assert.ok(saved.instances[platform.url].tokens.refresh_token, 'a refresh token is kept');
+
+  const who = await run(['whoami', '--json']);
+  assert.equal(who.code, 0, who.stderr);
+  const me = JSON.parse(who.stdout);
+  assert.equal(me.auth, 'oauth');
+  assert.equal(me.org, orgId);
+  assert.ok(me.orgs.some((o: { id: string }) => o.id === orgId));
+
+  // the agent is the one the API-key test imported into the same space
+  const followed = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"hello from the cli"}', '--follow']);
+  assert.equal(followed.code, 0, `${followed.stderr}\n${followed.stdout}\n${platform.output().slice(-3000)}`);
+  assert.match(followed.stdout, /^status: +success$/m);
+  assert.match(followed.stdout, /"echo": "[^"]+"/);
+  const runId = /^id: +(run_\S+)$/m.exec(followed.stdout)![1];
+
+  const waited = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"again"}', '--wait', '--json']);
+  assert.equal(waited.code, 0, waited.stderr);
+  const ended = JSON.parse(waited.stdout);
+  assert.equal(ended.object, 'run');
+  assert.equal(ended.status, 'success');
+  assert.equal(typeof (ended.result.output as { echo: unknown }).echo, 'string');
+
+  const runs = await run(['runs', 'list', '--status', 'success', '--json']);
+  assert.equal(runs.code, 0, runs.stderr);
+  const ids = JSON.parse(runs.stdout).data.map((r: { id: string }) => r.id);
+  assert.ok(ids.includes(runId) && ids.includes(ended.id), runs.stdout);
+
+  const logs = await run(['runs', 'logs', runId, '--json']);
+  assert.equal(logs.code, 0, logs.stderr);
+  const entries = logs.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.ok(entries.length > 0);
+  assert.deepEqual(entries.map((e) => e.sequence), [...entries.map((e) => e.sequence)].sort((a, b) => a - b));
+});
+
+test('signed in: keys create|list|revoke, runs rerun, schedules create|list|disable, packages download', async () => {
+  const created = await run(['keys', 'create', '--name', 'from the cli', '--scopes', 'runs:read', '--json']);
+  assert.equal(created.code, 0, created.stderr + created.stdout);
+  const k = JSON.parse(created.stdout);
+  assert.deepEqual(k.scopes, ['runs:read']);
+  const keys = await run(['keys', 'list', '--json']);
+  assert.ok(JSON.parse(keys.stdout).data.some((x: { id: string }) => x.id === k.id), keys.stdout);
+  const withKey = { AGENT_PLATFORM_API_KEY: k.key };
+  assert.equal((await run(['runs', 'list'], withKey)).code, 0);
+  // the key holds runs:read only: a launch is refused with 403, exit 3
+  const launch = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"x"}'], withKey);
+  assert.equal(launch.code, 3, launch.stderr);
+  assert.match(launch.stderr, /^forbidden: .+ \(req_[^)]+\)$/m);
+  assert.equal((await run(['keys', 'revoke', k.id])).code, 0);
+  assert.equal((await run(['runs', 'list'], withKey)).code, 3, 'a revoked key is refused');
+
+  const last = JSON.parse((await run(['runs', 'list', '--limit', '1', '--json'])).stdout).data[0];
+  const rerun = await run(['runs', 'rerun', last.id, '--wait', '--json']);
+  assert.equal(rerun.code, 0, rerun.stderr);
+  const again = JSON.parse(rerun.stdout);
+  assert.equal(again.rerun_of, last.id);
+  assert.deepEqual(again.input, last.input);
+  assert.equal(again.status, 'success');
+
+  const schedule = await run(['schedules', 'create', '@fixtures/agent-echo', '--name', 'nightly', '--cron', '0 3 * * *', '--input', '{"message":"night"}', '--json']);
+  assert.equal(schedule.code, 0, schedule.stderr + schedule.stdout);
+  const sch = JSON.parse(schedule.stdout);
+  assert.equal(sch.enabled, true);
+  assert.ok(JSON.parse((await run(['schedules', 'list', '--json'])).stdout).data.some((x: { id: string }) => x.id === sch.id));
+  const disabled = await run(['schedules', 'disable', sch.id, '--json']);
+  assert.equal(disabled.code, 0, disabled.stderr);
+  assert.equal(JSON.parse(disabled.stdout).enabled, false);
+
+  const file = join(dir, 'downloaded.afps');
+  const downloaded = await run(['packages', 'download', '@fixtures/agent-echo', '--output', file]);
+  assert.equal(downloaded.code, 0, downloaded.stderr);
+  assert.equal(readFileSync(file).subarray(0, 2).toString(), 'PK', 'a zip archive');
+});
+
+test('runs cancel ends a run being followed, whose follower exits 12; a run failed by its model exits 10 under --wait', async () => {
+  fake.setLatency(30_000);
+  try {
+    const launched = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"slow"}']);
+    assert.equal(launched.code, 0, launched.stderr);
+    const id = launched.stdout.trim();
+    assert.match(id, /^run_\S+$/);
+    const follower = cli(['runs', 'logs', id, '--follow']);
+    const cancelled = await run(['runs', 'cancel', id, '--json']);
+    assert.equal(cancelled.code, 0, cancelled.stderr + cancelled.stdout);
+    assert.equal(JSON.parse(cancelled.stdout).status, 'cancelled');
+    const followed = await follower.done;
+    assert.equal(followed.code, 12, followed.stderr);
+    assert.match(followed.stderr, /cancelled/);
+  } finally {
+    fake.setLatency(0);
+  }
+  fake.setOutage(true);
+  try {
+    const failed = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"down"}', '--wait']);
+    assert.equal(failed.code, 10, failed.stdout + failed.stderr);
+    assert.match(failed.stdout, /^status: +failed$/m);
+  } finally {
+    fake.setOutage(false);
+  }
+});
+
+test('an expired access token is refreshed once by two commands started together (the rotated refresh token saved); logout revokes the refresh token, and a later refresh is refused', async () => {
+  const before = config();
+  const tokens = before.instances[platform.url].tokens;
+  tokens.expires_at = 0;
+  writeFileSync(configPath(), JSON.stringify(before));
+  // a refresh waits for the lock another command holds (spending a rotated refresh token twice
+  // would end the grant): held here, two commands started together refresh nothing meanwhile;
+  // released, one refreshes and the other uses what it saved
+  const lock = `${configPath()}.lock`;
+  writeFileSync(lock, '');
+  const one = cli(['whoami']);
+  const two = cli(['runs', 'list']);
+  const early = await Promise.race([one.done, two.done, new Promise((r) => setTimeout(() => r('waiting'), 3000))]);
+  assert.equal(early, 'waiting', 'both wait for the lock');
+  assert.equal(config().instances[platform.url].tokens.refresh_token, tokens.refresh_token, 'nothing refreshed while the lock is held');
+  rmSync(lock);
+  const [ran1, ran2] = await Promise.all([one.done, two.done]);
+  assert.equal(ran1.code, 0, ran1.stderr);
+  assert.equal(ran2.code, 0, ran2.stderr);
+  const refreshed = config().instances[platform.url].tokens;
+  assert.equal((await run(['whoami'])).code, 0, 'the grant is still alive');
+  assert.ok(refreshed.expires_at > Date.now());
+  assert.notEqual(refreshed.refresh_token, tokens.refresh_token, 'the provider rotated the refresh token');
+  assert.equal(statSync(configPath()).mode & 0o777, 0o600);
+
+  const out = await run(['logout']);
+  assert.equal(out.code, 0, out.stderr);
+  assert.equal(config().instances[platform.url].tokens, undefined);
+  const again = await fetch(`${platform.url}/api/auth/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshed.refresh_token, client_id: 'agent-platform-cli' }),
+  });
+  assert.equal(again.status, 400);
+  assert.equal(((await again.json()) as { error: string }).error, 'invalid_grant');
+  // the grant has ended: its last access token is refused too
+  const stale = await fetch(`${platform.url}/api/runs`, { headers: { authorization: `Bearer ${refreshed.access_token}`, 'x-org-id': orgId, 'x-space-id': spaceId } });
+  assert.equal(stale.status, 401);
+  const after = await run(['runs', 'list']);
+  assert.equal(after.code, 3, after.stderr);
+  assert.match(after.stderr, /^not_signed_in: /m);
+});
+
+test('bash completion completes commands, subcommands and the flags of the command typed', () => {
+  const script = spawnSync(process.execPath, [BIN, 'completion', 'bash'], { encoding: 'utf8' });
+  assert.equal(script.status, 0, script.stderr);
+  const complete = (line: string[]) => {
+    const words = line.map((w) => `'${w}'`).join(' ');
+    const r = spawnSync('bash', ['-c', `${script.stdout}\nCOMP_WORDS=(${words}); COMP_CWORD=${line.length - 1}; _agent_platform; echo "\${COMPREPLY[*]}"`], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.trim().split(/\s+/);
+  };
+  assert.deepEqual(complete(['agent-platform', 'ru']), ['runs']);
+  assert.deepEqual(complete(['agent-platform', 'runs', 'l']).sort(), ['list', 'logs']);
+  assert.ok(complete(['agent-platform', 'agents', 'run', '@a/b', '--']).includes('--follow'));
+  assert.deepEqual(complete(['agent-platform', 'runs', 'list', '--status', 'su']), ['success']);
+  const zsh = spawnSync(process.execPath, [BIN, 'completion', 'zsh'], { encoding: 'utf8' });
+  assert.equal(zsh.status, 0);
+  assert.match(zsh.stdout, /^#compdef agent-platform/);
+});
+
+test('runs logs --follow: a dropped stream is reconnected and what was logged meanwhile is caught up from since, each entry once, in order', async () => {
+  // a stand-in instance whose stream drops after the first entry; entries 2 and 3 are logged
+  // while no stream is open, 4 arrives on the second stream, then the run ends
+  const entry = (n: number) => ({ sequence: n, level: 'info', message: `step ${n}`, createdAt: new Date().toISOString() });
+  let logged = 1;
+  let status = 'running';
+  let streams = 0;
+  const server = createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x');
+    assert.equal(req.headers.authorization, 'Bearer apst_stand_in');
+    if (url.pathname === '/api/realtime/runs/run_1') {
+      streams++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`event: run_update\ndata: ${JSON.stringify({ id: 'run_1', status })}\n\n`);
+      if (streams === 1) {
+        res.write(`event: run_log\ndata: ${JSON.stringify(entry(1))}\n\n`);
+        setTimeout(() => {
+          logged = 3;
+          res.destroy();
+        }, 100);
+      } else {
+        logged = 4;
+        res.write(`event: run_log\ndata: ${JSON.stringify(entry(4))}\n\n`);
+        status = 'success';
+        res.end(`event: run_update\ndata: ${JSON.stringify({ id: 'run_1', status })}\n\n`);
+      }
+      return;
+    }
+    res.setHeader('content-type', 'application/json');
+    if (url.pathname === '/api/runs/run_1/logs') {
+      const since = Number(url.searchParams.get('since'));
+      const data = Array.from({ length: logged }, (_, i) => entry(i + 1)).filter((e) => e.sequence > since);
+      res.end(JSON.stringify({ object: 'list', data, hasMore: false, limit: 1000, next_since: data.at(-1)?.sequence ?? since }));
+    } else if (url.pathname === '/api/runs/run_1') {
+      res.end(JSON.stringify({ id: 'run_1', object: 'run', status }));
+    } else {
+      res.statusCode = 404;
+      res.end(JSON.stringify({ code: 'not_found', detail: 'no', request_id: 'req_x' }));
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const followed = await run(['runs', 'logs', 'run_1', '--follow', '--json', '--url', base, '--api-key', 'apst_stand_in']);
+    assert.equal(followed.code, 0, followed.stderr);
+    assert.deepEqual(followed.stdout.trim().split('\n').map((l) => JSON.parse(l).sequence), [1, 2, 3, 4]);
+    assert.equal(streams, 2);
+    assert.match(followed.stderr, /reconnecting \(1\)/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});
