@@ -232,8 +232,20 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       return state === 'ending' ? 'ending' : state === 'running';
     },
 
+    async bootCheck(runId, sandboxId) {
+      const { rows } = await pool.query<{ status: string; kind: string }>('SELECT status, kind FROM runs WHERE id = $1', [runId]);
+      const row = rows[0];
+      const run = !row ? 'gone' : row.status === 'pending' || row.status === 'running' ? row.status : 'ended';
+      if (sandboxId === REMOTE) return { run, sandbox: 'running' };
+      // A sandbox this worker never started was started by one that died since, and went with it.
+      if (!o.adapter.sandboxes().some((s) => s.sandboxId === sandboxId)) return { run, sandbox: 'unknown' };
+      return { run, sandbox: await o.adapter.state(sandboxId) };
+    },
+
     async finalize(runId: string, ending: RunEnding) {
-      const { finalized } = await finalizeRun(pool, runId, ending);
+      // a boot deadline never ends a run whose first event was accepted meanwhile
+      const bootDeadline = ending.status === 'failed' && ending.error.code === 'boot_timeout';
+      const { finalized } = await finalizeRun(pool, runId, ending, bootDeadline ? ['pending'] : undefined);
       if (finalized) return { finalized };
       // Someone else ended the run first: the workflow ends the way the run did.
       const { rows } = await pool.query<{ status: RecordedEnding['status']; code: string | null }>(
