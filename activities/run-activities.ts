@@ -237,9 +237,11 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       const row = rows[0];
       const run = !row ? 'gone' : row.status === 'pending' || row.status === 'running' ? row.status : 'ended';
       if (sandboxId === REMOTE) return { run, sandbox: 'running' };
-      // A sandbox this worker never started was started by one that died since, and went with it.
-      if (!o.adapter.sandboxes().some((s) => s.sandboxId === sandboxId)) return { run, sandbox: 'unknown' };
-      return { run, sandbox: await o.adapter.state(sandboxId) };
+      // asked first: a backend whose sandboxes outlive their worker (docker) adopts a live one here
+      const state = await o.adapter.state(sandboxId);
+      // A gone sandbox this worker never held was started by one that died since, and went with it.
+      if (state === 'gone' && !o.adapter.sandboxes().some((s) => s.sandboxId === sandboxId)) return { run, sandbox: 'unknown' };
+      return { run, sandbox: state };
     },
 
     async finalize(runId: string, ending: RunEnding) {

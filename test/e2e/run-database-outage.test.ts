@@ -270,13 +270,22 @@ describe('runs booting under faults', () => {
     assert.ok(Date.now() - killedAt < BOOT_SECONDS * 1000, `ended ${Date.now() - killedAt} ms after the kill`);
   });
 
-  test('runs waiting to start when the platform is killed with SIGKILL all run after its restart', async () => {
+  test('runs waiting to start when the platform is killed with SIGKILL all run after its restart, booted again', async () => {
     await until('no sandbox left from earlier runs', () => childProcesses('dist/sidecar.cjs').length === 0, 30_000);
-    const runs = await launch('restarted', 4);
-    // their boots are under way (sandboxes spawning) when the platform dies
-    await until('a sandbox to be started', () => childProcesses('dist/sidecar.cjs').length >= 1, 60_000);
-    for (const run of runs) assert.equal(await statusOf(run.id), 'pending');
-    await platform.kill('SIGKILL');
+    // one sandbox at least is assigned and has posted its first event (held: the run has not started),
+    // others are still being started, when the platform dies
+    events.pause();
+    const before = events.accepted;
+    let runs: Array<{ id: string; message: string }>;
+    try {
+      runs = await launch('restarted', 3);
+      await until('a sandbox to post its first event', () => events.accepted > before, 60_000);
+      for (const run of runs) assert.equal(await statusOf(run.id), 'pending');
+      await platform.kill('SIGKILL');
+    } finally {
+      // what the dead sandboxes posted finds no platform to take it
+      events.resume();
+    }
     await new Promise((r) => setTimeout(r, 3_000));
     await platform.restart();
 

@@ -15,21 +15,23 @@ async function until(ok: () => boolean, ms: number): Promise<void> {
   }
 }
 
-describe('run workflow boot under faults', () => {
-  const world = aSandboxWorld();
-  let harness: WorkflowHarness;
-  let client: RunWorkflowClient;
+const world = aSandboxWorld();
+let harness: WorkflowHarness;
+let client: RunWorkflowClient;
 
-  before(async () => {
-    harness = await startWorkflowHarness(world.activities, {
-      retry: { boot: { maxRetryAttempts: 3, initialRetryInterval: 50, maxRetryInterval: 100 } },
-    });
-    ({ client } = harness);
+before(async () => {
+  harness = await startWorkflowHarness(world.activities, {
+    retry: { boot: { maxRetryAttempts: 3, initialRetryInterval: 50, maxRetryInterval: 100 } },
   });
+  ({ client } = harness);
+});
 
-  after(async () => {
-    await harness?.close();
-  });
+after(async () => {
+  await harness?.close();
+});
+
+// Alone: it takes the worker away from every run of the harness.
+describe('run workflow boot when its worker dies', () => {
 
   test('a boot cut short by its worker\'s death gets its whole retry budget once the worker is back', async () => {
     const { runId, sandbox, record } = world.aRun({ timings: { bootSeconds: 30 } });
@@ -57,6 +59,9 @@ describe('run workflow boot under faults', () => {
     assert.equal(record.bootAttempts, 3);
   });
 
+});
+
+describe('run workflow boot phase', { concurrency: true }, () => {
   test('a boot that keeps failing names its attempts and the last cause', async () => {
     const { runId, record } = world.aRun();
     record.script.boot = () => { throw new Error('sidecar gave no answer within 30000 ms'); };
