@@ -231,7 +231,7 @@ describe('runs booting under faults', () => {
     const before = events.accepted;
     let runs: Array<{ id: string; message: string }>;
     try {
-      runs = await launch('booting', 4);
+      runs = await launch('booting', 3);
       await until('a sandbox to post its first event', () => events.accepted > before, 60_000);
       for (const run of runs) assert.equal(await statusOf(run.id), 'pending');
       proxy.pause();
@@ -278,7 +278,7 @@ describe('runs booting under faults', () => {
     const before = events.accepted;
     let runs: Array<{ id: string; message: string }>;
     try {
-      runs = await launch('restarted', 3);
+      runs = await launch('restarted', 2);
       await until('a sandbox to post its first event', () => events.accepted > before, 60_000);
       for (const run of runs) assert.equal(await statusOf(run.id), 'pending');
       await platform.kill('SIGKILL');
