@@ -232,8 +232,22 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       return state === 'ending' ? 'ending' : state === 'running';
     },
 
+    async bootCheck(runId, sandboxId) {
+      const { rows } = await pool.query<{ status: string; kind: string }>('SELECT status, kind FROM runs WHERE id = $1', [runId]);
+      const row = rows[0];
+      const run = !row ? 'gone' : row.status === 'pending' || row.status === 'running' ? row.status : 'ended';
+      if (sandboxId === REMOTE) return { run, sandbox: 'running' };
+      // asked first: a backend whose sandboxes outlive their worker (docker) adopts a live one here
+      const state = await o.adapter.state(sandboxId);
+      // A gone sandbox this worker never held was started by one that died since, and went with it.
+      if (state === 'gone' && !o.adapter.sandboxes().some((s) => s.sandboxId === sandboxId)) return { run, sandbox: 'unknown' };
+      return { run, sandbox: state };
+    },
+
     async finalize(runId: string, ending: RunEnding) {
-      const { finalized } = await finalizeRun(pool, runId, ending);
+      // a boot deadline never ends a run whose first event was accepted meanwhile
+      const bootDeadline = ending.status === 'failed' && ending.error.code === 'boot_timeout';
+      const { finalized } = await finalizeRun(pool, runId, ending, bootDeadline ? ['pending'] : undefined);
       if (finalized) return { finalized };
       // Someone else ended the run first: the workflow ends the way the run did.
       const { rows } = await pool.query<{ status: RecordedEnding['status']; code: string | null }>(

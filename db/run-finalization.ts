@@ -7,15 +7,21 @@ export type RunEndingRecord =
   | { status: 'success'; output: unknown }
   | { status: 'failed' | 'timeout' | 'cancelled'; error: { code: string; message: string; details?: unknown } };
 
-export async function finalizeRun(pool: pg.Pool, runId: string, ending: RunEndingRecord): Promise<{ finalized: boolean }> {
+/**
+ * `from` names the open statuses the ending may replace: a boot deadline ends only a run that is
+ * still pending, never one whose first event was accepted meanwhile.
+ */
+const OPEN = ['pending', 'running'] as const;
+
+export async function finalizeRun(pool: pg.Pool, runId: string, ending: RunEndingRecord, from: ReadonlyArray<'pending' | 'running'> = OPEN): Promise<{ finalized: boolean }> {
   const output = ending.status === 'success' ? JSON.stringify(ending.output ?? null) : null;
   const error = ending.status === 'success' ? null : JSON.stringify(ending.error);
   if (ending.status !== 'success') recordProblemCode(ending.error.code);
   // The trigger runs_status_announced (db/functions.sql) announces the change in this transaction.
   const { rowCount } = await pool.query(
     `UPDATE runs SET status = $2, output = $3::jsonb, error = $4::jsonb, finished_at = now()
-      WHERE id = $1 AND status IN ('pending', 'running')`,
-    [runId, ending.status, output, error],
+      WHERE id = $1 AND status = ANY($5::text[])`,
+    [runId, ending.status, output, error, from],
   );
   return { finalized: (rowCount ?? 0) > 0 };
 }

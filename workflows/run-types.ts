@@ -27,10 +27,24 @@ export type RunEnding =
   | { status: 'timeout'; error: { code: 'run_timeout'; message: string } }
   | { status: 'cancelled'; error: { code: 'run_cancelled' | 'run_cancelled_by_operator'; message: string } };
 
-/** The ending a run holds in the db: status and, unless it succeeded, its error code. */
+/**
+ * The ending a run holds in the db: status and, unless it succeeded, its error code. A run still
+ * open (a boot deadline refused because the run had started meanwhile) shows as pending or running.
+ */
 export interface RecordedEnding {
-  status: RunEnding['status'];
+  status: RunEnding['status'] | 'pending' | 'running';
   code?: string;
+}
+
+/** What the boot phase's check finds: the run in the db, and its sandbox as this worker sees it. */
+export interface BootCheck {
+  /** pending: no event accepted yet; running: its first event was accepted; ended: finalized; gone: deleted */
+  run: 'pending' | 'running' | 'ended' | 'gone';
+  /**
+   * The sandbox's state; 'unknown' when this worker does not hold it: it was started by a worker
+   * that has died since (a platform killed and restarted), and went with it.
+   */
+  sandbox: 'running' | 'ending' | 'gone' | 'unknown';
 }
 
 export interface RunActivities {
@@ -45,7 +59,13 @@ export interface RunActivities {
    * sandbox is gone or the run is unknown.
    */
   sandboxAlive(runId: string, sandboxId: string): Promise<boolean | 'ending' | 'ended'>;
-  /** Compare-and-set in the db; false means someone else finalized first, whose ending is `recorded`. */
+  /** The boot phase's look at the run and its sandbox, while the first event is awaited. */
+  bootCheck(runId: string, sandboxId: string): Promise<BootCheck>;
+  /**
+   * Compare-and-set in the db; false means someone else finalized first, whose ending is `recorded`.
+   * A boot_timeout is recorded only while the run is pending: a run whose first event was accepted
+   * has started, and `recorded` then says it is running.
+   */
   finalize(runId: string, ending: RunEnding): Promise<{ finalized: boolean; recorded?: RecordedEnding }>;
   teardown(runId: string, sandboxId: string): Promise<void>;
 }

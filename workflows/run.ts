@@ -7,7 +7,7 @@ import {
 } from './run-endings.ts';
 import {
   RESULT_STATE, RUN_WORKFLOW_NAME, isActivityFailure,
-  type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
+  type BootCheck, type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
 } from './run-types.ts';
 
 type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown';
@@ -40,6 +40,22 @@ interface Signals {
   cancel: RestatePromise<CancelSignal>;
 }
 
+/** How many times a run is booted when its sandboxes go with workers that die before it starts. */
+const MAX_BOOTS = 3;
+
+/** One boot attempt as journaled: the sandbox, a refusal, or a failure to retry. */
+type BootAttempt = { sandbox: SandboxRef } | { ending: RunEnding } | { error: string; ms: number };
+
+/**
+ * How the boot phase ends: the run started (from then on its liveness is watched), it ended, it was
+ * finalized elsewhere, or its sandbox went with a worker that died before the first event.
+ */
+type StartOutcome =
+  | { startedAt: number }
+  | { ending: RunEnding; recorded?: RecordedEnding }
+  | { endedElsewhere: true }
+  | { lostWithWorker: true };
+
 /** When the started signal was taken in; the execution phase's liveness counts from there. */
 interface StartedSignal {
   at: number;
@@ -67,10 +83,10 @@ interface FinishOutcome {
 }
 
 type Woken =
-  | { by: 'started' }
+  | { by: 'started'; at: number }
+  | { by: 'boot check' }
   | { by: 'terminal'; signal: TerminalSignal }
   | { by: 'cancel'; signal: CancelSignal }
-  | { by: 'boot deadline' }
   | { by: 'run timeout' }
   | { by: 'liveness tick' };
 
@@ -89,10 +105,30 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     const runId = ctx.key;
     const signals = listen(ctx);
     const engine: EngineCancel = { cancelled: false };
-    const booted = await boot(ctx, runId).catch(unlessCancelled(engine, { ending: cancelledByOperator() }));
-    if ('ending' in booted) return conclude(ctx, await finish(ctx, runId, null, booted.ending, engine), engine.cancelled);
-    const ending = await watch(ctx, runId, signals, booted.sandbox).catch(unlessCancelled(engine, cancelledByOperator()));
-    return conclude(ctx, await finish(ctx, runId, booted.sandbox, ending, engine), engine.cancelled);
+    for (let boots = 1; ; boots++) {
+      const booted = await boot(ctx, runId).catch(unlessCancelled(engine, { ending: cancelledByOperator() }));
+      if ('ending' in booted) return conclude(ctx, await finish(ctx, runId, null, booted.ending, engine), engine.cancelled);
+      const { sandbox } = booted;
+      const start = await waitForStart(ctx, runId, signals, sandbox).catch(unlessCancelled(engine, { ending: cancelledByOperator() } as StartOutcome));
+      if ('lostWithWorker' in start && boots < MAX_BOOTS) {
+        // The worker that started the sandbox died before the run's first event (the platform was
+        // killed and restarted): the run has not started, so it is booted again rather than failed.
+        ctx.console.warn(`the sandbox of run ${runId} went with a worker that died before the run started; booting it again`);
+        await teardown(ctx, runId, sandbox, engine);
+        continue;
+      }
+      let ending: RunEnding;
+      if ('startedAt' in start) {
+        ending = await watchExecution(ctx, runId, signals, sandbox, start.startedAt).catch(unlessCancelled(engine, cancelledByOperator()));
+      } else if ('endedElsewhere' in start) {
+        ending = await endedElsewhere(ctx, signals).catch(unlessCancelled(engine, cancelledByOperator()));
+      } else if ('lostWithWorker' in start) {
+        ending = sandboxLost();
+      } else {
+        ending = start.ending;
+      }
+      return conclude(ctx, await finish(ctx, runId, sandbox, ending, engine, 'recorded' in start ? start.recorded : undefined), engine.cancelled);
+    }
   }
 
   /**
@@ -113,46 +149,99 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     return result;
   }
 
-  async function watch(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<RunEnding> {
-    return (await waitForStart(ctx, signals, sandbox)) ?? (await watchExecution(ctx, runId, signals, sandbox));
-  }
-
+  /**
+   * Boots the sandbox, retrying a failed attempt within the step's budget. Each attempt's outcome is
+   * journaled, and the budget counts attempts and the time spent in them and in the waits between
+   * them, never time in which no worker ran the workflow: runs waiting to start when the platform
+   * was killed get their full budget after the restart.
+   */
   async function boot(ctx: WorkflowContext, runId: string): Promise<{ sandbox: SandboxRef } | { ending: RunEnding }> {
-    try {
-      return await ctx.run('boot', async () => {
+    const policy = retry.boot;
+    const maxAttempts = Math.max(1, policy.maxRetryAttempts ?? DEFAULT_RETRY.boot.maxRetryAttempts!);
+    const maxSpentMs = durationMs(policy.maxRetryDuration ?? DEFAULT_RETRY.boot.maxRetryDuration!);
+    let delayMs = durationMs(policy.initialRetryInterval ?? DEFAULT_RETRY.boot.initialRetryInterval!);
+    let spentMs = 0;
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await ctx.run('boot', async (): Promise<BootAttempt> => {
+        const began = Date.now();
         try {
           return { sandbox: await activities.boot(runId) };
         } catch (err) {
           // A refused boot is journaled as a result, so it is never retried.
           if (isActivityFailure(err)) return { ending: failed(err.code, err.message, err.details) };
-          throw err;
+          return { error: errorText(err), ms: Date.now() - began };
         }
-      }, retry.boot);
-    } catch (err) {
-      if (isGiveUp(err)) return { ending: failed('boot_failed', `The sandbox could not be started: ${err.message}`) };
-      throw err;
+      });
+      if ('sandbox' in outcome || 'ending' in outcome) return outcome;
+      spentMs += outcome.ms;
+      ctx.console.warn(`boot attempt ${attempt} of run ${runId} failed: ${outcome.error}`);
+      if (attempt >= maxAttempts || spentMs + delayMs > maxSpentMs) {
+        const tried = attempt === 1 ? 'one attempt' : `${attempt} attempts`;
+        return { ending: failed('boot_failed', `The sandbox could not be started (${tried} over ${Math.round(spentMs / 1000)} s); the last failed with: ${outcome.error}`) };
+      }
+      await ctx.sleep(delayMs, 'boot retry');
+      spentMs += delayMs;
+      delayMs = Math.min(delayMs * (policy.retryIntervalFactor ?? 2), durationMs(policy.maxRetryInterval ?? DEFAULT_RETRY.boot.maxRetryInterval!));
     }
   }
 
-  /** Boot phase: the runner's first event, a terminal or cancel signal, or the boot deadline. */
-  async function waitForStart(ctx: WorkflowContext, signals: Signals, sandbox: SandboxRef): Promise<RunEnding | null> {
-    const woken = await firstOf([
-      signals.started.map(() => ({ by: 'started' })),
-      signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
-      signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
-      ctx.sleep(seconds(sandbox.bootSeconds), 'boot deadline').map(() => ({ by: 'boot deadline' })),
-    ]);
-    switch (woken.by) {
-      case 'started': return null;
-      case 'terminal': return fromTerminalSignal(woken.signal);
-      case 'cancel': return cancelled(woken.signal.reason);
-      default: return bootTimedOut(sandbox.bootSeconds);
+  /**
+   * Boot phase: the runner's first event, a terminal or cancel signal, or a check every liveness
+   * tick. A check finds a run whose first event was accepted (its signal follows), a sandbox that is
+   * gone (`sandbox_lost`, at once) or that went with a worker that died, and the boot deadline.
+   * The deadline counts only time in which the platform could record events: a check that answers
+   * late (the database stalled, the worker was down) shows it was not listening, and that span is
+   * not counted. A boot deadline is recorded only while the run is still pending.
+   */
+  async function waitForStart(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<StartOutcome> {
+    const bootMs = seconds(sandbox.bootSeconds);
+    const heartbeatMs = seconds(sandbox.heartbeatSeconds);
+    const tickMs = Math.min(heartbeatMs * 2, bootMs);
+    const lateMs = heartbeatMs / 2;
+    let lookedAt = await ctx.date.now();
+    let countedMs = 0;
+    for (;;) {
+      const waitMs = Math.max(1, Math.min(tickMs, bootMs - countedMs));
+      const woken = await firstOf([
+        signals.started.map((signal) => ({ by: 'started', at: signal!.at })),
+        signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
+        signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
+        ctx.sleep(waitMs, 'boot check').map(() => ({ by: 'boot check' })),
+      ]);
+      if (woken.by === 'started') return { startedAt: woken.at };
+      if (woken.by === 'terminal') return { ending: fromTerminalSignal(woken.signal) };
+      if (woken.by === 'cancel') return { ending: cancelled(woken.signal.reason) };
+      let probe: BootCheck & { checkedAt: number };
+      try {
+        probe = await ctx.run('boot check', async () => ({ ...(await activities.bootCheck(runId, sandbox.sandboxId)), checkedAt: Date.now() }), retry.liveness);
+      } catch (err) {
+        if (!isGiveUp(err)) throw err;
+        // The platform could not look (its database unreachable): that time is not the sandbox's.
+        ctx.console.warn(`the boot of run ${runId} could not be checked: ${err.message}`);
+        lookedAt = await ctx.date.now();
+        continue;
+      }
+      const late = probe.checkedAt - (lookedAt + waitMs) > lateMs;
+      if (!late) countedMs += probe.checkedAt - lookedAt;
+      lookedAt = probe.checkedAt;
+      if (probe.run === 'running') return { startedAt: probe.checkedAt };
+      if (probe.run === 'ended') return { endedElsewhere: true };
+      if (probe.run === 'gone') return { ending: sandboxLost() };
+      if (probe.sandbox === 'unknown') return { lostWithWorker: true };
+      if (probe.sandbox === 'gone') return { ending: sandboxLost() };
+      // A sandbox whose sidecar holds the run's end is delivering it: not judged by the deadline.
+      if (probe.sandbox === 'ending' || countedMs < bootMs) continue;
+      const ending = bootTimedOut(sandbox.bootSeconds);
+      const { finalized, recorded } = await ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize);
+      if (finalized) return { ending, recorded: { status: 'failed', code: 'boot_timeout' } };
+      // The first event was accepted just now (its signal follows), or the run ended otherwise.
+      if (recorded?.status === 'running' || recorded?.status === 'pending') return { startedAt: await ctx.date.now() };
+      return { endedElsewhere: true };
     }
   }
 
   /** Execution phase: a terminal or cancel signal, the run's timeout, or a failed liveness check. */
-  async function watchExecution(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<RunEnding> {
-    const { at: executionStartedAt } = await signals.started;
+  async function watchExecution(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef, executionStartedAt: number): Promise<RunEnding> {
     const timeout = ctx.sleep(seconds(sandbox.timeoutSeconds), 'run timeout');
     const heartbeatMs = seconds(sandbox.heartbeatSeconds);
     const view: LivenessView = {
@@ -229,9 +318,13 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     return silentMs > view.staleMs ? heartbeatLost(silentMs) : null;
   }
 
-  /** Records the ending once, then tears the sandbox down whatever happened (a cancellation meanwhile included). */
-  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding, engine: EngineCancel): Promise<FinishOutcome> {
+  /**
+   * Records the ending once (unless `recordedAlready`: the boot deadline recorded its own), then
+   * tears the sandbox down whatever happened (a cancellation meanwhile included).
+   */
+  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding, engine: EngineCancel, recordedAlready?: RecordedEnding): Promise<FinishOutcome> {
     try {
+      if (recordedAlready) return { result: { ending, finalized: true }, recorded: recordedAlready };
       const { finalized, recorded } = await despiteCancel(engine, () => ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize));
       // Older journals (and a run deleted meanwhile) carry no recorded ending: the workflow's own stands in.
       const held = finalized || !recorded ? { status: ending.status, code: 'error' in ending ? ending.error.code : undefined } : recorded;
@@ -336,6 +429,16 @@ function firstOf(candidates: RestatePromise<Woken>[]): RestatePromise<Woken> {
 /** A step that failed for good (retries exhausted or refused), as opposed to a cancellation or suspension. */
 function isGiveUp(err: unknown): err is TerminalError {
   return err instanceof TerminalError && !(err instanceof CancelledError);
+}
+
+function durationMs(value: StepRetry['maxRetryDuration']): number {
+  if (typeof value === 'number') return value;
+  const d = (value ?? {}) as { days?: number; hours?: number; minutes?: number; seconds?: number; milliseconds?: number };
+  return ((((d.days ?? 0) * 24 + (d.hours ?? 0)) * 60 + (d.minutes ?? 0)) * 60 + (d.seconds ?? 0)) * 1000 + (d.milliseconds ?? 0);
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function seconds(value: number): number {

@@ -3,6 +3,7 @@
 // read-only view of the system) when bwrap is available, and under per-sandbox cgroup v2
 // ceilings when the host allows; otherwise it is an ordinary process with a V8 heap ceiling.
 import { mkdir, rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from '../../lib/log.ts';
@@ -24,6 +25,12 @@ export interface ProcessAdapterOptions {
   root?: string;
   /** ready pairs kept waiting */
   warmPool: number;
+  /**
+   * pairs started at once (default: the cores, at least 2); more wait their turn, so a burst of
+   * runs (all the runs waiting to start when a platform restarts) does not starve each pair's
+   * start past its ready timeout, which counts from the pair's own start
+   */
+  coldStarts?: number;
   /** sandbox folders go under it: <workDir>/<sandboxId>/{workspace,files,ipc} */
   workDir: string;
   log?: Logger;
@@ -97,6 +104,24 @@ async function chooseConfinement(
   return { note: probe.reason.startsWith('no answer') ? `bwrap's probe gave ${probe.reason}` : `bwrap cannot create its namespaces here: ${probe.reason}` };
 }
 
+/** `start` with at most `limit` calls under way; the others wait, first come first served. */
+function startsAtOnce<A, T>(limit: number, start: (arg: A) => Promise<T>): (arg: A) => Promise<T> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async (arg) => {
+    // a finished start hands its place straight to the next in line
+    if (running < limit) running += 1;
+    else await new Promise<void>((go) => waiting.push(go));
+    try {
+      return await start(arg);
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running -= 1;
+    }
+  };
+}
+
 export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise<ProcessSandboxAdapter> {
   const root = opts.root ?? projectRoot();
   const workDir = path.resolve(opts.workDir);
@@ -135,7 +160,8 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
     log: opts.log,
   };
   const poolHeapMb = agentHeapMb(opts.poolMemoryMb ?? DEFAULT_POOL_MEMORY_MB);
-  const pool = new WarmPool(Math.max(0, opts.warmPool), poolHeapMb, () => SandboxPair.spawn(settings, poolHeapMb), opts.log);
+  const spawnPair = startsAtOnce(Math.max(1, opts.coldStarts ?? Math.max(2, availableParallelism())), (heapMb: number) => SandboxPair.spawn(settings, heapMb));
+  const pool = new WarmPool(Math.max(0, opts.warmPool), poolHeapMb, () => spawnPair(poolHeapMb), opts.log);
   const active = new Map<string, SandboxPair>();
   const runOf = new Map<string, string>();
   let closed = false;
@@ -164,7 +190,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
       if (closed) throw new Error('the process sandbox adapter is closed');
       checkWorkspacePaths(spec.workspace);
       const heapMb = agentHeapMb(spec.limits.memoryMb);
-      const pair = pool.take(heapMb) ?? (await SandboxPair.spawn(settings, heapMb));
+      const pair = pool.take(heapMb) ?? (await spawnPair(heapMb));
       if (closed) {
         await pair.stop();
         throw new Error('the process sandbox adapter is closed');

@@ -1,6 +1,9 @@
 // A database that stalls for 20 s fails no healthy run: neither runs whose agents hand over their
-// results while it is stalled, nor runs in the middle of their work. The platform reaches
-// PostgreSQL through a pausable proxy; the model sits behind a gate that holds a chosen turn.
+// results while it is stalled, nor runs in the middle of their work, nor runs still booting (their
+// boot deadline does not count the stall). A sandbox lost before its first event ends its run
+// sandbox_lost at the next check, and runs waiting to start when the platform is killed all run
+// after its restart. The platform reaches PostgreSQL through a pausable proxy, sandboxes post their
+// events through another (INTERNAL_API_URL); the model sits behind a gate that holds a chosen turn.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createServer, request, type Server } from 'node:http';
@@ -12,11 +15,14 @@ import { aKey, anOrg } from '../support/builders.ts';
 import { freshDatabase, type TestDatabase } from '../support/db.ts';
 import { client } from '../support/http.ts';
 import { startPausableProxy, type PausableProxy } from '../support/pausable-proxy.ts';
-import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
+import { namedPort, startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
 import { aDefaultModel, importFixture } from '../support/runs.ts';
 
 const RUNS = 6;
 const OUTAGE_MS = 20_000;
+// Short, so that the booting runs' stall below outlasts it (the default is 60 s).
+const BOOT_SECONDS = 10;
+const BOOT_OUTAGE_MS = 15_000;
 const ECHO = '/api/agents/@fixtures/agent-echo/run';
 // what the scripted model has the agent report through its output tool
 
@@ -87,6 +93,8 @@ let fake: FakeModel;
 let gate: ModelGate;
 let db: TestDatabase;
 let proxy: PausableProxy;
+/** between the sandboxes and the platform's runner routes: holding it holds their events */
+let events: PausableProxy;
 let platform: PlatformProcess;
 let api: ReturnType<typeof client>;
 
@@ -99,10 +107,15 @@ before(async () => {
   const proxied = new URL(db.url);
   proxied.hostname = '127.0.0.1';
   proxied.port = String(proxy.port);
+  const port = await namedPort();
+  events = await startPausableProxy({ host: '127.0.0.1', port });
   // A 2 s heartbeat: the 20 s outage spans ten of them, three times the allowed silence.
   platform = await startPlatformProcess({
     db: { ...db, url: proxied.toString() },
-    env: { RUN_HEARTBEAT_SECONDS: '2', RUN_BOOT_SECONDS: '60', SANDBOX_WARM_POOL: '0', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(gate.url).host },
+    env: {
+      PORT: String(port), INTERNAL_API_URL: `http://127.0.0.1:${events.port}`,
+      RUN_HEARTBEAT_SECONDS: '2', RUN_BOOT_SECONDS: String(BOOT_SECONDS), SANDBOX_WARM_POOL: '0', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(gate.url).host,
+    },
   });
   const pool = new pg.Pool({ connectionString: db.url, max: 1 });
   const org = await anOrg(pool);
@@ -115,8 +128,10 @@ before(async () => {
 
 after(async () => {
   proxy?.resume();
+  events?.resume();
   await platform?.stop();
   await proxy?.close();
+  await events?.close();
   await db?.drop();
   await gate?.close();
   await fake?.close();
@@ -130,9 +145,9 @@ async function until(what: string, ok: () => boolean | Promise<boolean>, ms: num
   }
 }
 
-async function launch(tag: string): Promise<Array<{ id: string; message: string }>> {
+async function launch(tag: string, count = RUNS): Promise<Array<{ id: string; message: string }>> {
   const runs = [];
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < count; i++) {
     const message = `${tag} ${i}`;
     const res = await api.post(ECHO, { input: { message } });
     assert.equal(res.status, 201, res.text);
@@ -157,8 +172,17 @@ async function endings(runs: Array<{ id: string; message: string }>): Promise<Ar
 
 /** The platform's agent runtime processes still running. */
 function agentProcesses(): number {
-  const out = execFileSync('ps', ['-o', 'args=', '--ppid', String(platform.proc.pid)], { encoding: 'utf8' });
-  return out.split('\n').filter((line) => line.includes('agent-runtime')).length;
+  return childProcesses('agent-runtime').length;
+}
+
+/** The pids of the platform's child processes whose command line has `pattern`. */
+function childProcesses(pattern: string): number[] {
+  const out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(platform.proc.pid)], { encoding: 'utf8' });
+  return out.split('\n').filter((line) => line.includes(pattern)).map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+async function statusOf(id: string): Promise<string> {
+  return (await api.get(`/api/runs/${id}`)).body.status;
 }
 
 async function outage(): Promise<void> {
@@ -192,6 +216,78 @@ describe('runs under a database outage', () => {
     await until('every agent in the middle of its work', () => gate.held() === RUNS, 90_000);
     await outage();
     gate.release();
+
+    const ended = await endings(runs);
+    assert.deepEqual(ended, runs.map((r) => ({ status: 'success', code: undefined, output: { echo: r.message } })));
+  });
+});
+
+describe('runs booting under faults', () => {
+  test('runs booting while the database is stalled for longer than their boot deadline end success', async () => {
+    await until('no sandbox left from earlier runs', () => childProcesses('dist/sidecar.cjs').length === 0, 30_000);
+    // the first events wait at the held events proxy; once one sandbox has posted its own, that
+    // run's boot deadline runs, and the database stalls for longer than it
+    events.pause();
+    const before = events.accepted;
+    let runs: Array<{ id: string; message: string }>;
+    try {
+      runs = await launch('booting', 3);
+      await until('a sandbox to post its first event', () => events.accepted > before, 60_000);
+      for (const run of runs) assert.equal(await statusOf(run.id), 'pending');
+      proxy.pause();
+    } finally {
+      events.resume();
+    }
+    // the first events reach the platform, which cannot record them for longer than the boot deadline
+    await new Promise((r) => setTimeout(r, BOOT_OUTAGE_MS));
+    proxy.resume();
+
+    const ended = await endings(runs);
+    assert.deepEqual(ended, runs.map((r) => ({ status: 'success', code: undefined, output: { echo: r.message } })));
+  });
+
+  test('a sandbox killed before its first event is recorded ends the run sandbox_lost at the next check, not at the boot deadline', async () => {
+    await until('no sandbox left from earlier runs', () => childProcesses('dist/sidecar.cjs').length === 0, 30_000);
+    events.pause();
+    const before = events.accepted;
+    let run: { id: string };
+    let killedAt: number;
+    try {
+      [run] = await launch('lost', 1);
+      await until('the sandbox to post its first event', () => childProcesses('dist/sidecar.cjs').length === 1 && events.accepted > before, 60_000);
+      assert.equal(await statusOf(run.id), 'pending');
+      for (const pid of [...childProcesses('dist/sidecar.cjs'), ...childProcesses('agent-runtime')]) process.kill(pid, 'SIGKILL');
+      killedAt = Date.now();
+      // the first event dies with its sandbox, never recorded
+      await until('the run to end', async () => !['pending', 'running'].includes(await statusOf(run.id)), 60_000);
+    } finally {
+      events.resume();
+    }
+    const ended = (await api.get(`/api/runs/${run.id}`)).body;
+    assert.equal(ended.status, 'failed');
+    assert.equal(ended.error.code, 'sandbox_lost', JSON.stringify(ended.error));
+    // a liveness tick is two 2 s heartbeats: well before the boot deadline
+    assert.ok(Date.now() - killedAt < BOOT_SECONDS * 1000, `ended ${Date.now() - killedAt} ms after the kill`);
+  });
+
+  test('runs waiting to start when the platform is killed with SIGKILL all run after its restart, booted again', async () => {
+    await until('no sandbox left from earlier runs', () => childProcesses('dist/sidecar.cjs').length === 0, 30_000);
+    // one sandbox at least is assigned and has posted its first event (held: the run has not started),
+    // others are still being started, when the platform dies
+    events.pause();
+    const before = events.accepted;
+    let runs: Array<{ id: string; message: string }>;
+    try {
+      runs = await launch('restarted', 2);
+      await until('a sandbox to post its first event', () => events.accepted > before, 60_000);
+      for (const run of runs) assert.equal(await statusOf(run.id), 'pending');
+      await platform.kill('SIGKILL');
+    } finally {
+      // what the dead sandboxes posted finds no platform to take it
+      events.resume();
+    }
+    await new Promise((r) => setTimeout(r, 3_000));
+    await platform.restart();
 
     const ended = await endings(runs);
     assert.deepEqual(ended, runs.map((r) => ({ status: 'success', code: undefined, output: { echo: r.message } })));

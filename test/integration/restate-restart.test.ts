@@ -19,6 +19,7 @@ function aHealthySandbox() {
     boot: async (runId) => ({ sandboxId: `sbx_${runId}`, bootSeconds: 30, heartbeatSeconds: 1, timeoutSeconds: 60 }),
     lastHeartbeatAt: async () => Date.now(),
     sandboxAlive: async () => true,
+    bootCheck: async () => ({ run: 'pending', sandbox: 'running' }),
     finalize: async (_runId, ending) => {
       finalizeCalls.push(ending);
       return { finalized: finalizeCalls.length === 1 };

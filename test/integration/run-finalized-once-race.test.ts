@@ -123,3 +123,15 @@ test('the reconciler and a runner ending raced: one wins, the other changes noth
   assert.equal(rows[0].status, won[0] ? 'failed' : 'success');
   if (won[0]) assert.equal(rows[0].error.code, 'run_abandoned');
 });
+
+test('a boot deadline never ends a run whose first event was accepted; a pending one it ends', async () => {
+  const bootTimeout: RunEndingRecord = { status: 'failed', error: { code: 'boot_timeout', message: 'The sandbox sent no event within 10 s of booting.' } };
+  const started = await aPendingRun();
+  // the first event, recorded as the runner route records it
+  await app.deps.database.pool.query(`SELECT outcome FROM record_run_event($1, 'msg_first', 1, 'started', '{}'::jsonb)`, [started]);
+  assert.deepEqual(await finalizeRun(app.deps.database.pool, started, bootTimeout, ['pending']), { finalized: false });
+  const pending = await aPendingRun();
+  assert.deepEqual(await finalizeRun(app.deps.database.pool, pending, bootTimeout, ['pending']), { finalized: true });
+  const { rows } = await app.deps.database.pool.query('SELECT id, status FROM runs WHERE id = ANY($1) ORDER BY id = $2 DESC', [[started, pending], started]);
+  assert.deepEqual(rows.map((r) => r.status), ['running', 'failed']);
+});

@@ -33,6 +33,7 @@ const activities: RunActivities = {
   boot: async () => ({ sandboxId: 'sbx_scripted', timeoutSeconds: 600, bootSeconds: 600, heartbeatSeconds: 60 }),
   lastHeartbeatAt: async () => Date.now(),
   sandboxAlive: async () => true,
+  bootCheck: async () => ({ run: 'pending', sandbox: 'running' }),
   finalize: async () => ({ finalized: false }),
   teardown: async () => undefined,
 };

@@ -54,6 +54,10 @@ describe('run workflow liveness under platform faults', { concurrency: true }, (
     boot: async (runId) => worldOf(runId).sandbox,
     lastHeartbeatAt: (runId) => worldOf(runId).query(() => worldOf(runId).lastEventAt),
     sandboxAlive: (runId) => worldOf(runId).query(() => worldOf(runId).state),
+    bootCheck: (runId) => worldOf(runId).query(() => {
+      const { state } = worldOf(runId);
+      return { run: 'pending' as const, sandbox: state === true ? 'running' as const : state === 'ending' ? 'ending' as const : 'gone' as const };
+    }),
     finalize: async () => ({ finalized: true }),
     teardown: async () => undefined,
   };

@@ -18,6 +18,7 @@ const idleSandbox: RunActivities = {
   boot: async (runId) => ({ sandboxId: `sbx_${runId}`, bootSeconds: 600, heartbeatSeconds: 10, timeoutSeconds: 600 }),
   lastHeartbeatAt: async () => Date.now(),
   sandboxAlive: async () => true,
+  bootCheck: async () => ({ run: 'pending', sandbox: 'running' }),
   finalize: async () => ({ finalized: true }),
   teardown: async () => {},
 };

@@ -3,6 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createProcessAdapter, type ProcessSandboxAdapter } from '../../activities/sandbox/process-adapter.ts';
@@ -66,5 +67,19 @@ describe('the state of a process sandbox', () => {
     assert.equal(running(procs.sidecarPid), true);
     assert.equal(await adapter.state(sandboxId), 'gone');
     await adapter.stop(sandboxId);
+  });
+
+  test('a burst of starts spawns pairs a few at a time: each pair\'s ready timeout counts from its own start', async () => {
+    const gated = await createProcessAdapter({ warmPool: 0, workDir: join(workDir, 'gated'), coldStarts: 1 });
+    try {
+      const started = await Promise.all([1, 2, 3].map((i) => gated.start(aSandboxSpec({ runId: `run_burst_${i}`, eventsBaseUrl: receiver.url, secret, modelUrl: model.url }))));
+      // when each sidecar process began (clock ticks since boot, 100 a second): one pair at a time,
+      // each after the last was ready (a pair takes well over 0.3 s to get ready; unbounded, the
+      // three begin within about 0.1 s)
+      const began = started.map(({ sandboxId }) => Number(readFileSync(`/proc/${gated.processes(sandboxId)!.sidecarPid}/stat`, 'utf8').split(') ')[1].split(' ')[19])).sort((a, b) => a - b);
+      for (let i = 1; i < began.length; i++) assert.ok(began[i] - began[i - 1] >= 30, `sidecars began at ticks ${began.join(', ')}`);
+    } finally {
+      await gated.close();
+    }
   });
 });

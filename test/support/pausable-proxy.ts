@@ -10,6 +10,8 @@ export interface PausableProxy {
   pause(): void;
   resume(): void;
   readonly paused: boolean;
+  /** connections accepted so far (each kept until either side closes it) */
+  readonly accepted: number;
   close(): Promise<void>;
 }
 
@@ -23,6 +25,7 @@ interface Link {
 
 export async function startPausableProxy(upstream: { host: string; port: number }): Promise<PausableProxy> {
   let paused = false;
+  let accepted = 0;
   const links = new Set<Link>();
 
   /** Forwards one direction; holds what arrives while paused, and honours backpressure. */
@@ -68,6 +71,7 @@ export async function startPausableProxy(upstream: { host: string; port: number 
   const server = net.createServer((client) => {
     const link: Link = { client, upstream: null, toUpstream: [], toClient: [] };
     links.add(link);
+    accepted += 1;
     client.on('error', () => drop(link));
     if (paused) {
       // accepted, but nothing is read until resume: the connection waits like a stalled server's
@@ -85,6 +89,9 @@ export async function startPausableProxy(upstream: { host: string; port: number 
     port: (server.address() as net.AddressInfo).port,
     get paused() {
       return paused;
+    },
+    get accepted() {
+      return accepted;
     },
     pause() {
       paused = true;

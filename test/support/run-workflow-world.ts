@@ -7,10 +7,10 @@ import { randomUUID } from 'node:crypto';
 import { startRestateServer, type RestateServer } from '../../restate/launcher.ts';
 import { freePort } from '../../lib/free-port.ts';
 import { queryInvocations, registerDeployment, sqlString } from '../../restate/admin.ts';
-import { startWorkflowEndpoint } from '../../workflows/endpoint.ts';
+import { startWorkflowEndpoint, type WorkflowEndpoint } from '../../workflows/endpoint.ts';
 import { createRunWorkflow, type RunWorkflowOptions } from '../../workflows/run.ts';
 import { createRunWorkflowClient, type RunWorkflowClient } from '../../workflows/run-client.ts';
-import type { RecordedEnding, RunActivities, RunEnding, SandboxRef } from '../../workflows/run-types.ts';
+import type { BootCheck, RecordedEnding, RunActivities, RunEnding, SandboxRef } from '../../workflows/run-types.ts';
 
 
 // Small timings keep the tests short: boot 2 s, heartbeat 1 s (liveness tick 2 s, stale after 3 s), timeout 3 s.
@@ -18,8 +18,12 @@ export const TIMINGS = { bootSeconds: 2, heartbeatSeconds: 1, timeoutSeconds: 3 
 
 export interface RunScript {
   /** Returns the sandbox or throws; called once per boot attempt (1-based). */
-  boot(attempt: number): SandboxRef;
+  boot(attempt: number): SandboxRef | Promise<SandboxRef>;
   alive(): boolean;
+  /** false once the worker that holds the sandbox has died (the boot check sees it unknown) */
+  sandboxKnown(): boolean;
+  /** the run's status as the boot check reads it from the db */
+  runStatus(): BootCheck['run'];
   lastEventAt(): number | null;
   teardownFails: boolean;
   /** Someone else (the API's cancel path, say) finalized the run first. */
@@ -57,6 +61,10 @@ export function aSandboxWorld() {
     async sandboxAlive(runId) {
       return recordOf(runId).script.alive();
     },
+    async bootCheck(runId) {
+      const { script } = recordOf(runId);
+      return { run: script.runStatus(), sandbox: !script.sandboxKnown() ? 'unknown' : script.alive() ? 'running' : 'gone' };
+    },
     async finalize(runId, ending) {
       const record = recordOf(runId);
       record.finalizeCalls.push(ending);
@@ -79,6 +87,8 @@ export function aSandboxWorld() {
       script: {
         boot: () => sandbox,
         alive: () => true,
+        sandboxKnown: () => true,
+        runStatus: () => 'pending',
         lastEventAt: () => Date.now(),
         teardownFails: false,
         finalizedElsewhere: false,
@@ -101,6 +111,10 @@ export const quietLogger = (meta: { level: string }, message?: unknown, ...rest:
 export interface WorkflowHarness {
   server: RestateServer;
   client: RunWorkflowClient;
+  /** the worker goes away: the workflow endpoint stops answering (the engine retries meanwhile) */
+  endpointDown(): Promise<void>;
+  /** the worker is back, at the same address */
+  endpointUp(): Promise<void>;
   /** how the engine lists the invocation once it completed */
   invocationOutcome(invocationId: string): Promise<{ completion_result?: string; completion_failure?: string } | undefined>;
   close(): Promise<void>;
@@ -111,11 +125,19 @@ export async function startWorkflowHarness(activities: RunActivities, options: R
   const baseDir = mkdtempSync(join(tmpdir(), 'restate-run-workflow-'));
   const [ingressPort, adminPort, nodePort, endpointPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const server = await startRestateServer({ baseDir, ingressPort, adminPort, nodePort, logFile: join(baseDir, 'restate.log') });
-  const endpoint = await startWorkflowEndpoint({ port: endpointPort, services: [createRunWorkflow(activities, options)], logger: quietLogger });
+  const serve = () => startWorkflowEndpoint({ port: endpointPort, services: [createRunWorkflow(activities, options)], logger: quietLogger });
+  let endpoint: WorkflowEndpoint | null = await serve();
   await registerDeployment(server.adminUrl, endpoint.url);
   return {
     server,
     client: createRunWorkflowClient(server.ingressUrl),
+    async endpointDown() {
+      await endpoint?.close();
+      endpoint = null;
+    },
+    async endpointUp() {
+      endpoint ??= await serve();
+    },
     async invocationOutcome(invocationId) {
       const rows = await queryInvocations<{ completion_result?: string; completion_failure?: string }>(
         server.adminUrl,
@@ -124,7 +146,7 @@ export async function startWorkflowHarness(activities: RunActivities, options: R
       return rows[0];
     },
     async close() {
-      await endpoint.close();
+      await endpoint?.close();
       await server.stop();
       rmSync(baseDir, { recursive: true, force: true });
     },
