@@ -92,7 +92,7 @@ export class Browser {
   }
 
   async go(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<Response> {
-    const headers: Record<string, string> = { cookie: this.header() };
+    const headers: Record<string, string> = { cookie: this.header(), accept: 'text/html,*/*;q=0.8' };
     let body: string | undefined;
     if (init.form) {
       body = new URLSearchParams(init.form).toString();

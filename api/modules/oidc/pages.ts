@@ -17,7 +17,10 @@ export function applyCsp(req: IncomingMessage, res: ServerResponse, formTargets:
   const nonce = randomBytes(16).toString('base64');
   (req as IncomingMessage & { cspNonce?: string }).cspNonce = nonce;
   const targets = ["'self'", ...formTargets].join(' ');
-  res.setHeader('Content-Security-Policy', `default-src 'none'; style-src 'nonce-${nonce}'; img-src 'none'; form-action ${targets}; frame-ancestors 'none'; base-uri 'none'`);
+  // script-src names the nonce (used by nothing of ours) so that the provider can add the hash of
+  // its one inline script, the auto-submit of a form_post page (verification_uri_complete, and
+  // response_mode=form_post); without the directive that script would be refused
+  res.setHeader('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'none'; form-action ${targets}; frame-ancestors 'none'; base-uri 'none'`);
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('Cache-Control', 'no-store');
@@ -39,11 +42,23 @@ export function errorPage(ctx: Ctx, error: unknown, description: unknown): strin
   return page(ctx.req, 'Error', `<h1>Something went wrong</h1><p class="err">${escapeHtml(error)}</p><p>${escapeHtml(description ?? '')}</p>`);
 }
 
+/**
+ * The code entry page: one form of ours carrying the provider's action and xsrf value (the
+ * provider's own form has an input of its own, which would post a second, empty user_code).
+ */
 export function deviceInputPage(ctx: Ctx, form: string, err?: { name?: string; userCode?: string }): string {
   const msg = err ? '<p class="err">That code is not valid or has expired. Try again.</p>' : '<p>Enter the code shown on your device.</p>';
-  // the provider's form holds the xsrf field; the input is ours
-  const withInput = form.replace('</form>', '<label for="user_code">Code</label><input id="user_code" name="user_code" autocomplete="off" autofocus><button type="submit">Continue</button></form>');
-  return page(ctx.req, 'Device sign-in', `<h1>Device sign-in</h1>${msg}${withInput}`);
+  const action = /\baction="([^"]*)"/.exec(form)?.[1] ?? '';
+  const xsrf = /name="xsrf" value="([^"]*)"/.exec(form)?.[1] ?? '';
+  const own = `<form method="post" action="${escapeHtml(action)}"><input type="hidden" name="xsrf" value="${escapeHtml(xsrf)}">`
+    + '<label for="user_code">Code</label><input id="user_code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" autofocus>'
+    + '<button type="submit">Continue</button></form>';
+  return page(ctx.req, 'Device sign-in', `<h1>Device sign-in</h1>${msg}${own}`);
+}
+
+/** The page of a client IP that entered too many wrong codes. */
+export function deviceTooManyPage(ctx: Ctx, retryAfter: number): string {
+  return page(ctx.req, 'Device sign-in', `<h1>Device sign-in</h1><p class="err">Too many wrong codes from this address. Try again in ${Math.ceil(retryAfter / 60)} minute(s).</p>`);
 }
 
 export function deviceConfirmPage(ctx: Ctx, form: string, clientName: string, userCode: string): string {

@@ -13,6 +13,8 @@ import { adapterFactory } from './adapter.ts';
 import { loadSigningKeys, type SigningKey } from './keys.ts';
 import { deviceConfirmPage, deviceInputPage, deviceSuccessPage, errorPage } from './pages.ts';
 import { OIDC_SCOPES } from './scopes.ts';
+import { countWrongDeviceCode } from './rate-limit.ts';
+import type { Request } from '../../http.ts';
 
 export const PATHS = {
   authorization: '/api/auth/oauth2/authorize',
@@ -25,6 +27,7 @@ export const PATHS = {
   device_authorization: '/api/auth/device/code',
   code_verification: '/api/auth/device',
   registration: '/api/auth/oauth2/register',
+  pushed_authorization_request: '/api/auth/oauth2/par',
   interaction: '/api/auth/oauth2/interaction',
 } as const;
 
@@ -127,6 +130,7 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
       jwks: PATHS.jwks,
       device_authorization: PATHS.device_authorization,
       code_verification: PATHS.code_verification,
+      pushed_authorization_request: PATHS.pushed_authorization_request,
     },
     scopes: [...OIDC_SCOPES],
     claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
@@ -165,9 +169,15 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
         gid: token.grantId,
       };
     },
+    // a browser gets a page; any other caller the RFC 6749 body
     renderError: async (ctx, out) => {
-      ctx.type = 'html';
-      ctx.body = errorPage(ctx, out.error, out.error_description);
+      if (/\btext\/html\b/.test(ctx.get('accept'))) {
+        ctx.type = 'html';
+        ctx.body = errorPage(ctx, out.error, out.error_description);
+        return;
+      }
+      ctx.type = 'json';
+      ctx.body = { error: String(out.error), error_description: String(out.error_description ?? out.error) };
     },
     features: {
       devInteractions: { enabled: false },
@@ -181,6 +191,7 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
         charset: 'base-20',
         mask: '****-****',
         userCodeInputSource: async (ctx, form, _out, err) => {
+          if (err && ctx.method === 'POST') await countWrongDeviceCode(deps, ctx.req as Request);
           ctx.body = deviceInputPage(ctx, form, err);
         },
         userCodeConfirmSource: async (ctx, form, client, _info, userCode) => {
