@@ -3,10 +3,11 @@
 // Content-Security-Policy whose only allowance is the page's own style element (by nonce).
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { scopeDescription } from './scopes.ts';
 
 const STYLE = 'body{font:15px/1.45 system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}'
   + 'h1{font-size:1.3rem}label{display:block;margin:.6rem 0 .2rem}input{width:100%;padding:.45rem;box-sizing:border-box}'
-  + 'button{margin:.8rem .4rem 0 0;padding:.45rem .9rem}.err{color:#a00}code{font-size:1.3rem}ul{padding-left:1.2rem}';
+  + 'button{margin:.8rem .4rem 0 0;padding:.45rem .9rem}.err{color:#a00}code{font-size:1.3rem}li code{font-size:.85rem}ul{padding-left:1.2rem}';
 
 export function escapeHtml(s: unknown): string {
   return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -82,9 +83,9 @@ export function signInPage(req: IncomingMessage, opts: { action: string; clientN
     + `<form method="post" action="${escapeHtml(opts.action)}"><input type="hidden" name="action" value="deny"><button type="submit">Cancel</button></form>`);
 }
 
-export function consentPage(req: IncomingMessage, opts: { action: string; clientName: string; scopes: string[]; resources: string[] }): string {
-  const list = opts.scopes.map((s) => `<li><code>${escapeHtml(s)}</code></li>`).join('');
+export function consentPage(req: IncomingMessage, opts: { action: string; clientName: string; instance: string; scopes: string[]; resources: string[] }): string {
+  const list = opts.scopes.map((s) => `<li>${escapeHtml(scopeDescription(s) ?? s)} <small>(<code>${escapeHtml(s)}</code>)</small></li>`).join('');
   const where = opts.resources.map((r) => `<li>${escapeHtml(r)}</li>`).join('');
-  return page(req, 'Allow access', `<h1>Allow ${escapeHtml(opts.clientName)}?</h1><p>It asks for:</p><ul>${list}</ul>${where ? `<p>at</p><ul>${where}</ul>` : ''}`
+  return page(req, 'Allow access', `<h1>Allow ${escapeHtml(opts.clientName)}?</h1><p><strong>${escapeHtml(opts.clientName)}</strong> asks to use your account on <strong>${escapeHtml(opts.instance)}</strong> to:</p><ul>${list}</ul>${where ? `<p>at</p><ul>${where}</ul>` : ''}`
     + `<form method="post" action="${escapeHtml(opts.action)}"><button type="submit" name="action" value="allow">Allow</button><button type="submit" name="action" value="deny">Deny</button></form>`);
 }

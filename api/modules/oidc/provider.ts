@@ -13,6 +13,8 @@ import { adapterFactory } from './adapter.ts';
 import { loadSigningKeys, type SigningKey } from './keys.ts';
 import { deviceConfirmPage, deviceInputPage, deviceSuccessPage, errorPage } from './pages.ts';
 import { OIDC_SCOPES } from './scopes.ts';
+import { KEY_SCOPES } from '../../../lib/permissions.ts';
+import { bearerOf, introspectionOf, ownAccessToken } from './own-tokens.ts';
 import { countWrongDeviceCode } from './rate-limit.ts';
 import type { Request } from '../../http.ts';
 
@@ -231,6 +233,44 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
     },
   };
   const provider = new ProviderClass(issuer, configuration);
+  provider.use(async (ctx, next) => {
+    // offline_access is consented to (OpenID Connect Core 11): a request asking for it without
+    // prompt=consent would otherwise have it dropped silently, and no refresh token issued
+    if (ctx.method === 'GET' && ctx.path === PATHS.authorization) {
+      const q = ctx.query as Record<string, unknown>;
+      const scopes = typeof q.scope === 'string' ? q.scope.split(' ') : [];
+      const prompts = typeof q.prompt === 'string' ? q.prompt.split(' ').filter(Boolean) : [];
+      if (scopes.includes('offline_access') && !prompts.includes('consent') && !prompts.includes('none')) {
+        ctx.query = { ...q, prompt: [...prompts, 'consent'].join(' ') } as never;
+      }
+    }
+    await next();
+    const route = ctx.oidc?.route;
+    const body = ctx.body as Record<string, unknown> | undefined;
+    if (route === 'discovery' && ctx.status === 200 && body) {
+      // the API's scopes too: a client registered with them may ask for them
+      body.scopes_supported = [...OIDC_SCOPES, ...KEY_SCOPES];
+    } else if (route === 'introspection' && ctx.status === 400 && body?.error === 'unsupported_token_type' && ctx.oidc.client) {
+      const t = await ownAccessToken(provider, issuer, keys, String(ctx.oidc.params?.token ?? ''));
+      ctx.status = 200;
+      ctx.body = introspectionOf(t, issuer, ctx.oidc.client);
+    } else if (route === 'userinfo' && ctx.status === 401) {
+      const token = bearerOf(ctx.get('authorization'), ctx.oidc.params as Record<string, unknown>);
+      const t = token ? await ownAccessToken(provider, issuer, keys, token) : null;
+      const grant = t ? await provider.Grant.find(t.gid) : undefined;
+      const granted = new Set(String(grant?.getOIDCScope() ?? '').split(' '));
+      const account = t && granted.has('openid') ? await findAccount(pool, t.sub) : undefined;
+      if (!t || !account) return;
+      const claims = (await account.claims()) as Record<string, unknown>;
+      ctx.remove('WWW-Authenticate');
+      ctx.status = 200;
+      ctx.body = {
+        sub: t.sub,
+        ...(granted.has('email') && claims.email ? { email: claims.email } : {}),
+        ...(granted.has('profile') && claims.name ? { name: claims.name } : {}),
+      };
+    }
+  });
   provider.proxy = deps.config.TRUST_PROXY !== 'false' && deps.config.TRUST_PROXY !== '';
   provider.on('server_error', (_ctx, err) => deps.log.error('oidc provider error', { error: String(err) }));
   return { provider, callback: provider.callback() as never, issuer, keys };
