@@ -132,7 +132,7 @@ export function providerOperations(): DocumentedRoute[] {
   const userinfo = (method: 'get' | 'post') => op({
     method, path: PATHS.userinfo, security: [{ bearer: [] }],
     summary: 'UserInfo: the claims of the token\'s subject (sub; email, name as granted); any access token of this issuer that carries openid',
-    responses: { 200: { description: 'Claims', schema: UserInfo }, 401: oauth('invalid_token'), 403: oauth('insufficient_scope') },
+    responses: { 200: { description: 'Claims', schema: UserInfo }, 400: oauth('invalid_request'), 401: oauth('invalid_token'), 403: oauth('insufficient_scope') },
   });
   const device = (method: 'get' | 'post') => op({
     method, path: PATHS.code_verification,
@@ -140,8 +140,9 @@ export function providerOperations(): DocumentedRoute[] {
       ? 'Device sign-in page: the code entry form (or the confirmation, given ?user_code=)'
       : 'Device sign-in page: submits the user code (a limited number of wrong codes per address, then 429)',
     ...(method === 'get' ? { query: z.object({ user_code: z.string().optional() }) } : { bodyContent: form(z.object({ xsrf: z.string(), user_code: z.string().optional(), confirm: z.string().optional(), abort: z.string().optional() })) }),
-    responses: method === 'get' ? { 200: Html('The page') } : {
-      200: Html('The page'),
+    responses: method === 'get' ? { 200: Html('The page'), 400: Html('An unknown user_code: the entry page again') } : {
+      200: Html('The next page, or the entry page again saying the code is wrong (counted towards the limit)'),
+      400: Html('A stale form: the entry page again (counted towards the limit)'),
       303: { description: 'On to sign-in and consent', headers: ['Location'] },
       429: Html('Too many wrong codes from this address or for this code; the page says when to retry (Retry-After)'),
     },

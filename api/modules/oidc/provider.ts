@@ -244,7 +244,14 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
         ctx.query = { ...q, prompt: [...prompts, 'consent'].join(' ') } as never;
       }
     }
-    await next();
+    try {
+      await next();
+    } catch (err) {
+      // oidc-provider 9 answers a device page request that fails before its new session was
+      // ever saved (no cookie: a stale form, an unknown resume uid), then throws while saving
+      // that session: the answer it set stands, and the empty session is worth nothing
+      if (!(err instanceof TypeError && err.message.startsWith('persist can only be called on previously persisted'))) throw err;
+    }
     const route = ctx.oidc?.route;
     const body = ctx.body as Record<string, unknown> | undefined;
     if (route === 'discovery' && ctx.status === 200 && body) {
