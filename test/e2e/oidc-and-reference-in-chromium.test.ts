@@ -102,3 +102,46 @@ test(`the code entry page answers 429 after ${DEVICE_CODE_ATTEMPTS.max} wrong co
     await context.close();
   }
 });
+
+test('/api/docs: every tag is on the page, each opened tag shows all its operations, and Try it out works on GET /api/runs', async () => {
+  const doc = (await (await fetch(`${app.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, { tags: string[]; operationId: string }>> };
+  const byTag = new Map<string, number>();
+  for (const ops of Object.values(doc.paths)) for (const op of Object.values(ops)) byTag.set(op.tags[0], (byTag.get(op.tags[0]) ?? 0) + 1);
+  const total = [...byTag.values()].reduce((a, b) => a + b, 0);
+  assert.ok(total > 150, `${total} operations: enough for the renderer to window a fully open list`);
+  const page = await browser.newPage();
+  const refused = watchPageErrors(page);
+  try {
+    await page.goto(`${app.url}/api/docs`);
+    const headings = page.locator('.opblock-tag-section > h3');
+    await headings.first().waitFor();
+    // every tag at once (Swagger UI keeps only what is near the viewport of a long open list)
+    assert.deepEqual((await page.locator('.opblock-tag-section > h3').evaluateAll((hs) => hs.map((h) => h.getAttribute('data-tag')))).sort(), [...byTag.keys()].sort());
+    let rendered = 0;
+    const short: string[] = [];
+    for (const [tag, count] of byTag) {
+      const section = page.locator('.opblock-tag-section').filter({ has: page.locator(`h3[data-tag="${tag}"]`) });
+      await section.locator('h3').click();
+      await section.locator('.opblock').nth(count - 1).waitFor();
+      const shown = await section.locator('.opblock').count();
+      rendered += shown;
+      if (shown !== count) short.push(`${tag}: ${shown} of ${count}`);
+      await section.locator('h3').click();
+      await section.locator('.opblock').first().waitFor({ state: 'detached' });
+    }
+    assert.deepEqual(short, []);
+    assert.equal(rendered, total);
+
+    // Try it out on GET /api/runs
+    const runs = page.locator('.opblock-tag-section').filter({ has: page.locator('h3[data-tag="Runs"]') });
+    await runs.locator('h3').click();
+    const list = runs.locator('.opblock-get').filter({ has: page.locator('.opblock-summary-path[data-path="/api/runs"]') });
+    await list.locator('.opblock-summary-control').click();
+    await list.getByRole('button', { name: 'Try it out' }).click();
+    await list.getByRole('button', { name: 'Execute' }).waitFor();
+    assert.ok(await list.locator('input[placeholder="limit"], tr[data-param-name="limit"] input').count() >= 1, 'the limit parameter is editable');
+    assert.deepEqual(refused, []);
+  } finally {
+    await page.close();
+  }
+});
