@@ -91,6 +91,7 @@ test('discovery advertises no endpoint that answers 404, to GET or to POST', asy
     const endpoints = Object.entries<string>(d).filter(([k, v]) => (k.endsWith('_endpoint') || k === 'jwks_uri') && typeof v === 'string');
     assert.ok(endpoints.length >= 9, JSON.stringify(endpoints));
     assert.equal(d.pushed_authorization_request_endpoint, `${app.url}/api/auth/oauth2/par`);
+    assert.equal(d.dpop_signing_alg_values_supported, undefined, 'no DPoP: the API checks no proof');
     for (const [name, url] of endpoints) {
       assert.ok(url.startsWith(`${app.url}/`), `${name} is on this issuer: ${url}`);
       // each with the method it serves, and with the other one (answered 405, never 404)

@@ -183,6 +183,9 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
     },
     features: {
       devInteractions: { enabled: false },
+      // the API's verifier checks no DPoP proof: a sender-constrained token would be taken as a
+      // plain bearer one there, so none is issued (and discovery does not offer DPoP)
+      dPoP: { enabled: false },
       introspection: { enabled: true },
       revocation: { enabled: true },
       userinfo: { enabled: true },
