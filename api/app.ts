@@ -15,7 +15,7 @@ import { errorHandler } from './middleware/errors.ts';
 import { lifecycleGates } from './middleware/gates.ts';
 import { requestContext } from './middleware/request-context.ts';
 import type { OidcVerifier } from './middleware/authenticate.ts';
-import { buildOpenApiDocument } from './openapi.ts';
+import { buildOpenApiDocument, type DocumentedRoute } from './openapi.ts';
 import { createRouteMounter, type MountedRoute } from './router.ts';
 import { buildLlmsFullTxt, buildLlmsTxt } from './llms.ts';
 import { publicRoutes, type PublicDocs } from './routes/public.ts';
@@ -35,6 +35,8 @@ export interface ApiModule {
   /** for what cannot be declared as routes (streams, protocol endpoints); runs after the gates */
   handler?: (deps: AppDeps) => ModuleHandler;
   oidcVerifier?: OidcVerifier;
+  /** operations its handler serves, declared for the OpenAPI document (they are not in the route table) */
+  operations?: DocumentedRoute[];
   /** Restate services the module adds to the worker's workflow endpoint */
   services?: unknown[];
   /** background work started once the engine is reachable (API roles); stopped on shutdown */
@@ -128,8 +130,9 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
     }
   };
 
-  docs.openapi = buildOpenApiDocument(all, { version: parts.version, serverUrl: config.PUBLIC_URL, sessionCookie: sessionCookieName(config) });
+  const served = parts.modules.flatMap((m) => m.operations ?? []);
+  docs.openapi = buildOpenApiDocument([...all, ...served], { version: parts.version, serverUrl: config.PUBLIC_URL, sessionCookie: sessionCookieName(config) });
   docs.llms = buildLlmsTxt(all, config);
-  docs.llmsFull = buildLlmsFullTxt(all);
+  docs.llmsFull = buildLlmsFullTxt([...all, ...served]);
   return { app, routes: all };
 }

@@ -6,7 +6,7 @@ import { errorCatalog } from '../lib/error-catalog.ts';
 import type { Config } from '../lib/config.ts';
 import type { RateLimitRow, RouteDef } from './route.ts';
 
-type AnyRoute = RouteDef<any, any, any>;
+type AnyRoute = Omit<RouteDef<any, any, any>, 'handler'>;
 type Json = Record<string, any>;
 
 /** Operations whose request bodies /llms.txt spells out. */

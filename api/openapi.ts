@@ -64,7 +64,7 @@ const RESPONSE_HEADERS: Record<string, { description: string; schema: Record<str
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /** The response headers of one status of a route, from the families it belongs to. */
-function responseHeaders(def: RouteDef<any, any, any>, status: number, declared: string[] = []): Record<string, unknown> {
+function responseHeaders(def: DocumentedRoute, status: number, declared: string[] = []): Record<string, unknown> {
   const names = ['Request-Id'];
   if ((def.stage ?? 'protected') === 'protected') names.push('Service-Version');
   if (status === 401) names.push('WWW-Authenticate');
@@ -79,13 +79,14 @@ function responseHeaders(def: RouteDef<any, any, any>, status: number, declared:
 }
 
 /** A paged list: its query takes a page size. */
-function isList(def: RouteDef<any, any, any>): boolean {
+function isList(def: DocumentedRoute): boolean {
   const shape = (def.query as { shape?: Record<string, unknown> } | undefined)?.shape;
   return Boolean(shape && 'limit' in shape) && def.method === 'get';
 }
 
 /** Security as the server enforces it: session-only routes refuse API keys. */
-function securityOf(def: RouteDef<any, any, any>): Array<Record<string, string[]>> {
+function securityOf(def: DocumentedRoute): Array<Record<string, string[]>> {
+  if (def.security) return def.security;
   const stage = def.stage ?? 'protected';
   // /api/auth/* routes that act on the signed-in session read only its cookie
   if (stage === 'auth') return def.sessionOnly ? [{ session: [] }] : [];
@@ -105,6 +106,15 @@ function dropNull(schema: Record<string, any>): void {
   }
 }
 
+/**
+ * An operation as the document declares it. Routes of the route table are these; a module's
+ * handler serves others (the OpenID provider's endpoints), declared without a handler.
+ */
+export type DocumentedRoute = Omit<RouteDef<any, any, any>, 'handler'> & {
+  /** security as the operation enforces it, when the stage's rule does not say it */
+  security?: Array<Record<string, string[]>>;
+};
+
 export interface OpenApiDocument {
   json: string;
   etag: string;
@@ -119,13 +129,13 @@ export interface DocumentInfo {
   sessionCookie: string;
 }
 
-function requestBodyOf(def: RouteDef<any, any, any>) {
+function requestBodyOf(def: DocumentedRoute) {
   if (def.bodyContent) return { content: Object.fromEntries(Object.entries(def.bodyContent).map(([type, schema]) => [type, { schema }])), required: true };
   if (def.body) return { content: { 'application/json': { schema: def.body } }, required: true };
   return undefined;
 }
 
-export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: DocumentInfo): OpenApiDocument {
+export function buildOpenApiDocument(routes: DocumentedRoute[], info: DocumentInfo): OpenApiDocument {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key (apst_...) or an OIDC access token.' });
   registry.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: info.sessionCookie, description: 'The session cookie set by sign-in.' });
@@ -151,8 +161,9 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: Do
     for (const [status, spec] of Object.entries(def.responses)) {
       const headers = responseHeaders(def, Number(status), spec.headers);
       if (spec.schema) responses[status] = { description: spec.description, headers, content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } };
-      // every error leaves as a problem document, declared with a schema or not
-      else if (Number(status) >= 400) responses[status] = { description: spec.description, headers, content: problemContent };
+      // every error leaves as a problem document, declared with a schema or not, but for the
+      // OpenID provider's browser pages, which declare their HTML
+      else if (Number(status) >= 400 && spec.contentType !== 'text/html') responses[status] = { description: spec.description, headers, content: problemContent };
       else if (spec.contentType) responses[status] = { description: spec.description, headers, content: { [spec.contentType]: { schema: /json/.test(spec.contentType) ? { type: 'object' } : { type: 'string' } } } };
       else responses[status] = { description: spec.description, headers };
     }

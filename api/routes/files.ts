@@ -50,7 +50,8 @@ const RunFileList = z.object({ object: z.literal('list'), data: z.array(RunFile)
 
 const IdParams = z.object({ id: z.string() });
 const TokenQuery = z.object({ token: z.string().min(1).max(2000) });
-const MIME = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/i;
+// no flags: the document carries the pattern's source, which clients compile as ECMA-262 without flags
+const MIME = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 
 const UPLOAD_LIMIT = { perMinute: 20 };
 const CONTENT_LIMIT = { perMinute: 60, by: 'ip' as const };
@@ -63,7 +64,7 @@ const PUBLISH_MAX_BODY = 16 * 1024 * 1024;
 const Published = z.object({
   name: z.string().min(1).max(200),
   mimeType: z.string().regex(MIME).default('application/octet-stream'),
-  content: z.string().max(PUBLISH_MAX_BODY).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64'),
+  content: z.string().max(PUBLISH_MAX_BODY).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64').meta({ examples: ['aGVsbG8='] }),
 }).strict();
 const SIGNATURE_HEADERS = [
   { name: 'webhook-id', required: true, description: 'Unique message id.' },
@@ -131,7 +132,7 @@ export const fileRoutes = [
       name: z.string().min(1).max(255).refine((n) => !/[/\\\0]/.test(n) && n !== '.' && n !== '..', 'must be a file name without folders'),
       // a coerced numeric field: absent is invalid_type (spec, Validation)
       size: z.coerce.number().int().nonnegative(),
-      mimeType: z.string().regex(MIME, 'must be a media type such as text/plain'),
+      mimeType: z.string().regex(MIME, 'must be a media type such as text/plain').meta({ examples: ['text/plain', 'image/png', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'] }),
       sha256: z.string().regex(SHA256, 'must be 64 hexadecimal characters').optional(),
     }).strict(),
     responses: {

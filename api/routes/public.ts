@@ -26,7 +26,10 @@ const DOCS_HTML = `<!doctype html>
 <script src="/api/docs/assets/swagger-ui-bundle.js"></script>
 <script src="/api/docs/reference.js"></script>
 </body></html>`;
-const DOCS_JS = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#reference', deepLinking: true });`;
+// Tags start closed: Swagger UI (5.x) windows a list of 150 rows (tags plus open operations) or
+// more, keeping only those near the viewport in the page, which showed as three tags and a blank
+// stretch. Closed, the 26 tags are all there, and an opened tag shows every operation it holds.
+const DOCS_JS = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#reference', deepLinking: true, docExpansion: 'none', filter: true });`;
 
 export function publicRoutes(docs: PublicDocs): RouteDef<any, any, any>[] {
   return [

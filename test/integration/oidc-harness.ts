@@ -92,7 +92,7 @@ export class Browser {
   }
 
   async go(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<Response> {
-    const headers: Record<string, string> = { cookie: this.header() };
+    const headers: Record<string, string> = { cookie: this.header(), accept: 'text/html,*/*;q=0.8' };
     let body: string | undefined;
     if (init.form) {
       body = new URLSearchParams(init.form).toString();
@@ -159,7 +159,7 @@ export interface CodeFlow {
 }
 
 /** Authorization code with PKCE (S256) through the pages. */
-export async function codeFlow(config: oidc.Configuration, person: Person | { session: true }, params: { scope: string; resource?: string }, browser = new Browser()): Promise<CodeFlow> {
+export async function codeFlow(config: oidc.Configuration, person: Person | { session: true }, params: { scope: string; resource?: string; prompt?: string | null }, browser = new Browser()): Promise<CodeFlow> {
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const url = oidc.buildAuthorizationUrl(config, {
@@ -168,7 +168,8 @@ export async function codeFlow(config: oidc.Configuration, person: Person | { se
     code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
     code_challenge_method: 'S256',
     state,
-    prompt: 'consent',
+    // null: no prompt parameter at all
+    ...(params.prompt === null ? {} : { prompt: params.prompt ?? 'consent' }),
     ...(params.resource ? { resource: params.resource } : {}),
   });
   const back = await browser.walk(url.toString(), person, REDIRECT);

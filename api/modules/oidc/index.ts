@@ -10,10 +10,11 @@ import type { AppDeps } from '../../deps.ts';
 import type { Request, Response } from '../../http.ts';
 import { createInteractionHandler } from './interaction.ts';
 import { loadSigningKeys, rotateSigningKey, type SigningKey } from './keys.ts';
-import { applyCsp } from './pages.ts';
+import { applyCsp, deviceTooManyPage } from './pages.ts';
 import { buildProvider, PATHS, type BuiltProvider } from './provider.ts';
 import { oauthClientRoutes } from './clients/index.ts';
-import { oauthRateLimit, type OAuthLimitedEndpoint } from './rate-limit.ts';
+import { AS_METADATA, DISCOVERY, METHODS, providerOperations } from './operations.ts';
+import { deviceCodeWait, oauthRateLimit, type OAuthLimitedEndpoint } from './rate-limit.ts';
 import { createOidcVerifier } from './verifier.ts';
 
 export { oauthRateLimit, OAUTH_RATE_LIMITS } from './rate-limit.ts';
@@ -40,12 +41,32 @@ const LIMITED: Record<string, OAuthLimitedEndpoint> = {
   [PATHS.introspection]: 'introspect',
   [PATHS.revocation]: 'revoke',
 };
-const DISCOVERY = '/.well-known/openid-configuration';
-const AS_METADATA = '/.well-known/oauth-authorization-server';
 const OAUTH_PREFIX = '/api/auth/oauth2/';
 const MAX_ISSUERS = 8;
 /** how often a process looks for a key rotated elsewhere, at most (only when OAuth endpoints are used) */
 export const KEY_CHECK_MS = 60_000;
+
+/** The methods a provider path answers, or null when the provider serves no such path. */
+function methodsOf(path: string): string[] | null {
+  if (METHODS[path]) return METHODS[path];
+  const tail = (prefix: string) => path.startsWith(`${prefix}/`) && /^[A-Za-z0-9_-]{1,64}$/.test(path.slice(prefix.length + 1));
+  if (tail(PATHS.interaction)) return ['GET', 'POST'];
+  // where an authorization resumes after sign-in and consent
+  if (tail(PATHS.authorization)) return ['GET'];
+  // where the device flow resumes after sign-in and consent
+  if (tail(PATHS.code_verification)) return ['GET'];
+  return null;
+}
+
+function wrongMethod(res: Response, methods: string[]): void {
+  const body = JSON.stringify({ error: 'invalid_request', error_description: `This endpoint answers ${methods.join(' and ')} only.` });
+  res.statusCode = 405;
+  res.setHeader('Allow', [...methods, ...(methods.includes('GET') ? ['HEAD'] : []), 'OPTIONS'].join(', '));
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Content-Length', String(Buffer.byteLength(body)));
+  res.end(body);
+}
 
 export interface OidcModule extends ApiModule {
   /** rotates the signing key and makes this process sign with the new one */
@@ -117,8 +138,31 @@ export async function loadOidc(deps: AppDeps): Promise<OidcModule> {
     if (isOauth) {
       const rest = path.slice(OAUTH_PREFIX.length);
       if (LIBRARY_CLIENT_ENDPOINTS.has(rest)) throw problem('unauthorized', { detail: 'Clients are managed at /api/oauth/clients; this endpoint is not served.' });
-      // dynamic registration is a route of its own; without it, nothing here answers it
-      if (path === PATHS.registration) return false;
+      // dynamic registration is a route of its own (POST): another method reaches this handler
+      if (path === PATHS.registration) {
+        if (req.method === 'OPTIONS') return false;
+        wrongMethod(res, ['POST']);
+        return true;
+      }
+    }
+    // the provider answers a method it does not serve with a plain-text 404: say what is served,
+    // the OAuth way (RFC 6749 body)
+    const methods = methodsOf(path);
+    if (!methods) return false;
+    if (req.method !== 'OPTIONS' && !methods.includes(req.method === 'HEAD' ? 'GET' : req.method!)) {
+      wrongMethod(res, methods);
+      return true;
+    }
+    if (path === PATHS.code_verification && req.method === 'POST') {
+      const wait = await deviceCodeWait(deps, req);
+      if (wait) {
+        applyCsp(req, res);
+        res.statusCode = 429;
+        res.setHeader('Retry-After', String(wait));
+        res.setHeader('Content-Type', 'text/html; charset=utf-8');
+        res.end(deviceTooManyPage({ req }, wait));
+        return true;
+      }
     }
     const limited = LIMITED[path];
     if (limited && (await oauthRateLimit(deps, req, res, limited))) return true;
@@ -152,6 +196,7 @@ export async function loadOidc(deps: AppDeps): Promise<OidcModule> {
   return {
     name: 'oidc',
     routes: oauthClientRoutes(deps),
+    operations: providerOperations(),
     handler: () => handler,
     oidcVerifier: verifier,
     rotateKeys: () => rotateOidcSigningKey(deps),

@@ -86,6 +86,15 @@ async function accountFor(deps: AppDeps, client: Record<string, any>, person: { 
   return again.rows[0].id;
 }
 
+/** How the pages name this instance: the platform at its address. */
+function instanceName(issuer: string): string {
+  try {
+    return `Agent Platform at ${new URL(issuer).host}`;
+  } catch {
+    return 'Agent Platform';
+  }
+}
+
 export function createInteractionHandler(deps: AppDeps, providerOf: (req: Request) => Promise<Provider>) {
   return async function interaction(req: Request, res: Response, uid: string): Promise<void> {
     const provider = await providerOf(req);
@@ -116,8 +125,12 @@ export function createInteractionHandler(deps: AppDeps, providerOf: (req: Reques
         return send(res, 200, signInPage(req, { action, clientName, sessionEmail: session?.email }));
       }
       const d = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
-      const scopes = [...(d.missingOIDCScope ?? []), ...Object.values(d.missingResourceScopes ?? {}).flat()];
-      return send(res, 200, consentPage(req, { action, clientName, scopes: [...new Set(scopes)], resources: Object.keys(d.missingResourceScopes ?? {}) }));
+      // what the request asks and the client may get (consent may be asked again for scopes
+      // already granted: offline_access always asks), then anything else the grant lacks
+      const offered = new Set<string>([...OIDC_SCOPES, ...(Array.isArray(client.platform_scopes) ? client.platform_scopes : [])]);
+      const asked = String(details.params.scope ?? '').split(' ').filter((s) => offered.has(s));
+      const scopes = [...asked, ...(d.missingOIDCScope ?? []), ...Object.values(d.missingResourceScopes ?? {}).flat()];
+      return send(res, 200, consentPage(req, { action, clientName, instance: instanceName(provider.issuer), scopes: [...new Set(scopes)], resources: Object.keys(d.missingResourceScopes ?? {}) }));
     }
     if (req.method !== 'POST') {
       res.setHeader('Allow', 'GET, POST');

@@ -3,10 +3,11 @@
 // Content-Security-Policy whose only allowance is the page's own style element (by nonce).
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { scopeDescription } from './scopes.ts';
 
 const STYLE = 'body{font:15px/1.45 system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}'
   + 'h1{font-size:1.3rem}label{display:block;margin:.6rem 0 .2rem}input{width:100%;padding:.45rem;box-sizing:border-box}'
-  + 'button{margin:.8rem .4rem 0 0;padding:.45rem .9rem}.err{color:#a00}code{font-size:1.3rem}ul{padding-left:1.2rem}';
+  + 'button{margin:.8rem .4rem 0 0;padding:.45rem .9rem}.err{color:#a00}code{font-size:1.3rem}li code{font-size:.85rem}ul{padding-left:1.2rem}';
 
 export function escapeHtml(s: unknown): string {
   return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -17,7 +18,10 @@ export function applyCsp(req: IncomingMessage, res: ServerResponse, formTargets:
   const nonce = randomBytes(16).toString('base64');
   (req as IncomingMessage & { cspNonce?: string }).cspNonce = nonce;
   const targets = ["'self'", ...formTargets].join(' ');
-  res.setHeader('Content-Security-Policy', `default-src 'none'; style-src 'nonce-${nonce}'; img-src 'none'; form-action ${targets}; frame-ancestors 'none'; base-uri 'none'`);
+  // script-src names the nonce (used by nothing of ours) so that the provider can add the hash of
+  // its one inline script, the auto-submit of a form_post page (verification_uri_complete, and
+  // response_mode=form_post); without the directive that script would be refused
+  res.setHeader('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'none'; form-action ${targets}; frame-ancestors 'none'; base-uri 'none'`);
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('Cache-Control', 'no-store');
@@ -39,11 +43,23 @@ export function errorPage(ctx: Ctx, error: unknown, description: unknown): strin
   return page(ctx.req, 'Error', `<h1>Something went wrong</h1><p class="err">${escapeHtml(error)}</p><p>${escapeHtml(description ?? '')}</p>`);
 }
 
+/**
+ * The code entry page: one form of ours carrying the provider's action and xsrf value (the
+ * provider's own form has an input of its own, which would post a second, empty user_code).
+ */
 export function deviceInputPage(ctx: Ctx, form: string, err?: { name?: string; userCode?: string }): string {
   const msg = err ? '<p class="err">That code is not valid or has expired. Try again.</p>' : '<p>Enter the code shown on your device.</p>';
-  // the provider's form holds the xsrf field; the input is ours
-  const withInput = form.replace('</form>', '<label for="user_code">Code</label><input id="user_code" name="user_code" autocomplete="off" autofocus><button type="submit">Continue</button></form>');
-  return page(ctx.req, 'Device sign-in', `<h1>Device sign-in</h1>${msg}${withInput}`);
+  const action = /\baction="([^"]*)"/.exec(form)?.[1] ?? '';
+  const xsrf = /name="xsrf" value="([^"]*)"/.exec(form)?.[1] ?? '';
+  const own = `<form method="post" action="${escapeHtml(action)}"><input type="hidden" name="xsrf" value="${escapeHtml(xsrf)}">`
+    + '<label for="user_code">Code</label><input id="user_code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" autofocus>'
+    + '<button type="submit">Continue</button></form>';
+  return page(ctx.req, 'Device sign-in', `<h1>Device sign-in</h1>${msg}${own}`);
+}
+
+/** The page of a client IP that entered too many wrong codes. */
+export function deviceTooManyPage(ctx: Ctx, retryAfter: number): string {
+  return page(ctx.req, 'Device sign-in', `<h1>Device sign-in</h1><p class="err">Too many wrong codes from this address. Try again in ${Math.ceil(retryAfter / 60)} minute(s).</p>`);
 }
 
 export function deviceConfirmPage(ctx: Ctx, form: string, clientName: string, userCode: string): string {
@@ -67,9 +83,9 @@ export function signInPage(req: IncomingMessage, opts: { action: string; clientN
     + `<form method="post" action="${escapeHtml(opts.action)}"><input type="hidden" name="action" value="deny"><button type="submit">Cancel</button></form>`);
 }
 
-export function consentPage(req: IncomingMessage, opts: { action: string; clientName: string; scopes: string[]; resources: string[] }): string {
-  const list = opts.scopes.map((s) => `<li><code>${escapeHtml(s)}</code></li>`).join('');
+export function consentPage(req: IncomingMessage, opts: { action: string; clientName: string; instance: string; scopes: string[]; resources: string[] }): string {
+  const list = opts.scopes.map((s) => `<li>${escapeHtml(scopeDescription(s) ?? s)} <small>(<code>${escapeHtml(s)}</code>)</small></li>`).join('');
   const where = opts.resources.map((r) => `<li>${escapeHtml(r)}</li>`).join('');
-  return page(req, 'Allow access', `<h1>Allow ${escapeHtml(opts.clientName)}?</h1><p>It asks for:</p><ul>${list}</ul>${where ? `<p>at</p><ul>${where}</ul>` : ''}`
+  return page(req, 'Allow access', `<h1>Allow ${escapeHtml(opts.clientName)}?</h1><p><strong>${escapeHtml(opts.clientName)}</strong> asks to use your account on <strong>${escapeHtml(opts.instance)}</strong> to:</p><ul>${list}</ul>${where ? `<p>at</p><ul>${where}</ul>` : ''}`
     + `<form method="post" action="${escapeHtml(opts.action)}"><button type="submit" name="action" value="allow">Allow</button><button type="submit" name="action" value="deny">Deny</button></form>`);
 }

@@ -13,6 +13,10 @@ import { adapterFactory } from './adapter.ts';
 import { loadSigningKeys, type SigningKey } from './keys.ts';
 import { deviceConfirmPage, deviceInputPage, deviceSuccessPage, errorPage } from './pages.ts';
 import { OIDC_SCOPES } from './scopes.ts';
+import { KEY_SCOPES } from '../../../lib/permissions.ts';
+import { bearerOf, introspectionOf, ownAccessToken } from './own-tokens.ts';
+import { countWrongDeviceCode } from './rate-limit.ts';
+import type { Request } from '../../http.ts';
 
 export const PATHS = {
   authorization: '/api/auth/oauth2/authorize',
@@ -25,6 +29,7 @@ export const PATHS = {
   device_authorization: '/api/auth/device/code',
   code_verification: '/api/auth/device',
   registration: '/api/auth/oauth2/register',
+  pushed_authorization_request: '/api/auth/oauth2/par',
   interaction: '/api/auth/oauth2/interaction',
 } as const;
 
@@ -127,6 +132,7 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
       jwks: PATHS.jwks,
       device_authorization: PATHS.device_authorization,
       code_verification: PATHS.code_verification,
+      pushed_authorization_request: PATHS.pushed_authorization_request,
     },
     scopes: [...OIDC_SCOPES],
     claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
@@ -165,12 +171,21 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
         gid: token.grantId,
       };
     },
+    // a browser gets a page; any other caller the RFC 6749 body
     renderError: async (ctx, out) => {
-      ctx.type = 'html';
-      ctx.body = errorPage(ctx, out.error, out.error_description);
+      if (/\btext\/html\b/.test(ctx.get('accept'))) {
+        ctx.type = 'html';
+        ctx.body = errorPage(ctx, out.error, out.error_description);
+        return;
+      }
+      ctx.type = 'json';
+      ctx.body = { error: String(out.error), error_description: String(out.error_description ?? out.error) };
     },
     features: {
       devInteractions: { enabled: false },
+      // the API's verifier checks no DPoP proof: a sender-constrained token would be taken as a
+      // plain bearer one there, so none is issued (and discovery does not offer DPoP)
+      dPoP: { enabled: false },
       introspection: { enabled: true },
       revocation: { enabled: true },
       userinfo: { enabled: true },
@@ -181,6 +196,7 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
         charset: 'base-20',
         mask: '****-****',
         userCodeInputSource: async (ctx, form, _out, err) => {
+          if (err && ctx.method === 'POST') await countWrongDeviceCode(deps, ctx.req as Request);
           ctx.body = deviceInputPage(ctx, form, err);
         },
         userCodeConfirmSource: async (ctx, form, client, _info, userCode) => {
@@ -220,6 +236,51 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
     },
   };
   const provider = new ProviderClass(issuer, configuration);
+  provider.use(async (ctx, next) => {
+    // offline_access is consented to (OpenID Connect Core 11): a request asking for it without
+    // prompt=consent would otherwise have it dropped silently, and no refresh token issued
+    if (ctx.method === 'GET' && ctx.path === PATHS.authorization) {
+      const q = ctx.query as Record<string, unknown>;
+      const scopes = typeof q.scope === 'string' ? q.scope.split(' ') : [];
+      const prompts = typeof q.prompt === 'string' ? q.prompt.split(' ').filter(Boolean) : [];
+      if (scopes.includes('offline_access') && !prompts.includes('consent') && !prompts.includes('none')) {
+        ctx.query = { ...q, prompt: [...prompts, 'consent'].join(' ') } as never;
+      }
+    }
+    try {
+      await next();
+    } catch (err) {
+      // oidc-provider 9 answers a device page request that fails before its new session was
+      // ever saved (no cookie: a stale form, an unknown resume uid), then throws while saving
+      // that session: the answer it set stands, and the empty session is worth nothing
+      if (!(err instanceof TypeError && err.message.startsWith('persist can only be called on previously persisted'))) throw err;
+    }
+    const route = ctx.oidc?.route;
+    const body = ctx.body as Record<string, unknown> | undefined;
+    if (route === 'discovery' && ctx.status === 200 && body) {
+      // the API's scopes too: a client registered with them may ask for them
+      body.scopes_supported = [...OIDC_SCOPES, ...KEY_SCOPES];
+    } else if (route === 'introspection' && ctx.status === 400 && body?.error === 'unsupported_token_type' && ctx.oidc.client) {
+      const t = await ownAccessToken(provider, issuer, keys, String(ctx.oidc.params?.token ?? ''));
+      ctx.status = 200;
+      ctx.body = introspectionOf(t, issuer, ctx.oidc.client);
+    } else if (route === 'userinfo' && ctx.status === 401) {
+      const token = bearerOf(ctx.get('authorization'), ctx.oidc.params as Record<string, unknown>);
+      const t = token ? await ownAccessToken(provider, issuer, keys, token) : null;
+      const grant = t ? await provider.Grant.find(t.gid) : undefined;
+      const granted = new Set(String(grant?.getOIDCScope() ?? '').split(' '));
+      const account = t && granted.has('openid') ? await findAccount(pool, t.sub) : undefined;
+      if (!t || !account) return;
+      const claims = (await account.claims()) as Record<string, unknown>;
+      ctx.remove('WWW-Authenticate');
+      ctx.status = 200;
+      ctx.body = {
+        sub: t.sub,
+        ...(granted.has('email') && claims.email ? { email: claims.email } : {}),
+        ...(granted.has('profile') && claims.name ? { name: claims.name } : {}),
+      };
+    }
+  });
   provider.proxy = deps.config.TRUST_PROXY !== 'false' && deps.config.TRUST_PROXY !== '';
   provider.on('server_error', (_ctx, err) => deps.log.error('oidc provider error', { error: String(err) }));
   return { provider, callback: provider.callback() as never, issuer, keys };

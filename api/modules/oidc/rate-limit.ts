@@ -39,3 +39,25 @@ export async function oauthRateLimit(deps: Pick<AppDeps, 'cache'>, req: Request,
   res.end(body);
   return true;
 }
+
+/**
+ * Wrong user codes on the device code entry page, per client IP: after DEVICE_CODE_ATTEMPTS.max
+ * wrong (unknown, expired or used) codes within the window, the page answers 429 until the window
+ * ends. A user code is 8 characters of 20 (about 2.6e10), so guessing one in time is hopeless.
+ */
+export const DEVICE_CODE_ATTEMPTS = { max: 10, windowSeconds: 15 * 60 } as const;
+const deviceKey = (req: Request) => `rl:oauth:device-code:ip:${req.ctx.ip}`;
+
+/** Seconds until this address may enter codes again, or 0 when it may now. */
+export async function deviceCodeWait(deps: Pick<AppDeps, 'cache'>, req: Request): Promise<number> {
+  const spent = Number(await deps.cache.get(deviceKey(req)) ?? 0);
+  if (spent < DEVICE_CODE_ATTEMPTS.max) return 0;
+  // counting the refused try too keeps the key (and its window) as it is
+  const { resetMs } = await deps.cache.increment(deviceKey(req), DEVICE_CODE_ATTEMPTS.windowSeconds * 1000);
+  return Math.max(1, Math.ceil(resetMs / 1000));
+}
+
+/** Counts one wrong code from this address. */
+export async function countWrongDeviceCode(deps: Pick<AppDeps, 'cache'>, req: Request): Promise<void> {
+  await deps.cache.increment(deviceKey(req), DEVICE_CODE_ATTEMPTS.windowSeconds * 1000);
+}

@@ -10,13 +10,13 @@ import { readRawBody } from '../../../middleware/body.ts';
 import { route, type Reply, type RouteDef } from '../../../route.ts';
 import { ClientMetadataError } from '../../../services/oauth-clients/public-client-metadata.ts';
 import { registerDynamicClient } from '../../../services/oauth-clients/registration.ts';
+import { OAuthError } from '../operations.ts';
 
 export const REGISTRATION_PATH = '/api/auth/oauth2/register';
 /** the largest registration body read */
 export const REGISTRATION_BODY_LIMIT = 16 * 1024;
 const WINDOW_MS = 60_000;
 
-const OAuthError = z.object({ error: z.string(), error_description: z.string() }).meta({ id: 'OAuthError' });
 const ClientMetadata = z.object({
   redirect_uris: z.array(z.string()).optional().describe('https, or http on a loopback host; no fragment; at most 10'),
   post_logout_redirect_uris: z.array(z.string()).optional(),
