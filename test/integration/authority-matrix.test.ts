@@ -233,6 +233,41 @@ describe('issue 29 findings', () => {
     assert.equal(after.status, 401);
   });
 
+  test('grants end: no key can be minted with a token; removal from the organization and a password change end what the grant gave', async () => {
+    const q = await aUserWithPassword(pool());
+    await pool().query(`INSERT INTO org_members (org_id, user_id, role) VALUES ($1, $2, 'admin')`, [A, q.userId]);
+    await aClient(pool(), { id: 'oac_grants_end', level: 'org', orgId: A, scopes: ['runs:read', 'agents:read'] });
+    const orgToken = await tokenOf('oac_grants_end', 'openid runs:read agents:read', q);
+    const instToken = await tokenOf(await registerDynamicClient('openid runs:read agents:read'), 'openid runs:read agents:read', q);
+    for (const token of [orgToken, instToken]) {
+      // key management is a session's only: a token can neither list, mint nor revoke keys
+      for (const [method, path] of [['POST', '/api/api-keys'], ['GET', '/api/api-keys'], ['GET', '/api/api-keys/available-scopes']]) {
+        const res = await call(app.url, method, path, { key: token, org: A, space: sA, body: method === 'POST' ? { name: 'minted' } : undefined });
+        assert.equal(res.status, 403, `${method} ${path}: ${res.text}`);
+      }
+      assert.equal((await call(app.url, 'GET', '/api/runs', { key: token, org: A, space: sA })).status, 200);
+    }
+    // removed from the organization by its owner: both tokens lose it at once
+    const owner = cred.session.headers.cookie;
+    const removed = await call(app.url, 'DELETE', `/api/orgs/${A}/members/${q.userId}`, { cookie: owner });
+    assert.equal(removed.status, 204, removed.text);
+    for (const token of [orgToken, instToken]) {
+      const res = await call(app.url, 'GET', '/api/runs', { key: token, org: A, space: sA });
+      assert.equal(res.status, 403, res.text);
+    }
+    // a password change ends the grant of a token that still had an organization
+    const r = await aUserWithPassword(pool());
+    await pool().query(`INSERT INTO org_members (org_id, user_id, role) VALUES ($1, $2, 'admin')`, [A, r.userId]);
+    const rToken = await tokenOf('oac_grants_end', 'openid agents:read', r);
+    assert.equal((await call(app.url, 'GET', '/api/packages', { key: rToken, space: sA })).status, 200);
+    const signedIn = await fetch(`${app.url}/api/auth/sign-in/email`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: r.email, password: r.password }) });
+    const cookie = signedIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const changed = await call(app.url, 'POST', '/api/auth/change-password', { cookie, body: { currentPassword: r.password, newPassword: 'another long password' } });
+    assert.equal(changed.status, 204, changed.text);
+    const after = await call(app.url, 'GET', '/api/packages', { key: rToken, space: sA });
+    assert.equal(after.status, 401, after.text);
+  });
+
   test('refusals of an authenticated caller carry Service-Version (issue 30, item 8)', async () => {
     const { key } = await aKey(pool(), { orgId: A, spaceId: sA, userId: person.userId, scopes: [UNRELATED] });
     for (const res of [
