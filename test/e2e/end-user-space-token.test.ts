@@ -9,6 +9,7 @@ import { aRunWorld, endEchoRun, type RunWorld } from '../support/runs.ts';
 import { aSession, aUserWithPassword } from '../support/builders.ts';
 import { call } from '../support/http.ts';
 import { listen } from '../support/sse.ts';
+import * as oidc from 'openid-client';
 import { codeFlow, jwtParts, REDIRECT, relyingParty, type Person } from '../integration/oidc-harness.ts';
 
 const ECHO = '/api/agents/@fixtures/agent-echo/run';
@@ -23,7 +24,7 @@ before(async () => {
     cookie: owner, org: world.org.orgId, space: world.org.spaceId,
     body: {
       level: 'space', name: 'Customer portal', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'],
-      token_endpoint_auth_method: 'none', scopes: ['openid', 'agents:read', 'agents:run', 'runs:read', 'runs:cancel'], allowSignup: true,
+      token_endpoint_auth_method: 'none', scopes: ['openid', 'offline_access', 'agents:read', 'agents:run', 'runs:read', 'runs:cancel'], allowSignup: true,
     },
   });
   assert.equal(created.status, 201, created.text);
@@ -31,16 +32,18 @@ before(async () => {
 });
 after(() => world.close());
 
-async function signIn(who: Person): Promise<string> {
+async function signIn(who: Person, scope = 'openid agents:read agents:run runs:read'): Promise<string> {
   const rp = await relyingParty(world.app.url, clientId);
-  const flow = await codeFlow(rp, who, { scope: 'openid agents:read agents:run runs:read' });
+  const flow = await codeFlow(rp, who, { scope });
   assert.ok(flow.tokens, flow.browser.lastPage()?.html);
   const claims = jwtParts(flow.tokens.access_token).payload;
   assert.equal(claims.lvl, 'space');
   assert.equal(claims.spc, world.org.spaceId);
   assert.match(claims.sub, /^eu_/);
+  if (scope.includes('offline_access')) refreshTokens.set(flow.tokens.access_token, flow.tokens.refresh_token!);
   return flow.tokens.access_token;
 }
+const refreshTokens = new Map<string, string>();
 
 test('an end-user signs in, launches an agent, sees and follows only their own runs', async () => {
   const pool = world.app.deps.database.pool;
@@ -89,4 +92,24 @@ test('an end-user signs in, launches an agent, sees and follows only their own r
   assert.equal((await as(aliceToken, 'GET', '/api/api-keys')).status, 403);
   const row = await pool.query('SELECT end_user_id, space_id FROM runs WHERE id = $1', [aliceRun]);
   assert.deepEqual(row.rows[0], { end_user_id: aliceId, space_id: world.org.spaceId });
+});
+
+test('revoking the grant ends the end-user\'s token and closes the stream it opened', async () => {
+  const pool = world.app.deps.database.pool;
+  const carol = await aUserWithPassword(pool);
+  const token = await signIn(carol, 'openid offline_access agents:run runs:read');
+  const run = (await call(world.app.url, 'POST', ECHO, { key: token, body: { input: { message: 'x' } } })).body.id;
+  assert.match(run, /^run_/);
+  const stream = listen(`${world.app.url}/api/realtime/runs/${run}`, { authorization: `Bearer ${token}` });
+  try {
+    await stream.count('run_update', 1);
+    const rp = await relyingParty(world.app.url, clientId);
+    await oidc.tokenRevocation(rp, refreshTokens.get(token)!);
+    assert.equal((await call(world.app.url, 'GET', '/api/runs', { key: token })).status, 401);
+    // the open stream is re-checked on the identity change and refused from then on
+    await stream.until(() => stream.refusedWith !== null, 'the stream to be refused', 10_000);
+    assert.equal(stream.refusedWith, 401);
+  } finally {
+    stream.close();
+  }
 });

@@ -178,7 +178,7 @@ export function createOidcVerifier(deps: AppDeps, keys: KeyRing) {
     const allow = new Set<string>(SPACE_TOKEN_SCOPES);
     const principal: Principal = {
       kind: 'oidc', userId: claims.sub, realm: `end_user:${claims.spc}`,
-      oauthClientId: claims.client_id, oauthLevel: 'space', tokenScopes: scopes,
+      oauthClientId: claims.client_id, oauthLevel: 'space', tokenScopes: scopes, grantId: claims.gid,
       ceiling: new Set(scopes.filter((s) => allow.has(s))),
       boundOrgId: claims.org, boundSpaceId: claims.spc,
     };
@@ -225,7 +225,7 @@ export function createOidcVerifier(deps: AppDeps, keys: KeyRing) {
     if (!facts || !facts.grantLive) throw unauthorized('The access token has been revoked.');
     const principal: Principal = {
       kind: 'oidc', userId: claims.sub, email: facts.email ?? undefined, realm: 'platform',
-      oauthClientId: claims.client_id, oauthLevel: claims.lvl, tokenScopes: scopes,
+      oauthClientId: claims.client_id, oauthLevel: claims.lvl, tokenScopes: scopes, grantId: claims.gid,
       ceiling: new Set(scopes),
       ...(claims.lvl === 'org' && claims.org ? { boundOrgId: claims.org } : {}),
     };
