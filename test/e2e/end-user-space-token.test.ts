@@ -24,7 +24,7 @@ before(async () => {
     cookie: owner, org: world.org.orgId, space: world.org.spaceId,
     body: {
       level: 'space', name: 'Customer portal', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'],
-      token_endpoint_auth_method: 'none', scopes: ['openid', 'offline_access', 'agents:read', 'agents:run', 'runs:read', 'runs:cancel'], allowSignup: true,
+      token_endpoint_auth_method: 'none', scopes: ['openid', 'offline_access', 'agents:read', 'agents:run', 'runs:read', 'runs:cancel', 'files:read'], allowSignup: true,
     },
   });
   assert.equal(created.status, 201, created.text);
@@ -86,6 +86,29 @@ test('an end-user signs in, launches an agent, sees and follows only their own r
   } finally {
     stream.close();
   }
+  // files: only those of her own runs (a file each run published, and one a member uploaded)
+  const aFile = async (runId: string | null) => {
+    const id = `file_${Math.random().toString(36).slice(2, 12)}`;
+    await pool.query(
+      `INSERT INTO files (id, org_id, space_id, name, size, mime_type, sha256, storage_key, source, run_id) VALUES ($1, $2, $3, 'out.txt', 1, 'text/plain', $4, $1, $5, $6)`,
+      [id, world.org.orgId, world.org.spaceId, 'a'.repeat(64), runId ? 'run' : 'upload', runId],
+    );
+    if (runId) await pool.query(`INSERT INTO run_files (run_id, file_id, org_id, space_id, role, name) VALUES ($1, $2, $3, $4, 'output', 'out.txt')`, [runId, id, world.org.orgId, world.org.spaceId]);
+    return id;
+  };
+  const fileToken = await signIn(alice, 'openid files:read runs:read');
+  const hers = await aFile(aliceRun);
+  const bobs = await aFile(bobRun);
+  const uploaded = await aFile(null);
+  const files = await as(fileToken, 'GET', '/api/files');
+  assert.equal(files.status, 200, files.text);
+  assert.deepEqual(files.body.data.map((f: { id: string }) => f.id), [hers]);
+  assert.equal((await as(fileToken, 'GET', `/api/files/${hers}`)).status, 200);
+  for (const id of [bobs, uploaded]) assert.equal((await as(fileToken, 'GET', `/api/files/${id}`)).status, 404);
+  // a member with files:read still reads every file of the space
+  const member = await call(world.app.url, 'GET', '/api/files', { key: world.key });
+  assert.deepEqual(new Set(member.body.data.map((f: { id: string }) => f.id)), new Set([hers, bobs, uploaded]));
+
   // what the token was not granted, and what no end-user token reaches
   assert.equal((await as(aliceToken, 'POST', `/api/runs/${bobRun}/cancel`)).status, 403);
   assert.equal((await as(aliceToken, 'GET', '/api/end-users')).status, 403);
