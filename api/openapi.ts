@@ -10,7 +10,7 @@ import type { RouteDef } from './route.ts';
 
 /** The effective-permission rule per credential kind and the end-user allowlist, as the README states them. */
 const BEARER_DESCRIPTION = [
-  'An API key (apst_...) or an OIDC access token. Every operation declares what it needs (x-permission: a permission, anyOf, or signed-in);',
+  'An API key (apst_...) or an OIDC access token. Every operation declares what it needs (x-permission: a permission, several joined by | of which any one suffices, or signed-in);',
   'the effective permissions are the person\'s current role cut to what the credential was granted:',
   'API key: its scopes ∩ its creator\'s role, bound to its organization and space;',
   'organization-level token: consented scopes ∩ the person\'s role, bound to the client\'s organization;',
@@ -198,7 +198,9 @@ export function buildOpenApiDocument(routes: RouteDef<any, any, any>[], info: Do
         body: requestBodyOf(def),
       },
       responses: responses as never,
-      ...(def.permission ? { 'x-permission': def.permission } : {}),
+      // one permission, signed-in, or several joined with " | " (any one of them, also listed in x-permission-any-of)
+      ...(def.permission ? { 'x-permission': typeof def.permission === 'string' ? def.permission : def.permission.anyOf.join(' | ') } : {}),
+      ...(def.permission && typeof def.permission !== 'string' ? { 'x-permission-any-of': def.permission.anyOf } : {}),
       ...(def.authority ? { 'x-authority': def.authority } : {}),
       ...(def.rateLimit && typeof def.rateLimit.perMinute === 'number' ? { 'x-rate-limit-per-minute': def.rateLimit.perMinute } : {}),
     } as never);

@@ -288,6 +288,21 @@ describe('credential matrix', () => {
     assert.deepEqual(undeclaredRoutes(routes).map((r) => `${r.method.toUpperCase()} ${r.path}`), []);
   });
 
+  test('the OpenAPI document states every operation\'s need and publishes the end-user allowlist', async () => {
+    const doc = (await call(app.url, 'GET', '/api/openapi.json')).body;
+    const bearer: string = doc.components.securitySchemes.bearer.description;
+    for (const scope of SPACE_TOKEN_SCOPES) assert.ok(bearer.includes(scope), `the allowlist names ${scope}`);
+    const missing: string[] = [];
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        if (!op || typeof op !== 'object' || !Array.isArray(op.security) || op.security.length === 0) continue;
+        if (path.startsWith('/api/auth/')) continue;
+        if (typeof op['x-permission'] !== 'string') missing.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    assert.deepEqual(missing, []);
+  });
+
   test('every operation × delegated credential × {own, other organization}: refused unless the grant meets the need; nothing changed', async () => {
     const before = await snapshot();
     const cases = routes.filter(isProtected).flatMap((r) => ['apiKey', 'orgToken', 'instanceToken', 'endUserToken'].flatMap((name) => (['own', 'other'] as const).map((org) => ({ r, name, org }))));
