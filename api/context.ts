@@ -20,6 +20,14 @@ export interface Principal {
   oauthClientId?: string;
   oauthLevel?: 'instance' | 'org' | 'space';
   tokenScopes?: readonly string[];
+  /** an OIDC access token: the grant it was issued under (revoking it ends the token) */
+  grantId?: string;
+  /**
+   * A delegated credential's ceiling: the permissions it was granted (an API key's scopes, an OAuth
+   * token's consented scopes, for an end-user token cut to the space allowlist). Whatever the role,
+   * it never acts beyond them. Absent for a session, which acts with its role.
+   */
+  ceiling?: ReadonlySet<string>;
   /** a refreshed session cookie to send back */
   refreshedCookie?: string;
 }

@@ -1,6 +1,7 @@
 // /llms.txt (what a model needs to act: authentication, errors, paging, idempotency, limits, the
 // main request bodies, every public operation) and /llms-full.txt (every operation's schemas in
 // compact form), both built from the route declarations and the error catalog.
+import { describeNeed } from '../lib/permissions.ts';
 import { z } from 'zod';
 import { errorCatalog } from '../lib/error-catalog.ts';
 import type { Config } from '../lib/config.ts';
@@ -69,7 +70,7 @@ function requestLines(r: AnyRoute): string[] {
 }
 
 function operationLine(r: AnyRoute): string {
-  const notes = [r.permission ? `needs ${r.permission}` : '', r.sessionOnly ? 'session only' : '', r.idempotent ? 'Idempotency-Key' : '', r.stage === 'public' || r.stage === 'auth' ? 'no API key' : ''].filter(Boolean);
+  const notes = [r.permission ? `needs ${describeNeed(r.permission)}` : '', r.sessionOnly ? 'session only' : '', r.idempotent ? 'Idempotency-Key' : '', r.stage === 'public' || r.stage === 'auth' ? 'no API key' : ''].filter(Boolean);
   return `- \`${r.method.toUpperCase()} ${r.path}\`: ${r.summary}${notes.length ? ` (${notes.join('; ')})` : ''}`;
 }
 

@@ -4,8 +4,22 @@ import { createHash } from 'node:crypto';
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { errorCatalog } from '../lib/error-catalog.ts';
+import { SPACE_TOKEN_SCOPES } from '../lib/permissions.ts';
 import { CURRENT_API_VERSION } from './middleware/api-version.ts';
 import type { RouteDef } from './route.ts';
+
+/** The effective-permission rule per credential kind and the end-user allowlist, as the README states them. */
+const BEARER_DESCRIPTION = [
+  'An API key (apst_...) or an OIDC access token. Every operation declares what it needs (x-permission: a permission, several joined by | of which any one suffices, or signed-in);',
+  'the effective permissions are the person\'s current role cut to what the credential was granted:',
+  'API key: its scopes ∩ its creator\'s role, bound to its organization and space;',
+  'organization-level token: consented scopes ∩ the person\'s role, bound to the client\'s organization;',
+  'instance-level token: consented scopes ∩ the person\'s role, in the organization and space of X-Org-Id / X-Space-Id;',
+  `space-level (end-user) token: the allowlist ${SPACE_TOKEN_SCOPES.join(', ')} ∩ the consented scopes, acting as that end-user`,
+  '(their own runs, their own files, the realtime streams of their own runs) in the client\'s space only.',
+  'A credential bound to an organization or space is refused (403) when the path, a header, the query or the body names another one.',
+  'Operations secured by the session scheme only refuse every API key and every token.',
+].join(' ');
 
 export const ProblemSchema = z
   .object({
@@ -137,7 +151,7 @@ function requestBodyOf(def: DocumentedRoute) {
 
 export function buildOpenApiDocument(routes: DocumentedRoute[], info: DocumentInfo): OpenApiDocument {
   const registry = new OpenAPIRegistry();
-  registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key (apst_...) or an OIDC access token.' });
+  registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: BEARER_DESCRIPTION });
   registry.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: info.sessionCookie, description: 'The session cookie set by sign-in.' });
   for (const [name, header] of Object.entries(RESPONSE_HEADERS)) registry.registerComponent('headers', name, header as never);
 
@@ -195,7 +209,10 @@ export function buildOpenApiDocument(routes: DocumentedRoute[], info: DocumentIn
         body: requestBodyOf(def),
       },
       responses: responses as never,
-      ...(def.permission ? { 'x-permission': def.permission } : {}),
+      // one permission, signed-in, or several joined with " | " (any one of them, also listed in x-permission-any-of)
+      ...(def.permission ? { 'x-permission': typeof def.permission === 'string' ? def.permission : def.permission.anyOf.join(' | ') } : {}),
+      ...(def.permission && typeof def.permission !== 'string' ? { 'x-permission-any-of': def.permission.anyOf } : {}),
+      ...(def.authority ? { 'x-authority': def.authority } : {}),
       ...(def.rateLimit && typeof def.rateLimit.perMinute === 'number' ? { 'x-rate-limit-per-minute': def.rateLimit.perMinute } : {}),
     } as never);
   }

@@ -4,7 +4,7 @@
 import type { Request, Response } from './http.ts';
 import type { z } from 'zod';
 import type { Config } from '../lib/config.ts';
-import type { Permission } from '../lib/permissions.ts';
+import type { Need } from '../lib/permissions.ts';
 import type { RequestContext } from './context.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -61,11 +61,24 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   stage?: RouteStage;
   /** default: 'space' for the spec's space-scoped prefixes, else 'org' */
   tenant?: TenantContext;
-  /** null: any authenticated caller */
-  permission?: Permission | null;
+  /**
+   * What a protected operation needs, checked before its handler against the credential's
+   * effective permissions (middleware/authenticate.ts, authorize). Every protected route declares
+   * one (undeclaredRoutes; the app refuses to mount one without): a permission, { anyOf } when the
+   * handler narrows by resource, or 'signed-in' for the caller's own things.
+   */
+  permission?: Need;
+  /**
+   * 'resource': the role that counts is the one in the organization or space the resource names
+   * (the path's organization or space, a package's home, a webhook's or client's level), resolved
+   * by the handler through reachOrg / reachSpace / package access, each cut to the same ceiling;
+   * before the handler the need is checked against the credential's ceiling. Default: the request's
+   * context (X-Org-Id / X-Space-Id or the credential's binding) decides before the handler.
+   */
+  authority?: 'resource';
   rateLimit?: RateLimitRow;
   idempotent?: boolean;
-  /** API keys cannot call this route (key creation); on /api/auth/* routes, it reads the session cookie */
+  /** only a session may call this route (API key management, account changes): every API key and OAuth token is refused; on /api/auth/* routes, it reads the session cookie */
   sessionOnly?: boolean;
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
@@ -125,3 +138,8 @@ export function defaultTenant(path: string): TenantContext {
   return SPACE_SCOPED_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`)) ? 'space' : 'org';
 }
 
+
+/** Protected routes that declare no permission: none may exist (the router refuses to mount one). */
+export function undeclaredRoutes(routes: readonly RouteDef<any, any, any>[]): RouteDef<any, any, any>[] {
+  return routes.filter((r) => (r.stage ?? 'protected') === 'protected' && (r.permission === undefined || (r.permission as unknown) === null));
+}

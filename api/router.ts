@@ -6,12 +6,12 @@ import { isProblem, problemBody } from '../lib/problem.ts';
 import type { AppDeps } from './deps.ts';
 import type { Request, Response } from './http.ts';
 import { readJsonBody } from './middleware/body.ts';
-import { resolveApiVersion } from './middleware/api-version.ts';
-import { createAuthenticate, type OidcVerifier } from './middleware/authenticate.ts';
+import { resolveApiVersion, versionOnRefusal } from './middleware/api-version.ts';
+import { createAuthenticate, refuseOtherTenant, type OidcVerifier } from './middleware/authenticate.ts';
 import { applyImpersonation } from './middleware/impersonation.ts';
 import { createIdempotency, refuseUnsupportedIdempotencyKey, type IdempotencyOutcome } from './middleware/idempotency.ts';
 import { createRateLimiter } from './middleware/rate-limit.ts';
-import { defaultTenant, jsonOf, JsonText, type Reply, type RouteDef, type RouteStage } from './route.ts';
+import { defaultTenant, jsonOf, JsonText, undeclaredRoutes, type Reply, type RouteDef, type RouteStage } from './route.ts';
 import { parseBody, parseParams } from './validation.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -52,6 +52,8 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
 
   return function mount(def: RouteDef<any, any, any>): MountedRoute {
     const stage = def.stage ?? 'protected';
+    // no protected operation escapes the authority rule: one without a declared need does not start
+    if (undeclaredRoutes([def]).length) throw new Error(`${def.method.toUpperCase()} ${def.path} is protected but declares no permission`);
     const tenant = def.tenant ?? (stage === 'protected' ? defaultTenant(def.path) : 'none');
     const resolved: RouteDef<any, any, any> = { ...def, tenant };
     const pattern = def.path;
@@ -62,12 +64,15 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
         if (def.orgParam && req.headers['x-org-id'] === undefined && UUID.test(req.params[def.orgParam] ?? '')) req.headers['x-org-id'] = req.params[def.orgParam];
         try {
           await authenticate(req, res, resolved);
+          refuseOtherTenant(req);
+          await applyImpersonation(req, deps);
+          resolveApiVersion(req, res);
         } catch (err) {
           if (def.challenge && isProblem(err) && err.status === 401) res.setHeader('WWW-Authenticate', def.challenge(req));
+          // an authenticated caller's refusal still says which API version answered
+          if (req.ctx.principal) versionOnRefusal(req, res);
           throw err;
         }
-        await applyImpersonation(req, deps);
-        resolveApiVersion(req, res);
       }
       if (!def.idempotent && stage === 'protected') refuseUnsupportedIdempotencyKey(req);
       if (def.rateLimit) await rateLimit(req, res, def.rateLimit, method, pattern);
@@ -80,6 +85,7 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
       try {
         if (!def.rawBody && (def.body || def.idempotent)) {
           const json = await readJsonBody(req, bodyLimit);
+          if (stage === 'protected') refuseOtherTenant(req, json);
           if (def.idempotent) idem = await beginIdempotency(req, res, req.rawBody ?? Buffer.alloc(0));
           if (idem.replay) return sendReply(res, idem.replay);
           if (def.body) body = parseBody(def.body, json === undefined ? {} : json);

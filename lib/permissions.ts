@@ -105,3 +105,49 @@ export function capForOrgRole(role: OrgRole, perms: Iterable<Permission>): Permi
   const list = [...perms].filter((p) => !ORG_LEVEL_SET.has(p));
   return role === 'guest' ? list.filter(isRead) : list;
 }
+
+/**
+ * What an operation needs, declared on its route and checked before its handler: one permission,
+ * any one of several (`anyOf`: the handler narrows to the one its resource asks, e.g. a package's
+ * type), or `signed-in`: the caller's own things (their organizations, their notifications),
+ * which every platform credential reaches and an end-user token does not.
+ */
+export type Need = Permission | { anyOf: readonly Permission[] } | 'signed-in';
+
+export function neededPermissions(need: Need): readonly Permission[] {
+  if (need === 'signed-in') return [];
+  return typeof need === 'string' ? [need] : need.anyOf;
+}
+
+/** Whether a set of permissions meets a need. */
+export function needMet(need: Need, held: ReadonlySet<string>): boolean {
+  if (need === 'signed-in') return true;
+  return neededPermissions(need).some((p) => held.has(p));
+}
+
+export function describeNeed(need: Need): string {
+  if (need === 'signed-in') return 'a signed-in caller';
+  const list = neededPermissions(need);
+  return list.length === 1 ? `the ${list[0]} permission` : `one of the ${list.join(', ')} permissions`;
+}
+
+/**
+ * The scopes a space-level (end-user) token can carry, and so the most it can do: read and run
+ * the space's agents, read and cancel the end-user's own runs (and follow them on the realtime
+ * streams), read the end-user's own files. Published in the README and the OpenAPI document.
+ */
+export const SPACE_TOKEN_SCOPES = ['agents:read', 'agents:run', 'runs:read', 'runs:cancel', 'files:read'] as const satisfies readonly KeyScope[];
+
+/** A role's permissions cut to what a delegated credential was granted (no ceiling: a session). */
+export function withinCeiling(held: Iterable<Permission>, ceiling: ReadonlySet<string> | undefined): Set<Permission> {
+  const out = new Set<Permission>();
+  for (const p of held) if (!ceiling || ceiling.has(p)) out.add(p);
+  return out;
+}
+
+/** Package operations name their resource by id: the handler narrows to the package type's permission. */
+export const PACKAGE_READ: Need = { anyOf: ['agents:read', 'skills:read', 'mcp-servers:read', 'integrations:read'] };
+export const PACKAGE_WRITE: Need = { anyOf: ['agents:write', 'skills:write', 'mcp-servers:write', 'integrations:write'] };
+export const PACKAGE_DELETE: Need = { anyOf: ['agents:delete', 'skills:delete', 'mcp-servers:delete', 'integrations:delete'] };
+export const PACKAGE_PLACE: Need = { anyOf: ['agents:write', 'skills:write', 'mcp-servers:write', 'integrations:install', 'integrations:uninstall'] };
+export const WEBHOOK_READ: Need = { anyOf: ['webhooks:read', 'org-webhooks:read'] };

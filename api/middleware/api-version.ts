@@ -28,3 +28,15 @@ export function resolveApiVersion(req: Request, res: Response): void {
   req.ctx.apiVersion = version;
   res.setHeader('Service-Version', version);
 }
+
+/**
+ * The Service-Version of a refusal made before the version was resolved (permission, binding):
+ * the requested version when it is one this service serves, else the organization's pin or the
+ * current one. A refusal already carrying the header keeps it.
+ */
+export function versionOnRefusal(req: Request, res: Response): void {
+  if (res.headersSent || res.hasHeader('Service-Version')) return;
+  const header = req.headers['service-version'];
+  const asked = typeof header === 'string' && SUPPORTED_API_VERSIONS.has(header) ? header : undefined;
+  res.setHeader('Service-Version', asked ?? req.ctx.org?.apiVersion ?? CURRENT_API_VERSION);
+}

@@ -5,7 +5,7 @@ import type { Request, Response } from '../http.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { isWellFormedApiKey } from '../../lib/api-key-format.ts';
 import { problem } from '../../lib/problem.ts';
-import type { Permission } from '../../lib/permissions.ts';
+import { describeNeed, needMet, withinCeiling, type Permission } from '../../lib/permissions.ts';
 import type { Principal } from '../context.ts';
 import type { AppDeps } from '../deps.ts';
 import type { RouteDef } from '../route.ts';
@@ -53,6 +53,76 @@ export function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
+function forbiddenFor(def: RouteDef<any, any, any>) {
+  return problem('forbidden', { detail: `This operation needs ${describeNeed(def.permission!)}.` });
+}
+
+/**
+ * THE authority rule, for every credential kind: what the person holds here (their organization
+ * and space roles; for an end-user token, the space allowlist) cut to the credential's ceiling
+ * (principal.ceiling: the scopes a key or token was granted; none for a session), checked against
+ * what the route declares before its handler runs. Handlers may narrow this set, never widen it.
+ */
+export function authorize(req: Request, def: RouteDef<any, any, any>, held: Iterable<Permission>): void {
+  const principal = req.ctx.principal!;
+  const effective = withinCeiling(held, principal.ceiling);
+  req.ctx.permissions = effective;
+  const need = def.permission;
+  if (need === undefined) throw problem('forbidden', { detail: 'This operation declares no permission.' });
+  if (principal.oauthLevel === 'space' && need === 'signed-in') throw problem('forbidden', { detail: 'End-user tokens cannot call platform routes outside the space allowlist.' });
+  if (def.authority === 'resource') {
+    if (principal.ceiling && !needMet(need, principal.ceiling)) throw forbiddenFor(def);
+    return;
+  }
+  if (!needMet(need, effective)) throw forbiddenFor(def);
+}
+
+/**
+ * Routes that carry their organization in the path (/api/orgs/{orgId}/...) resolve the role there
+ * (reachOrg, which cuts it to the same ceiling): here the need is checked against the ceiling, so
+ * a delegated credential never reaches a handler whose need it was not granted.
+ */
+export function authorizeOutsideTenant(req: Request, def: RouteDef<any, any, any>): void {
+  const principal = req.ctx.principal!;
+  req.ctx.permissions = new Set();
+  const need = def.permission;
+  if (need === undefined) throw problem('forbidden', { detail: 'This operation declares no permission.' });
+  if (principal.oauthLevel === 'space') throw problem('forbidden', { detail: 'End-user tokens cannot call platform routes outside the space allowlist.' });
+  if (principal.ceiling && !needMet(need, principal.ceiling)) throw forbiddenFor(def);
+}
+
+/** A context value named anywhere in the request (path, header, query, body) against the credential's binding. */
+function contradicts(bound: string | undefined, named: unknown): boolean {
+  return bound !== undefined && typeof named === 'string' && named !== '' && named.toLowerCase() !== bound.toLowerCase();
+}
+
+/**
+ * A credential bound to an organization (API keys, organization- and space-level tokens) or to a
+ * space (API keys, end-user tokens) is refused, 403, on any request that names another one: path
+ * parameters, X-Org-Id / X-Space-Id, the orgId / spaceId query (SSE, including ?token=), and the
+ * top-level orgId / spaceId of a JSON body (pass the parsed body once it is read).
+ */
+export function refuseOtherTenant(req: Request, body?: unknown): void {
+  const p = req.ctx.principal;
+  if (!p || (p.boundOrgId === undefined && p.boundSpaceId === undefined)) return;
+  const refuse = (param: string, what: string) => problem('forbidden', { param, detail: `This credential is bound to another ${what}.` });
+  const q = req.query as Record<string, unknown>;
+  if (body === undefined) {
+    for (const name of ['orgId', 'org']) if (contradicts(p.boundOrgId, req.params[name])) throw refuse(name, 'organization');
+    if (contradicts(p.boundOrgId, req.headers['x-org-id'])) throw refuse('X-Org-Id', 'organization');
+    if (contradicts(p.boundOrgId, q.orgId)) throw refuse('orgId', 'organization');
+    if (contradicts(p.boundSpaceId, req.params.spaceId)) throw refuse('spaceId', 'space');
+    if (contradicts(p.boundSpaceId, req.headers['x-space-id'])) throw refuse('X-Space-Id', 'space');
+    if (contradicts(p.boundSpaceId, q.spaceId)) throw refuse('spaceId', 'space');
+    return;
+  }
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    const b = body as Record<string, unknown>;
+    if (contradicts(p.boundOrgId, b.orgId)) throw refuse('orgId', 'organization');
+    if (contradicts(p.boundSpaceId, b.spaceId)) throw refuse('spaceId', 'space');
+  }
+}
+
 export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier }) {
   const { authCache, database } = deps;
   const cookieName = sessionCookieName(deps.config);
@@ -65,13 +135,6 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
   async function sessionFacts(token: string, orgId: string | null, spaceId: string | null): Promise<SessionFacts | null> {
     const hash = sha256Hex(token);
     return authCache.through(`s:${hash}:${orgId ?? ''}:${spaceId ?? ''}`, () => loadSessionFacts(database.pool, hash, orgId, spaceId));
-  }
-
-  function grant(req: Request, def: RouteDef<any, any, any>, permissions: Set<Permission>) {
-    req.ctx.permissions = permissions;
-    if (def.permission && !permissions.has(def.permission)) {
-      throw problem('forbidden', { detail: `This operation needs the ${def.permission} permission.` });
-    }
   }
 
   async function withApiKey(req: Request, def: RouteDef<any, any, any>, key: string, sse: boolean): Promise<void> {
@@ -89,6 +152,7 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
       boundOrgId: facts.orgId!,
       boundSpaceId: facts.spaceId!,
       keyScopes: facts.scopes,
+      ceiling: new Set(facts.scopes),
     };
     if (headerValue(req, 'x-view-as')) throw problem('view_as_unsupported', { param: 'X-View-As', detail: 'Role preview is not available with an API key.' });
     if (sse && req.query.view_as !== undefined) throw problem('view_as_unsupported', { param: 'view_as', detail: 'Role preview is not available with an API key.' });
@@ -98,11 +162,7 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
     }
     req.ctx.org = { id: facts.orgId!, role: facts.orgRole, apiVersion: facts.orgApiVersion };
     req.ctx.space = { id: facts.spaceId!, kind: facts.spaceKind ?? 'team' };
-    const held = computePermissions(facts, facts.createdBy).permissions;
-    const scopes = new Set(facts.scopes);
-    const effective = new Set<Permission>();
-    for (const p of held) if (scopes.has(p)) effective.add(p);
-    grant(req, def, effective);
+    authorize(req, def, computePermissions(facts, facts.createdBy).permissions);
   }
 
   async function withSession(req: Request, res: Response, def: RouteDef<any, any, any>, token: string, sse: boolean): Promise<void> {
@@ -120,7 +180,7 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
     req.ctx.principal = { kind: 'session', userId: facts.userId, email: facts.email, sessionId: facts.sessionId, realm: facts.realm };
     await extendSessionIfDue(deps, res, facts, token, cookieName);
     if (tenant === 'none') {
-      grant(req, def, new Set());
+      authorizeOutsideTenant(req, def);
       return;
     }
     if (!orgHeader) throw problem('invalid_request', { param: orgParam, detail: `This route needs ${orgParam}.` });
@@ -134,7 +194,7 @@ export function createAuthenticate(deps: AppDeps, oidc: { verify?: OidcVerifier 
       if (!spaceMember) throw problem('not_a_space_member', { param: spaceParam, detail: 'You hold no role in this space.' });
       req.ctx.space = { id: facts.spaceId!, kind: facts.spaceKind ?? 'team' };
     }
-    grant(req, def, permissions);
+    authorize(req, def, permissions);
   }
 
   return async function authenticate(req: Request, res: Response, def: RouteDef<any, any, any>): Promise<void> {

@@ -67,7 +67,8 @@ export const apiKeyRoutes = [
   }),
   route({
     method: 'delete', path: '/api/api-keys/{id}', summary: 'Revoke an API key; takes effect at once', tag: TAG,
-    tenant: 'space', permission: null, sessionOnly: true, params: z.object({ id: z.string() }),
+    // a creator revokes their own keys (api-keys:create); someone else's needs api-keys:delete (the handler narrows)
+    tenant: 'space', permission: { anyOf: ['api-keys:delete', 'api-keys:create'] }, sessionOnly: true, params: z.object({ id: z.string() }),
     responses: { 204: { description: 'Revoked' } },
     handler: async ({ ctx, deps, params }) => {
       await apiKeys.revokeApiKey(scopeFor(ctx, deps), ctx.permissions, params.id);

@@ -127,7 +127,7 @@ export const fileRoutes = [
     method: 'post', path: '/api/uploads', summary: 'Stage an upload: answers a single-use URL for its content', tag: TAG,
     // where the content goes
     location: (b) => b.uploadUrl,
-    permission: null, rateLimit: UPLOAD_LIMIT,
+    permission: 'agents:run', rateLimit: UPLOAD_LIMIT,
     body: z.object({
       name: z.string().min(1).max(255).refine((n) => !/[/\\\0]/.test(n) && n !== '.' && n !== '..', 'must be a file name without folders'),
       // a coerced numeric field: absent is invalid_type (spec, Validation)

@@ -30,7 +30,7 @@ export const invitationRoutes = [
   route({
     method: 'post', path: '/api/orgs/{orgId}/invitations', summary: 'Invite someone by email; the link is e-mailed when mail is enabled, and the token is returned once', tag: TAG,
     location: (b, p) => `/api/orgs/${p.orgId}/invitations/${b.id}`,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'members:write', params: OrgParams,
     body: z.object({ email: z.email().max(320), role: OrgRoleSchema }).strict(),
     responses: {
       201: {
@@ -48,7 +48,7 @@ export const invitationRoutes = [
   }),
   route({
     method: 'get', path: '/api/orgs/{orgId}/invitations', summary: 'Invitations of an organization', tag: TAG,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'members:read', params: OrgParams,
     responses: { 200: { description: 'Invitations, newest first', schema: z.object({ object: z.literal('list'), data: z.array(Invitation), hasMore: z.boolean() }) } },
     handler: async ({ ctx, req, deps, params }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:read' });
@@ -57,7 +57,7 @@ export const invitationRoutes = [
   }),
   route({
     method: 'delete', path: '/api/orgs/{orgId}/invitations/{invitationId}', summary: 'Cancel a pending invitation', tag: TAG,
-    tenant: 'none', permission: null, params: z.object({ orgId: z.string(), invitationId: z.string() }),
+    tenant: 'none', permission: 'members:write', params: z.object({ orgId: z.string(), invitationId: z.string() }),
     responses: { 204: { description: 'Cancelled' } },
     handler: async ({ ctx, req, deps, params }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:write', write: true });

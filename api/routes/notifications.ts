@@ -30,7 +30,7 @@ const TAG = 'Notifications';
 export const notificationRoutes = [
   route({
     method: 'get', path: '/api/notifications', summary: "List the caller's notifications (cursor-paged)", tag: TAG,
-    permission: null,
+    permission: 'signed-in',
     query: CursorQuery.extend({ unread: z.enum(['true']).optional().describe('only notifications not yet read') }),
     responses: { 200: { description: 'A page of notifications', schema: NotificationList } },
     handler: async ({ ctx, query, req, deps }) => {
@@ -42,13 +42,13 @@ export const notificationRoutes = [
   }),
   route({
     method: 'post', path: '/api/notifications/{id}/read', summary: 'Mark one notification read', tag: TAG,
-    permission: null, params: z.object({ id: z.string() }),
+    permission: 'signed-in', params: z.object({ id: z.string() }),
     responses: { 200: { description: 'The notification', schema: Notification } },
     handler: async ({ ctx, params, deps }) => ok(await notifications.markNotificationRead(spaceScopeOf(ctx, deps.database), params.id)),
   }),
   route({
     method: 'post', path: '/api/notifications/read-all', summary: "Mark every one of the caller's notifications in the space read", tag: TAG,
-    permission: null,
+    permission: 'signed-in',
     responses: { 200: { description: 'How many were marked', schema: ReadAll } },
     handler: async ({ ctx, deps }) => ok({ object: 'notification_read_all', marked: await notifications.markAllNotificationsRead(spaceScopeOf(ctx, deps.database)) }),
   }),

@@ -34,7 +34,7 @@ function wire(state: OrgBudgetState) {
 export const orgBudgetRoutes = [
   route({
     method: 'get', path: '/api/orgs/{orgId}/budget', summary: 'The organization\'s model budget and this month\'s usage', tag: TAG,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'org:read', params: OrgParams,
     responses: { 200: { description: 'The budget (null limits: none) and the usage counted against it', schema: OrgBudget } },
     handler: async ({ ctx, req, deps, params }) => {
       await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:read' });
@@ -43,7 +43,7 @@ export const orgBudgetRoutes = [
   }),
   route({
     method: 'put', path: '/api/orgs/{orgId}/budget', summary: 'Set the organization\'s model budget (every limit null removes it)', tag: TAG,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'org:write', params: OrgParams,
     body: z.object({
       run_max_tokens: Tokens.default(null),
       run_max_cost_usd: Usd.default(null),

@@ -32,7 +32,7 @@ const TAG = 'Organizations';
 export const orgRoutes = [
   route({
     method: 'get', path: '/api/orgs', summary: 'The organizations of the caller, with their role in each', tag: TAG,
-    tenant: 'none', permission: null,
+    tenant: 'none', permission: 'signed-in',
     responses: { 200: { description: 'Organizations', schema: list(Organization) } },
     handler: async ({ ctx, deps }) => {
       const p = ctx.principal!;
@@ -43,7 +43,7 @@ export const orgRoutes = [
   route({
     method: 'post', path: '/api/orgs', summary: 'Create an organization (with its default space and the creator\'s personal space)', tag: TAG,
     location: (b) => `/api/orgs/${b.id}`,
-    tenant: 'none', permission: null, sessionOnly: true,
+    tenant: 'none', permission: 'signed-in', sessionOnly: true,
     body: z.object({ name: z.string().trim().min(1).max(200), slug: Slug.optional() }).strict(),
     responses: { 201: { description: 'Created; the caller is its owner', schema: Organization.extend({ personalSpaceId: z.string() }) } },
     handler: async ({ ctx, deps, body }) => {
@@ -54,7 +54,7 @@ export const orgRoutes = [
   }),
   route({
     method: 'get', path: '/api/orgs/{orgId}', summary: 'Read an organization', tag: TAG,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'org:read', params: OrgParams,
     responses: { 200: { description: 'The organization', schema: Organization } },
     handler: async ({ ctx, req, deps, params }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:read' });
@@ -63,7 +63,7 @@ export const orgRoutes = [
   }),
   route({
     method: 'patch', path: '/api/orgs/{orgId}', summary: 'Rename an organization, change its slug or pin its API version', tag: TAG,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'org:write', params: OrgParams,
     body: z.object({
       name: z.string().trim().min(1).max(200).optional(),
       slug: Slug.optional(),
@@ -77,7 +77,7 @@ export const orgRoutes = [
   }),
   route({
     method: 'delete', path: '/api/orgs/{orgId}', summary: 'Delete an organization and everything in it (owners)', tag: TAG,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'org:delete', params: OrgParams,
     responses: { 204: { description: 'Deleted' } },
     handler: async ({ ctx, req, deps, params }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:delete' });
@@ -87,7 +87,7 @@ export const orgRoutes = [
   }),
   route({
     method: 'get', path: '/api/orgs/{orgId}/members', summary: 'Members of an organization', tag: TAG,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'members:read', params: OrgParams,
     responses: { 200: { description: 'Members', schema: list(OrgMember) } },
     handler: async ({ ctx, req, deps, params }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:read' });
@@ -96,7 +96,7 @@ export const orgRoutes = [
   }),
   route({
     method: 'patch', path: '/api/orgs/{orgId}/members/{userId}', summary: 'Change a member\'s organization role', tag: TAG,
-    tenant: 'none', permission: null, params: MemberParams,
+    tenant: 'none', permission: 'members:write', params: MemberParams,
     body: z.object({ role: OrgRoleSchema }).strict(),
     responses: { 200: { description: 'The member', schema: OrgMember } },
     handler: async ({ ctx, req, deps, params, body }) => {
@@ -106,7 +106,7 @@ export const orgRoutes = [
   }),
   route({
     method: 'delete', path: '/api/orgs/{orgId}/members/{userId}', summary: 'Remove a member (or leave, with your own id); revokes their keys in the organization', tag: TAG,
-    tenant: 'none', permission: null, params: MemberParams,
+    tenant: 'none', permission: { anyOf: ['members:write', 'org:read'] }, params: MemberParams,
     responses: { 204: { description: 'Removed' } },
     handler: async ({ ctx, req, deps, params }) => {
       const leaving = params.userId === ctx.principal?.userId && ctx.principal?.kind === 'session';

@@ -1,5 +1,6 @@
 // .afps-bundle export of an agent with its dependencies, and bundle import (spec: Package
 // version rules; AFPS_SIGNATURE_POLICY, AFPS_TRUST_ROOT, AFPS_SIGNING_KEY).
+import { PACKAGE_WRITE } from '../../lib/permissions.ts';
 import { z } from 'zod';
 import { isMultipart, readMultipartFile } from '../../lib/multipart.ts';
 import { problem } from '../../lib/problem.ts';
@@ -40,7 +41,7 @@ export const packageBundleRoutes = [
   route({
     method: 'post', path: '/api/packages/import-bundle', summary: 'Import an .afps-bundle (multipart field file): every package version it holds', tag: 'Packages',
     location: (b) => `/api/packages/${b.packageId}`,
-    permission: null, rateLimit: { perMinute: 10 }, rawBody: true, bodyContent: { 'multipart/form-data': ArchiveUpload },
+    authority: 'resource', permission: PACKAGE_WRITE, rateLimit: { perMinute: 10 }, rawBody: true, bodyContent: { 'multipart/form-data': ArchiveUpload },
     responses: {
       201: { description: 'Imported', schema: BundleImport },
       200: { description: 'Every version was already published with this content', schema: BundleImport },

@@ -1,6 +1,7 @@
 // Package drafts (spec: Packages, Conditional requests): read with a strong ETag, edit files,
 // save whole (If-Match required: 428 when missing, 412 when stale), publish; restore a skill
 // version into the draft.
+import { PACKAGE_READ, PACKAGE_WRITE } from '../../lib/permissions.ts';
 import type { Request } from '../http.ts';
 import { z } from 'zod';
 import { created, ok, route, type Reply } from '../route.ts';
@@ -32,7 +33,7 @@ const DraftResponses = { 200: { description: 'The draft; ETag header', schema: D
 export const packageDraftRoutes = [
   route({
     method: 'get', path: '/api/packages/{scope}/{name}/draft', summary: 'Read the draft (strong ETag)', tag: TAG,
-    permission: null, params: PackageParams,
+    authority: 'resource', permission: PACKAGE_READ, params: PackageParams,
     headers: [{ name: 'If-None-Match', description: 'ETag of a draft the caller holds: 304 with no body while it is still current.' }],
     responses: { ...DraftResponses, 304: { description: 'Not modified; ETag header', headers: ['ETag'] } },
     handler: async ({ ctx, params, req, deps }) => {
@@ -42,7 +43,7 @@ export const packageDraftRoutes = [
   }),
   route({
     method: 'put', path: '/api/packages/{scope}/{name}/draft', summary: 'Save the draft whole: manifest and, optionally, every other file', tag: TAG,
-    permission: null, params: PackageParams, headers: [{ ...IF_MATCH_HEADER, required: true }],
+    authority: 'resource', permission: PACKAGE_WRITE, params: PackageParams, headers: [{ ...IF_MATCH_HEADER, required: true }],
     body: z.object({
       manifest: z.record(z.string(), z.unknown()),
       files: z.record(z.string(), FileBody).optional().describe('path → content (text, or {content, encoding: base64}); replaces every file but manifest.json'),
@@ -52,21 +53,21 @@ export const packageDraftRoutes = [
   }),
   route({
     method: 'put', path: '/api/packages/{scope}/{name}/draft/files', summary: 'Create or replace one file of the draft', tag: TAG,
-    permission: null, params: PackageParams, headers: [IF_MATCH_HEADER],
+    authority: 'resource', permission: PACKAGE_WRITE, params: PackageParams, headers: [IF_MATCH_HEADER],
     body: z.object({ path: z.string().min(1), content: z.string(), encoding: z.enum(['utf8', 'base64']).optional() }).strict(),
     responses: { ...DraftResponses, 413: { description: 'file_too_large or tree_too_large' } },
     handler: async ({ ctx, params, body, req, deps }) => draftReply(await putDraftFile(scopeOf(ctx, deps), packageIdOf(params), body, ifMatch(req))),
   }),
   route({
     method: 'delete', path: '/api/packages/{scope}/{name}/draft/files', summary: 'Remove one file of the draft', tag: TAG,
-    permission: null, params: PackageParams, headers: [IF_MATCH_HEADER],
+    authority: 'resource', permission: PACKAGE_WRITE, params: PackageParams, headers: [IF_MATCH_HEADER],
     query: z.object({ path: z.string().min(1) }),
     responses: DraftResponses,
     handler: async ({ ctx, params, query, req, deps }) => draftReply(await deleteDraftFile(scopeOf(ctx, deps), packageIdOf(params), query.path, ifMatch(req))),
   }),
   route({
     method: 'post', path: '/api/packages/{scope}/{name}/draft/move', summary: 'Move or rename a file (or a folder) of the draft', tag: TAG,
-    permission: null, params: PackageParams, headers: [IF_MATCH_HEADER],
+    authority: 'resource', permission: PACKAGE_WRITE, params: PackageParams, headers: [IF_MATCH_HEADER],
     body: z.object({ from: z.string().min(1), to: z.string().min(1) }).strict(),
     responses: DraftResponses,
     handler: async ({ ctx, params, body, req, deps }) => draftReply(await moveDraftFile(scopeOf(ctx, deps), packageIdOf(params), body, ifMatch(req))),
@@ -74,7 +75,7 @@ export const packageDraftRoutes = [
   route({
     method: 'post', path: '/api/packages/{scope}/{name}/publish', summary: 'Publish the draft as a new version', tag: TAG,
     location: (b) => `/api/packages/${b.packageId}/versions`,
-    permission: null, params: PackageParams,
+    authority: 'resource', permission: PACKAGE_WRITE, params: PackageParams,
     body: z.object({
       version: z.string().min(1).optional().describe('default: the draft manifest\'s version when still unpublished, else the next patch'),
     }).strict(),
@@ -83,7 +84,7 @@ export const packageDraftRoutes = [
   }),
   route({
     method: 'post', path: '/api/packages/skills/{scope}/{name}/versions/{version}/restore', summary: 'Restore a skill version into its draft (creates no version)', tag: TAG,
-    permission: null, params: PackageParams.extend({ version: z.string().describe('exact version, dist-tag or semver range') }),
+    permission: 'skills:write', params: PackageParams.extend({ version: z.string().describe('exact version, dist-tag or semver range') }),
     headers: [{ name: 'If-Match', description: 'ETag of the draft this restore is based on; a mismatch is 412 and changes nothing; omitted: last write wins.' }],
     responses: {
       200: { description: 'The skill package record; ETag header of the new draft', schema: SkillPackageRecord, headers: ['ETag'] },

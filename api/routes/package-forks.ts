@@ -1,5 +1,6 @@
 // Forking a package (spec: the package record's forked_from; home_move_into_personal_space says
 // "fork"): a copy under a new id, homed in the space the caller acts in or the one it names.
+import { PACKAGE_WRITE } from '../../lib/permissions.ts';
 import { z } from 'zod';
 import { created, route } from '../route.ts';
 import { getPackage } from '../services/packages/catalog.ts';
@@ -13,7 +14,7 @@ export const packageForkRoutes = [
   route({
     method: 'post', path: '/api/packages/{scope}/{name}/fork', summary: 'Fork a package: copy its draft (or a version) into a new package homed in a space', tag: 'Package placement',
     location: (b) => `/api/packages/${b.packageId}`,
-    permission: null, idempotent: true, rateLimit: FORK_LIMIT, params: PackageParams,
+    authority: 'resource', permission: PACKAGE_WRITE, idempotent: true, rateLimit: FORK_LIMIT, params: PackageParams,
     body: z.object({
       name: z.string().min(1).max(214).describe('the new package id, @scope/name'),
       space_id: z.string().min(1).optional().describe('the space the fork is homed in (a team space or the caller\'s personal space); default: the space the caller acts in'),

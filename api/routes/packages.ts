@@ -1,6 +1,7 @@
 // Packages (spec: Packages): import, catalog, files and downloads, versions. Space-scoped: the
 // X-Space-Id space is where the caller acts. Permissions depend on the package type, so routes
 // declare none and the services judge (see api/services/packages/access.ts).
+import { PACKAGE_READ, PACKAGE_WRITE, PACKAGE_DELETE } from '../../lib/permissions.ts';
 import { once } from 'node:events';
 import { z } from 'zod';
 import { MANIFEST_FILE } from '../../lib/afps/index.ts';
@@ -48,7 +49,7 @@ export const packageRoutes = [
   route({
     method: 'post', path: '/api/packages/import', summary: 'Import a package archive (.afps or .zip) as a new package or a new version', tag: TAG,
     location: (b) => `/api/packages/${b.packageId}`,
-    permission: null, rateLimit: IMPORT_LIMIT, rawBody: true,
+    authority: 'resource', permission: PACKAGE_WRITE, rateLimit: IMPORT_LIMIT, rawBody: true,
     bodyContent: { 'multipart/form-data': ArchiveUpload, 'application/json': JsonImport },
     responses: {
       201: { description: 'Imported', schema: PublishedRef },
@@ -74,7 +75,7 @@ export const packageRoutes = [
   route({
     method: 'post', path: '/api/packages/import-github', summary: 'Import a package from a GitHub repository folder', tag: TAG,
     location: (b) => `/api/packages/${b.packageId}`,
-    permission: null, rateLimit: IMPORT_LIMIT,
+    authority: 'resource', permission: PACKAGE_WRITE, rateLimit: IMPORT_LIMIT,
     body: z.object({
       url: z.string().min(1).describe('https://github.com/<owner>/<repo>[/tree/<ref>/<path>]'),
       ref: z.string().min(1).max(255).optional(),
@@ -88,7 +89,7 @@ export const packageRoutes = [
   }),
   route({
     method: 'get', path: '/api/packages', summary: 'Packages living or placed in this space (offset-paged)', tag: TAG,
-    permission: null,
+    authority: 'resource', permission: PACKAGE_READ,
     query: OffsetQuery.extend({ type: z.enum(['agent', 'skill', 'mcp-server', 'integration']).optional() }),
     responses: { 200: { description: 'A page of packages', schema: z.object({ object: z.literal('list'), data: z.array(PackageSummary), hasMore: z.boolean(), total: z.number().int(), limit: z.number().int() }) } },
     handler: async ({ ctx, query, req, deps }) => {
@@ -98,13 +99,13 @@ export const packageRoutes = [
   }),
   route({
     method: 'get', path: '/api/packages/{scope}/{name}', summary: 'Read a package: versions, dist-tags, home and placements', tag: TAG,
-    permission: null, params: PackageParams,
+    authority: 'resource', permission: PACKAGE_READ, params: PackageParams,
     responses: { 200: { description: 'The package', schema: PackageRecord } },
     handler: async ({ ctx, params, deps }) => ok(await getPackage(scopeOf(ctx, deps), packageIdOf(params))),
   }),
   route({
     method: 'delete', path: '/api/packages/{scope}/{name}', summary: 'Delete a package', tag: TAG,
-    permission: null, params: PackageParams,
+    authority: 'resource', permission: PACKAGE_DELETE, params: PackageParams,
     responses: { 204: { description: 'Deleted' } },
     handler: async ({ ctx, params, deps }) => {
       await deletePackage(scopeOf(ctx, deps), packageIdOf(params));
@@ -113,14 +114,14 @@ export const packageRoutes = [
   }),
   route({
     method: 'get', path: '/api/packages/{scope}/{name}/files', summary: 'Files of the draft, or of a version (?version=)', tag: TAG,
-    permission: null, rateLimit: FILES_LIMIT, params: PackageParams,
+    authority: 'resource', permission: PACKAGE_READ, rateLimit: FILES_LIMIT, params: PackageParams,
     query: z.object({ version: z.string().optional().describe('exact version, dist-tag or range; the draft when omitted') }),
     responses: { 200: { description: 'The files', schema: z.object({ object: z.literal('list'), data: z.array(FileRecord), hasMore: z.boolean(), version: z.string().nullable() }) } },
     handler: async ({ ctx, params, query, deps }) => ok(await listFiles(scopeOf(ctx, deps), packageIdOf(params), query.version)),
   }),
   route({
     method: 'get', path: '/api/packages/{scope}/{name}/files/content', summary: 'The raw bytes of one file of the draft or of a version', tag: TAG,
-    permission: null, rateLimit: FILES_LIMIT, params: PackageParams,
+    authority: 'resource', permission: PACKAGE_READ, rateLimit: FILES_LIMIT, params: PackageParams,
     query: z.object({ path: z.string().min(1), version: z.string().optional() }),
     responses: { 200: { description: "The file, in its own media type", contentType: '*/*', headers: ['ETag'] } },
     handler: async ({ ctx, params, query, deps }): Promise<Reply> => {
@@ -130,7 +131,7 @@ export const packageRoutes = [
   }),
   route({
     method: 'get', path: '/api/packages/{scope}/{name}/{version}/download', summary: 'Download a version\'s archive, byte for byte as imported', tag: TAG,
-    permission: null, rateLimit: FILES_LIMIT, params: VersionParams,
+    authority: 'resource', permission: PACKAGE_READ, rateLimit: FILES_LIMIT, params: VersionParams,
     responses: { 200: { description: 'The archive', contentType: 'application/zip', headers: ['ETag'] }, 410: { description: 'version_yanked' } },
     handler: async ({ ctx, params, res, deps }): Promise<Reply> => {
       const download = await openDownload(scopeOf(ctx, deps), packageIdOf(params), params.version);
@@ -153,7 +154,7 @@ export const packageRoutes = [
   }),
   route({
     method: 'get', path: '/api/packages/{scope}/{name}/versions', summary: 'Published versions and dist-tags', tag: TAG,
-    permission: null, params: PackageParams,
+    authority: 'resource', permission: PACKAGE_READ, params: PackageParams,
     responses: { 200: { description: 'Versions, highest first', schema: z.object({ object: z.literal('list'), data: z.array(VersionRecord), hasMore: z.boolean(), dist_tags: z.record(z.string(), z.string()) }) } },
     handler: async ({ ctx, params, deps }) => {
       const { versions, dist_tags } = await versionsOf(scopeOf(ctx, deps), packageIdOf(params));
@@ -162,7 +163,7 @@ export const packageRoutes = [
   }),
   route({
     method: 'post', path: '/api/packages/{scope}/{name}/versions/{version}/yank', summary: 'Yank a version: exact requests answer 410, ranges skip it', tag: TAG,
-    permission: null, params: VersionParams,
+    authority: 'resource', permission: PACKAGE_WRITE, params: VersionParams,
     responses: { 200: { description: 'The yanked version', schema: VersionRecord } },
     handler: async ({ ctx, params, deps }) => ok(await yankVersion(scopeOf(ctx, deps), packageIdOf(params), params.version)),
   }),

@@ -22,7 +22,7 @@ const TAG = 'Organizations';
 export const spaceRoleRoutes = [
   route({
     method: 'get', path: '/api/orgs/{orgId}/roles', summary: 'Space roles: presets and the organization\'s own', tag: TAG,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'roles:read', params: OrgParams,
     responses: { 200: { description: 'Roles', schema: z.object({ object: z.literal('list'), data: z.array(SpaceRole), hasMore: z.boolean() }) } },
     handler: async ({ ctx, req, deps, params }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'roles:read' });
@@ -32,7 +32,7 @@ export const spaceRoleRoutes = [
   route({
     method: 'post', path: '/api/orgs/{orgId}/roles', summary: 'Define a space role', tag: TAG,
     location: (b, p) => `/api/orgs/${p.orgId}/roles/${b.id}`,
-    tenant: 'none', permission: null, params: OrgParams,
+    tenant: 'none', permission: 'roles:write', params: OrgParams,
     body: z.object({ key: z.string().regex(roles.ROLE_KEY_PATTERN, 'lower-case letters, digits, _ and -; up to 64'), name: z.string().trim().min(1).max(200), permissions: Permissions }).strict(),
     responses: { 201: { description: 'Created', schema: SpaceRole } },
     handler: async ({ ctx, req, deps, params, body }) => {
@@ -42,7 +42,7 @@ export const spaceRoleRoutes = [
   }),
   route({
     method: 'patch', path: '/api/orgs/{orgId}/roles/{roleId}', summary: 'Rename a space role or change its permissions (applies to its holders at once)', tag: TAG,
-    tenant: 'none', permission: null, params: RoleParams,
+    tenant: 'none', permission: 'roles:write', params: RoleParams,
     body: z.object({ name: z.string().trim().min(1).max(200).optional(), permissions: Permissions.optional() }).strict(),
     responses: { 200: { description: 'The role', schema: SpaceRole } },
     handler: async ({ ctx, req, deps, params, body }) => {
@@ -52,7 +52,7 @@ export const spaceRoleRoutes = [
   }),
   route({
     method: 'delete', path: '/api/orgs/{orgId}/roles/{roleId}', summary: 'Delete a space role nobody holds', tag: TAG,
-    tenant: 'none', permission: null, params: RoleParams,
+    tenant: 'none', permission: 'roles:write', params: RoleParams,
     responses: { 204: { description: 'Deleted' } },
     handler: async ({ ctx, req, deps, params }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'roles:write', write: true });

@@ -64,7 +64,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'get', path: '/api/spaces/{spaceId}', summary: 'Read a space', tag: TAG,
-    tenant: 'org', permission: null, params: SpaceParams,
+    tenant: 'org', authority: 'resource', permission: 'spaces:read', params: SpaceParams,
     responses: { 200: { description: 'The space', schema: Space } },
     handler: async ({ ctx, deps, params }) => {
       const { access } = await reach(ctx, deps, params.spaceId);
@@ -74,7 +74,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'patch', path: '/api/spaces/{spaceId}', summary: 'Rename a space; for a team space: make it the default, set its visibility, default role and package copying', tag: TAG,
-    tenant: 'org', permission: null, params: SpaceParams,
+    tenant: 'org', authority: 'resource', permission: 'spaces:write', params: SpaceParams,
     body: z.object({
       name: z.string().trim().min(1).max(200).optional(),
       isDefault: z.literal(true).optional(),
@@ -90,7 +90,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'delete', path: '/api/spaces/{spaceId}', summary: 'Delete a team space and everything in it', tag: TAG,
-    tenant: 'org', permission: null, params: SpaceParams,
+    tenant: 'org', authority: 'resource', permission: 'spaces:delete', params: SpaceParams,
     responses: { 204: { description: 'Deleted' } },
     handler: async ({ ctx, deps, params }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
@@ -100,7 +100,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'post', path: '/api/spaces/{spaceId}/convert', summary: 'Turn an orphaned personal space into a team space (organization owners and admins)', tag: TAG,
-    tenant: 'org', permission: null, params: SpaceParams,
+    tenant: 'org', authority: 'resource', permission: 'spaces:write', params: SpaceParams,
     responses: {
       200: { description: 'The space, now a team space', schema: Space },
       409: { description: 'space_not_personal (a team space) or personal_space_not_orphaned (its owner is still a member)' },
@@ -112,7 +112,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'get', path: '/api/spaces/{spaceId}/members', summary: 'Members of a space and their space roles', tag: TAG,
-    tenant: 'org', permission: null, params: SpaceParams,
+    tenant: 'org', authority: 'resource', permission: 'space-members:read', params: SpaceParams,
     responses: { 200: { description: 'Members', schema: list(SpaceMember) } },
     handler: async ({ ctx, deps, params }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
@@ -122,7 +122,7 @@ export const spaceRoutes = [
   route({
     method: 'post', path: '/api/spaces/{spaceId}/members', summary: 'Give an organization member a role in a team space', tag: TAG,
     location: (b, p) => `/api/spaces/${p.spaceId}/members/${b.userId}`,
-    tenant: 'org', permission: null, params: SpaceParams,
+    tenant: 'org', authority: 'resource', permission: 'space-members:write', params: SpaceParams,
     body: z.object({ userId: z.string().min(1), roleKey: RoleKey }).strict(),
     responses: { 201: { description: 'Added', schema: SpaceMember } },
     handler: async ({ ctx, deps, params, body }) => {
@@ -132,7 +132,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'patch', path: '/api/spaces/{spaceId}/members/{userId}', summary: 'Change a member\'s space role', tag: TAG,
-    tenant: 'org', permission: null, params: MemberParams,
+    tenant: 'org', authority: 'resource', permission: 'space-members:write', params: MemberParams,
     body: z.object({ roleKey: RoleKey }).strict(),
     responses: { 200: { description: 'The member', schema: SpaceMember } },
     handler: async ({ ctx, deps, params, body }) => {
@@ -143,7 +143,7 @@ export const spaceRoutes = [
   route({
     method: 'post', path: '/api/spaces/{spaceId}/join', summary: 'Join an organization-visible team space with its default role', tag: TAG,
     location: (b, p) => `/api/spaces/${p.spaceId}/members/${b.userId}`,
-    tenant: 'org', permission: null, sessionOnly: true, params: SpaceParams,
+    tenant: 'org', permission: 'signed-in', sessionOnly: true, params: SpaceParams,
     body: z.object({
       visibility: z.enum(['private', 'org']).describe('the visibility the space showed when the caller chose to join'),
       default_role: RoleKey.describe('the default role the space showed when the caller chose to join'),
@@ -159,7 +159,7 @@ export const spaceRoutes = [
   }),
   route({
     method: 'delete', path: '/api/spaces/{spaceId}/members/{userId}', summary: 'Remove a member from a space', tag: TAG,
-    tenant: 'org', permission: null, params: MemberParams,
+    tenant: 'org', authority: 'resource', permission: { anyOf: ['space-members:write', 'spaces:read'] }, params: MemberParams,
     responses: { 204: { description: 'Removed' } },
     handler: async ({ ctx, deps, params }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);

@@ -111,6 +111,21 @@ export async function loadSessionFacts(pool: pg.Pool, tokenHash: string, orgId: 
   };
 }
 
+/** A person's roles in an organization and one of its spaces (an OAuth token's stream re-checks with it). */
+export async function loadPersonMembership(pool: pg.Pool, userId: string, orgId: string, spaceId: string): Promise<MembershipFacts | null> {
+  const { rows } = await pool.query(
+    `SELECT ${MEMBERSHIP_COLUMNS}
+       FROM org_members om
+       JOIN organizations o ON o.id = om.org_id
+       LEFT JOIN spaces s ON s.id = $3 AND s.org_id = om.org_id
+       LEFT JOIN space_members sm ON sm.space_id = s.id AND sm.user_id = om.user_id
+       LEFT JOIN space_roles sr ON sr.org_id = om.org_id AND sr.key = sm.role_key
+      WHERE om.user_id = $1 AND om.org_id = $2::uuid`,
+    [userId, orgId, spaceId],
+  );
+  return rows[0] ? membership(rows[0]) : null;
+}
+
 export interface ViewAs {
   orgRole: OrgRole;
   spaceRoleKey?: string;

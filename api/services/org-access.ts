@@ -2,7 +2,7 @@
 // caller's membership is checked against that value. Not a member (or a key bound elsewhere) is
 // 404, like any resource out of reach; a member lacking the permission is 403.
 import type { Request } from '../http.ts';
-import { ORG_ROLE_PERMISSIONS, type OrgRole, type Permission } from '../../lib/permissions.ts';
+import { ORG_ROLE_PERMISSIONS, withinCeiling, type OrgRole, type Permission } from '../../lib/permissions.ts';
 import { problem } from '../../lib/problem.ts';
 import type { RequestContext } from '../context.ts';
 import type { AppDeps } from '../deps.ts';
@@ -44,14 +44,18 @@ export async function reachOrg(ctx: RequestContext, req: Request, deps: AppDeps,
 
   let role = row.role as OrgRole;
   let permissions: ReadonlySet<Permission>;
-  if (p.boundOrgId !== undefined) {
-    // An API key (or an org-bound token) acts only in its own organization, with what it resolved to.
-    if (p.boundOrgId !== orgId) throw notFound();
+  if (p.boundOrgId !== undefined && p.boundOrgId !== orgId) {
+    // the pipeline already refused this (refuseOtherTenant); kept so no caller of reachOrg depends on it
+    throw problem('forbidden', { param: 'orgId', detail: 'This credential is bound to another organization.' });
+  }
+  if (p.kind === 'api_key') {
+    // a key resolved its organization in the pipeline: its permissions are already cut to its scopes
     role = ctx.org?.role ?? role;
     permissions = ctx.permissions;
   } else {
+    // a session (with role preview) or an OAuth token: the role here, cut to what the token was granted
     role = parseViewAs(req, role)?.orgRole ?? role;
-    permissions = new Set(ORG_ROLE_PERMISSIONS[role]);
+    permissions = withinCeiling(ORG_ROLE_PERMISSIONS[role], p.ceiling);
   }
   if (!permissions.has(needs.permission)) {
     throw problem('forbidden', { detail: `This operation needs the ${needs.permission} permission.` });

@@ -146,9 +146,9 @@ export async function reachSpace(scope: OrgScope, ctx: RequestContext, spaceId: 
   if (joinable) held = [];
   if (!held) throw notFound();
   let permissions = new Set<Permission>(held);
-  if (principal.keyScopes) {
-    const scopes = new Set(principal.keyScopes);
-    permissions = new Set(held.filter((p) => scopes.has(p)));
+  if (principal.ceiling) {
+    const granted = principal.ceiling;
+    permissions = new Set(held.filter((p) => granted.has(p)));
   }
   return { space: toSpace({ ...row, is_member: !joinable }), permissions, orgRole, joinable };
 }

@@ -98,14 +98,17 @@ describe('creating a key', () => {
 });
 
 describe('using a key', () => {
-  test('X-Org-Id is ignored; an X-Space-Id other than the key\'s is 403 forbidden', async () => {
+  test('an X-Org-Id or X-Space-Id other than the key\'s is 403 forbidden; its own are accepted', async () => {
     const org = await anOrg(pool());
     const other = await anOrg(pool());
     const second = await aSpace(pool(), org.orgId);
     const { key } = await aKey(pool(), { orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId, scopes: ['spaces:read'] });
-    const ignored = await api().get('/api/spaces', { key, org: other.orgId });
-    assert.equal(ignored.status, 200);
-    assert.deepEqual(ignored.body.data.map((s: { id: string }) => s.id), [org.spaceId]);
+    const own = await api().get('/api/spaces', { key, org: org.orgId, space: org.spaceId });
+    assert.equal(own.status, 200);
+    assert.deepEqual(own.body.data.map((s: { id: string }) => s.id), [org.spaceId]);
+    const elsewhere = await api().get('/api/spaces', { key, org: other.orgId });
+    assert.equal(elsewhere.status, 403);
+    assert.equal(elsewhere.body.param, 'X-Org-Id');
     const contradicted = await api().get('/api/spaces', { key, space: second });
     assert.equal(contradicted.status, 403);
     assert.equal(contradicted.body.code, 'forbidden');

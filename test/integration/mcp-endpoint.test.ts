@@ -202,12 +202,12 @@ test('401 names the protected-resource metadata, which names the endpoint and th
   assert.match(String(revoked.headers.get('www-authenticate')), /resource_metadata=/);
 });
 
-test("another organization's credential finds no endpoint here", async () => {
+test("another organization's credential is refused here", async () => {
   const pool = world.app.deps.database.pool;
   const other = await anOrg(pool);
   const { key } = await aKey(pool, { ...other, userId: other.ownerId });
   const res = await call(world.app.url, 'POST', endpoint, { key, headers: MCP_HEADERS, body: initialize('2025-11-25') });
-  assert.equal(res.status, 404);
+  assert.equal(res.status, 403, 'a key bound to another organization names this one in the path');
   const { cookie } = await aSession(pool, other.ownerId);
   const bySession = await call(world.app.url, 'POST', endpoint, { cookie, headers: MCP_HEADERS, body: initialize('2025-11-25') });
   assert.equal(bySession.status, 403, 'not a member of the organization the path names');

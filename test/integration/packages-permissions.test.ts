@@ -37,8 +37,14 @@ test('a package of a type the caller cannot read answers 404, not 403; the list 
   for (const path of ['/api/packages/@acme/skill/files', '/api/packages/@acme/skill/draft', '/api/packages/@acme/skill/1.0.0/download']) {
     assert.equal((await agentsReader.get(path)).status, 404, path);
   }
-  assert.equal((await agentsReader.delete('/api/packages/@acme/skill')).status, 404);
-  assert.equal((await agentsReader.post('/api/packages/skills/@acme/skill/versions/1.0.0/restore')).status, 404);
+  // holding no delete (nor skills:write) permission at all is refused before any lookup: the same
+  // 403 for a package that exists and one that does not, so it tells nothing about the package
+  for (const id of ['@acme/skill', '@acme/no-such-package']) {
+    const del = await agentsReader.delete(`/api/packages/${id}`);
+    assert.equal(del.status, 403, del.text);
+    assert.equal(del.body.code, 'forbidden');
+    assert.equal((await agentsReader.post(`/api/packages/skills/${id}/versions/1.0.0/restore`)).status, 403);
+  }
 
   assert.equal((await agentsReader.get('/api/packages/@acme/agent')).status, 200);
   const list = await agentsReader.get('/api/packages');

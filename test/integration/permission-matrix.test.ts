@@ -83,7 +83,7 @@ const SPACE_CHECKED: Record<string, Representative> = {
 function representatives(routes: RouteDef[]): Map<string, Representative> {
   const rank = (r: RouteDef) => (r.method === 'get' ? 0 : 2) + (r.path.includes('{') ? 1 : 0);
   const out = new Map<string, Representative>();
-  const candidates = routes.filter((r) => (r.stage ?? 'protected') === 'protected' && r.permission && !r.sessionOnly);
+  const candidates = routes.filter((r) => (r.stage ?? 'protected') === 'protected' && r.permission && !r.sessionOnly && r.authority !== 'resource');
   for (const scope of SCOPES) {
     const found = candidates.filter((r) => r.permission === scope).sort((a, b) => rank(a) - rank(b))[0];
     const chosen = found ? { method: found.method.toUpperCase(), path: found.path } : SPACE_CHECKED[scope];
@@ -104,7 +104,7 @@ before(async () => {
 after(() => app.close());
 
 function fill(path: string): string {
-  return path.replace(/\{(\w+)\}/g, (_, name: string) => (name === 'spaceId' ? org.spaceId : name === 'id' ? 'eu_absent' : 'absent'));
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => (name === 'spaceId' ? org.spaceId : name === 'org' ? org.orgId : name === 'id' ? 'eu_absent' : 'absent'));
 }
 
 describe('permission matrix', () => {

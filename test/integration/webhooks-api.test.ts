@@ -275,7 +275,9 @@ describe('who sees and changes which webhook', () => {
     const list = (key: string, q = '') => call(app.url, 'GET', `/api/webhooks${q}`, { key });
     assert.deepEqual(ids(await list(spaceReader)), []);
     assert.deepEqual(ids(await list(spaceReader, `?spaceId=${o.spaceId}`)), [s1Hook]);
-    assert.deepEqual(ids(await list(spaceReader, `?spaceId=${space2}`)), []);
+    const elsewhere = await list(spaceReader, `?spaceId=${space2}`);
+    assert.equal(elsewhere.status, 403, 'the query names a space the key is not pinned to');
+    assert.equal(elsewhere.body.param, 'spaceId');
     assert.equal((await list(spaceReader, '?all=true')).status, 403);
     assert.deepEqual(ids(await list(orgReader)), [orgHook]);
     assert.deepEqual(ids(await list(orgReader, `?spaceId=${o.spaceId}`)), [orgHook]);

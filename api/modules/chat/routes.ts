@@ -11,6 +11,7 @@ import { publishChatSessionUpdate } from '../../services/realtime/publish.ts';
 import { createSession, deleteSession, getSessionRow, listMessages, listSessions, toSessionWire } from './sessions.ts';
 import { listEnforcedSkills, noteInjectedDrafts, setEnforcedSkills } from './skills.ts';
 import { postTurn, type ChatEngine } from './turn.ts';
+import type { Need } from '../../../lib/permissions.ts';
 
 const TAG = 'Chat';
 const PAGE = { def: 100, max: 100 };
@@ -52,7 +53,7 @@ const TURN_STREAM = {
 };
 
 export function chatRoutes(deps: AppDeps, engine: ChatEngine) {
-  const common = { tag: TAG, tenant: 'space' as const, sessionOnly: true, permission: null };
+  const common = { tag: TAG, tenant: 'space' as const, sessionOnly: true, permission: 'signed-in' as Need };
   return [
     route({
       ...common, method: 'post', path: '/api/chat/sessions', summary: 'Open a chat session (optionally injecting skill drafts to try)',

@@ -3,19 +3,24 @@
 // resolved through the identity cache the API-key path uses (one query when not cached: is the
 // grant still alive, and what does the person hold in the organization and space).
 //
-// Client levels: instance tokens act as the person with X-Org-Id / X-Space-Id like a session;
-// org tokens are bound to the client's organization with permissions = token scopes intersected
-// with the person's current role; space tokens are an end-user's (realm end_user:<spaceId>), which
-// platform routes refuse.
+// Client levels (the authority rule itself is authenticate.ts's authorize):
+// - instance tokens act as the person with X-Org-Id / X-Space-Id like a session, with the person's
+//   role cut to the scopes granted at consent (never "the person's whole power");
+// - org tokens are bound to the client's organization, the role cut to the token's scopes;
+// - space tokens are an end-user's: bound to the client's organization and space, acting as that
+//   end-user (their runs and files, as Service-User impersonation does with a key), holding the
+//   space allowlist (SPACE_TOKEN_SCOPES) cut to the token's scopes, on space routes only.
+// Session-only operations refuse every token.
 import { verify as verifySignature, type KeyObject } from 'node:crypto';
 import type pg from 'pg';
 import { problem } from '../../../lib/problem.ts';
-import type { Permission } from '../../../lib/permissions.ts';
+import { SPACE_TOKEN_SCOPES } from '../../../lib/permissions.ts';
 import type { Principal } from '../../context.ts';
 import type { AppDeps } from '../../deps.ts';
 import type { Request } from '../../http.ts';
 import type { RouteDef } from '../../route.ts';
 import { resolveViewAs } from '../../middleware/view-as.ts';
+import { authorize, authorizeOutsideTenant } from '../../middleware/authenticate.ts';
 import { computePermissions, MEMBERSHIP_COLUMNS, membership, type MembershipFacts } from '../../services/access.ts';
 import { hasDispatchProof } from '../../services/mcp-dispatch-proof.ts';
 import { apiResource, mcpResourceOrg } from './provider.ts';
@@ -75,12 +80,27 @@ async function loadPersonFacts(pool: pg.Pool, userId: string, grantId: string, o
   return { ...membership(row), grantLive: row.grant_live, email: row.email };
 }
 
-async function grantLive(pool: pg.Pool, grantId: string): Promise<boolean> {
+interface EndUserFacts {
+  grantLive: boolean;
+  orgApiVersion: string | null;
+  orgDeleting: boolean;
+  spaceKind: 'team' | 'personal';
+}
+
+/** The end-user of a space-level token, still in the token's space, and whether its grant lives. */
+async function loadEndUserFacts(pool: pg.Pool, endUserId: string, grantId: string, orgId: string, spaceId: string): Promise<EndUserFacts | null> {
   const { rows } = await pool.query(
-    `SELECT 1 FROM oidc_payloads WHERE model = 'Grant' AND id = $1 AND (expires_at IS NULL OR expires_at > now())`,
-    [grantId],
+    `SELECT EXISTS (SELECT 1 FROM oidc_payloads g WHERE g.model = 'Grant' AND g.id = $4 AND (g.expires_at IS NULL OR g.expires_at > now())) AS grant_live,
+            o.api_version, (o.deleting_at IS NOT NULL) AS deleting, s.kind
+       FROM end_users eu
+       JOIN spaces s ON s.id = eu.space_id AND s.org_id = eu.org_id
+       JOIN organizations o ON o.id = eu.org_id
+      WHERE eu.id = $1 AND eu.org_id = $2::uuid AND eu.space_id = $3`,
+    [endUserId, orgId, spaceId, grantId],
   );
-  return rows.length > 0;
+  const row = rows[0];
+  if (!row) return null;
+  return { grantLive: row.grant_live, orgApiVersion: row.api_version, orgDeleting: row.deleting, spaceKind: row.kind };
 }
 
 const unauthorized = (detail: string) => problem('unauthorized', { detail });
@@ -147,11 +167,34 @@ export function createOidcVerifier(deps: AppDeps, keys: KeyRing) {
     throw unauthorized('This access token was issued for another resource than the API.');
   }
 
-  function grant(req: Request, def: RouteDef<any, any, any>, permissions: Set<Permission>): void {
-    req.ctx.permissions = permissions;
-    if (def.permission && !permissions.has(def.permission)) {
-      throw problem('forbidden', { detail: `This operation needs the ${def.permission} permission.` });
+  /**
+   * An end-user's token: the end-user must still exist in the client's space and the grant be
+   * alive; the request acts in that space as that end-user, with the allowlist cut to the scopes.
+   */
+  async function endUser(claims: AccessClaims, scopes: string[], req: Request, def: RouteDef<any, any, any>): Promise<Principal> {
+    if (!claims.org || !claims.spc) throw unauthorized('The access token lacks the platform claims.');
+    const facts = await authCache.through(`oidc:eu:${claims.gid}:${claims.sub}`, () => loadEndUserFacts(pool, claims.sub, claims.gid, claims.org!, claims.spc!));
+    if (!facts || !facts.grantLive) throw unauthorized('The access token has been revoked.');
+    const allow = new Set<string>(SPACE_TOKEN_SCOPES);
+    const principal: Principal = {
+      kind: 'oidc', userId: claims.sub, realm: `end_user:${claims.spc}`,
+      oauthClientId: claims.client_id, oauthLevel: 'space', tokenScopes: scopes, grantId: claims.gid,
+      ceiling: new Set(scopes.filter((s) => allow.has(s))),
+      boundOrgId: claims.org, boundSpaceId: claims.spc,
+    };
+    req.ctx.principal = principal;
+    if (headerValue(req, 'x-view-as') || (def.sse && req.query.view_as !== undefined)) {
+      throw problem('view_as_unsupported', { param: def.sse ? 'view_as' : 'X-View-As', detail: 'Role preview is not available with an end-user token.' });
     }
+    if (headerValue(req, 'service-user')) throw problem('header_not_allowed', { param: 'Service-User', detail: 'Only API keys can act on behalf of an end-user.' });
+    if ((def.tenant ?? 'org') !== 'space') throw problem('forbidden', { detail: 'End-user tokens cannot call platform routes outside the space allowlist.' });
+    // the context is the token's; a contradicting header or query is refused by refuseOtherTenant
+    req.ctx.org = { id: claims.org, role: 'guest', apiVersion: facts.orgApiVersion };
+    if (facts.orgDeleting && req.method !== 'GET') throw problem('org_deleting');
+    req.ctx.space = { id: claims.spc, kind: facts.spaceKind };
+    req.ctx.endUserId = claims.sub;
+    authorize(req, def, SPACE_TOKEN_SCOPES);
+    return principal;
   }
 
   return async function verifyOidc(token: string, req: Request, def: RouteDef<any, any, any>): Promise<Principal | null> {
@@ -160,11 +203,8 @@ export function createOidcVerifier(deps: AppDeps, keys: KeyRing) {
     checkAudience(claims, req, def);
     const scopes = (claims.scope ?? '').split(' ').filter(Boolean);
 
-    if (claims.lvl === 'space') {
-      const live = await authCache.through(`oidc:g:${claims.gid}`, () => grantLive(pool, claims.gid));
-      if (!live) throw unauthorized('The access token has been revoked.');
-      throw problem('forbidden', { detail: 'End-user tokens cannot call platform routes.' });
-    }
+    if (def.sessionOnly) throw problem('forbidden', { detail: 'OAuth access tokens cannot call this operation: it needs a signed-in session.' });
+    if (claims.lvl === 'space') return endUser(claims, scopes, req, def);
 
     const sse = def.sse === true;
     const tenant = def.tenant ?? 'org';
@@ -185,12 +225,13 @@ export function createOidcVerifier(deps: AppDeps, keys: KeyRing) {
     if (!facts || !facts.grantLive) throw unauthorized('The access token has been revoked.');
     const principal: Principal = {
       kind: 'oidc', userId: claims.sub, email: facts.email ?? undefined, realm: 'platform',
-      oauthClientId: claims.client_id, oauthLevel: claims.lvl, tokenScopes: scopes,
+      oauthClientId: claims.client_id, oauthLevel: claims.lvl, tokenScopes: scopes, grantId: claims.gid,
+      ceiling: new Set(scopes),
+      ...(claims.lvl === 'org' && claims.org ? { boundOrgId: claims.org } : {}),
     };
     req.ctx.principal = principal;
-    if (claims.lvl === 'org' && def.sessionOnly) throw problem('forbidden', { detail: 'Tokens of third-party applications cannot call this operation.' });
     if (tenant === 'none') {
-      grant(req, def, new Set());
+      authorizeOutsideTenant(req, def);
       return principal;
     }
     if (!orgId) throw problem('invalid_request', { param: orgParam, detail: `This route needs ${orgParam}.` });
@@ -209,14 +250,7 @@ export function createOidcVerifier(deps: AppDeps, keys: KeyRing) {
       if (!spaceMember) throw problem('not_a_space_member', { param: spaceParam, detail: 'You hold no role in this space.' });
       req.ctx.space = { id: facts.spaceId!, kind: facts.spaceKind ?? 'team' };
     }
-    if (claims.lvl === 'org') {
-      const held = new Set(scopes);
-      const effective = new Set<Permission>();
-      for (const p of permissions) if (held.has(p)) effective.add(p);
-      grant(req, def, effective);
-    } else {
-      grant(req, def, permissions);
-    }
+    authorize(req, def, permissions);
     return principal;
   };
 }

@@ -1,5 +1,6 @@
 // /api/webhooks (spec: End-users and webhooks; Webhook record; rate-limit rows). Organization
 // routes: authority follows each webhook's level (webhooks.ts), so no route declares a permission.
+import { WEBHOOK_READ } from '../../../lib/permissions.ts';
 import { z } from 'zod';
 import { orgScopeOf } from '../../../db/tenant.ts';
 import type { AppDeps } from '../../deps.ts';
@@ -68,7 +69,7 @@ export function webhookRoutes(deps: AppDeps) {
   return [
     route({
       method: 'post', path: '/api/webhooks', summary: 'Create a webhook (its signing secret is returned only here)', tag: TAG,
-      permission: null, rateLimit: WRITE_LIMIT, idempotent: true, location: (b) => `/api/webhooks/${b.id}`,
+      authority: 'resource', permission: 'webhooks:write', rateLimit: WRITE_LIMIT, idempotent: true, location: (b) => `/api/webhooks/${b.id}`,
       body: z.object({
         level: z.enum(['space', 'org']),
         spaceId: z.string().min(1).max(255).optional(),
@@ -82,7 +83,7 @@ export function webhookRoutes(deps: AppDeps) {
     }),
     route({
       method: 'get', path: '/api/webhooks', summary: 'List webhooks the caller may read', tag: TAG,
-      permission: null, rateLimit: READ_LIMIT,
+      authority: 'resource', permission: WEBHOOK_READ, rateLimit: READ_LIMIT,
       query: CursorQuery.extend({
         spaceId: z.string().optional().describe("adds the webhooks of this space (needs webhooks:read there)"),
         all: z.enum(['true']).optional().describe('every space of the organization; needs org-webhooks:read; overrides spaceId'),
@@ -97,13 +98,13 @@ export function webhookRoutes(deps: AppDeps) {
     }),
     route({
       method: 'get', path: '/api/webhooks/{id}', summary: 'Read a webhook', tag: TAG,
-      permission: null, rateLimit: READ_LIMIT, params: IdParams,
+      authority: 'resource', permission: WEBHOOK_READ, rateLimit: READ_LIMIT, params: IdParams,
       responses: { 200: { description: 'The webhook', schema: Webhook } },
       handler: async ({ ctx, params, deps }) => ok(await webhooks.getWebhook(orgScopeOf(ctx, deps.database), ctx, params.id)),
     }),
     route({
       method: 'patch', path: '/api/webhooks/{id}', summary: 'Update a webhook (enabled: true turns a disabled one back on)', tag: TAG,
-      permission: null, rateLimit: WRITE_LIMIT, params: IdParams,
+      authority: 'resource', permission: 'webhooks:write', rateLimit: WRITE_LIMIT, params: IdParams,
       body: z.object({
         url: Url.optional(),
         events: Events.optional(),
@@ -116,7 +117,7 @@ export function webhookRoutes(deps: AppDeps) {
     }),
     route({
       method: 'delete', path: '/api/webhooks/{id}', summary: 'Delete a webhook and its delivery log', tag: TAG,
-      permission: null, rateLimit: WRITE_LIMIT, params: IdParams,
+      authority: 'resource', permission: 'webhooks:delete', rateLimit: WRITE_LIMIT, params: IdParams,
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ ctx, params, deps }) => {
         await webhooks.deleteWebhook(orgScopeOf(ctx, deps.database), ctx, params.id);
@@ -125,13 +126,13 @@ export function webhookRoutes(deps: AppDeps) {
     }),
     route({
       method: 'post', path: '/api/webhooks/{id}/rotate', summary: 'Rotate the signing secret (the previous one also signs for 24 hours)', tag: TAG,
-      permission: null, rateLimit: ROTATE_LIMIT, params: IdParams,
+      authority: 'resource', permission: 'webhooks:write', rateLimit: ROTATE_LIMIT, params: IdParams,
       responses: { 200: { description: 'The webhook with its new secret', schema: WebhookWithSecret } },
       handler: async ({ ctx, params, deps }) => ok(await webhooks.rotateWebhookSecret(orgScopeOf(ctx, deps.database), ctx, wd, params.id)),
     }),
     route({
       method: 'get', path: '/api/webhooks/{id}/deliveries', summary: 'The delivery log: every delivery and each of its attempts (cursor-paged)', tag: TAG,
-      permission: null, rateLimit: READ_LIMIT, params: IdParams, query: CursorQuery,
+      authority: 'resource', permission: WEBHOOK_READ, rateLimit: READ_LIMIT, params: IdParams, query: CursorQuery,
       responses: { 200: { description: 'A page of deliveries', schema: DeliveryList } },
       handler: async ({ ctx, params, query, req, deps }) => {
         const page = cursorPage(query);

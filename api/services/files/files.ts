@@ -238,6 +238,17 @@ export async function writeUploadContent(
 
 // ------------------------------------------------------------------ durable files
 
+/**
+ * An end-user (an end-user token, or a key acting for one with Service-User) reaches only the files
+ * of their own runs (those a run of theirs took as input or published); appended to `params`.
+ */
+function endUserFilter(scope: SpaceScope, params: unknown[]): string {
+  if (!scope.actor.endUserId) return '';
+  params.push(scope.actor.endUserId);
+  return ` AND EXISTS (SELECT 1 FROM run_files rf JOIN runs r ON r.id = rf.run_id
+                        WHERE rf.file_id = files.id AND r.org_id = files.org_id AND r.space_id = files.space_id AND r.end_user_id = $${params.length})`;
+}
+
 export async function listFiles(scope: SpaceScope, page: CursorPage): Promise<FileWire[]> {
   const params: unknown[] = [scope.orgId, scope.spaceId, page.limit + 1];
   let where = 'org_id = $1 AND space_id = $2';
@@ -250,12 +261,15 @@ export async function listFiles(scope: SpaceScope, page: CursorPage): Promise<Fi
     where += ` AND id COLLATE "C" < $4`;
     order = 'DESC';
   }
+  where += endUserFilter(scope, params);
   const { rows } = await scope.pool.query<FileRow>(`SELECT ${FILE_COLUMNS} FROM files WHERE ${where} ORDER BY id COLLATE "C" ${order} LIMIT $3`, params);
   return rows.map(toFileWire);
 }
 
 async function fileRow(scope: SpaceScope, id: string): Promise<FileRow> {
-  const { rows } = await scope.pool.query<FileRow>(`SELECT ${FILE_COLUMNS} FROM files WHERE org_id = $1 AND space_id = $2 AND id = $3`, [scope.orgId, scope.spaceId, id]);
+  const params: unknown[] = [scope.orgId, scope.spaceId, id];
+  const filter = endUserFilter(scope, params);
+  const { rows } = await scope.pool.query<FileRow>(`SELECT ${FILE_COLUMNS} FROM files WHERE org_id = $1 AND space_id = $2 AND id = $3${filter}`, params);
   if (!rows[0]) throw problem('not_found', { detail: 'No such file.' });
   return rows[0];
 }

@@ -1,7 +1,7 @@
 // The scopes an OAuth client may be registered for, by level. Instance and organization clients
 // act for a platform user: the OpenID scopes plus the spec's scope catalog. Space clients act for
 // one end-user in one space: only the allowlist below can be granted to their tokens.
-import { KEY_SCOPES } from '../../../lib/permissions.ts';
+import { KEY_SCOPES, SPACE_TOKEN_SCOPES } from '../../../lib/permissions.ts';
 import type { OAuthClientLevel } from './store.ts';
 
 /** OpenID Connect scopes (offline_access asks for a refresh token). */
@@ -12,7 +12,7 @@ export const OPENID_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as
  * running the space's agents for that end-user. Nothing that configures the space or its members.
  */
 export const SPACE_CLIENT_SCOPES: readonly string[] = [
-  ...OPENID_SCOPES, 'agents:read', 'agents:run', 'runs:read', 'runs:cancel', 'files:read',
+  ...OPENID_SCOPES, ...SPACE_TOKEN_SCOPES,
 ];
 
 const USER_CLIENT_SCOPES: readonly string[] = [...OPENID_SCOPES, ...KEY_SCOPES];

@@ -35,7 +35,7 @@ export interface Caller {
   orgRole: OrgRole;
   /** the one space a pinned credential (API key) acts in */
   pinnedSpaceId?: string;
-  /** a key's scopes: permissions anywhere are cut to them */
+  /** a delegated credential's ceiling (key or token scopes): permissions anywhere are cut to them */
   keyScopes?: ReadonlySet<string>;
   /** permissions per space, computed once per request */
   known: Map<string, Promise<ReadonlySet<Permission>>>;
@@ -57,7 +57,7 @@ export function callerOf(ctx: RequestContext): Caller {
     userId: p.userId,
     orgRole: ctx.org.role,
     pinnedSpaceId: p.boundSpaceId,
-    keyScopes: p.keyScopes ? new Set(p.keyScopes) : undefined,
+    keyScopes: p.ceiling,
     known,
   };
 }

@@ -7,7 +7,8 @@ import type { Permission } from '../../../lib/permissions.ts';
 import type { Request } from '../../http.ts';
 import { readCookie } from '../../middleware/authenticate.ts';
 import { resolveViewAs } from '../../middleware/view-as.ts';
-import { computePermissions, loadApiKeyFacts, loadSessionFacts } from '../access.ts';
+import { computePermissions, loadApiKeyFacts, loadPersonMembership, loadSessionFacts } from '../access.ts';
+import { withinCeiling } from '../../../lib/permissions.ts';
 
 export interface StreamAccess {
   credentialKey: string;
@@ -63,6 +64,33 @@ export function streamAccess(req: Request, pool: pg.Pool, cookieName: string): S
       },
     };
   }
-  // credentials resolved by a module (OIDC tokens) keep what they were granted until they expire
+  if (principal.kind === 'oidc' && principal.grantId) {
+    // an OAuth token: its grant must live (revocation, a password change), and the person keep a
+    // role in the space (an end-user: still exist there); what it holds is cut to the same ceiling
+    const orgId = ctx.org!.id;
+    const spaceId = ctx.space!.id;
+    const grantId = principal.grantId;
+    const endUser = principal.oauthLevel === 'space';
+    const ceiling = principal.ceiling;
+    return {
+      credentialKey: `o:${grantId}:${principal.userId}:${orgId}:${spaceId}`,
+      async recheck() {
+        const { rows } = await pool.query(
+          `SELECT EXISTS (SELECT 1 FROM oidc_payloads g WHERE g.model = 'Grant' AND g.id = $1 AND (g.expires_at IS NULL OR g.expires_at > now())) AS live`,
+          [grantId],
+        );
+        if (!rows[0]?.live) return null;
+        if (endUser) {
+          const found = await pool.query('SELECT 1 FROM end_users WHERE id = $1 AND org_id = $2 AND space_id = $3', [principal.userId, orgId, spaceId]);
+          return found.rowCount ? current : null;
+        }
+        const facts = await loadPersonMembership(pool, principal.userId, orgId, spaceId);
+        if (!facts || !facts.orgRole) return null;
+        const { permissions, spaceMember } = computePermissions(facts, principal.userId);
+        return spaceMember ? withinCeiling(permissions, ceiling) : null;
+      },
+    };
+  }
+  // a credential no recheck is known for keeps what it was granted
   return { credentialKey: `p:${principal.userId}`, recheck: async () => current };
 }

@@ -51,7 +51,7 @@ export function clientRoutes(): RouteDef<any, any, any>[] {
     route({
       method: 'post', path: '/api/oauth/clients', tag: TAG,
       summary: 'Register an OAuth client for the organization or for the X-Space-Id space (a confidential client\'s secret is returned only here)',
-      permission: null, rateLimit: WRITE_LIMIT, idempotent: true, location: (b) => `/api/oauth/clients/${b.id}`,
+      authority: 'resource', permission: 'oauth-clients:write', rateLimit: WRITE_LIMIT, idempotent: true, location: (b) => `/api/oauth/clients/${b.id}`,
       body: z.object({
         level: z.enum(['org', 'space']).describe('org: acts for members of the organization; space: acts for end-users of the X-Space-Id space'),
         name: Name,
@@ -68,7 +68,7 @@ export function clientRoutes(): RouteDef<any, any, any>[] {
     route({
       method: 'get', path: '/api/oauth/clients', tag: TAG,
       summary: 'List the organization\'s clients and those of the X-Space-Id space that the caller may read',
-      permission: null, rateLimit: READ_LIMIT, query: CursorQuery,
+      authority: 'resource', permission: 'oauth-clients:read', rateLimit: READ_LIMIT, query: CursorQuery,
       responses: { 200: { description: 'A page of clients', schema: OAuthClientList } },
       handler: async ({ ctx, query, req, deps }) => {
         const page = cursorPage(query);
@@ -79,13 +79,13 @@ export function clientRoutes(): RouteDef<any, any, any>[] {
     }),
     route({
       method: 'get', path: '/api/oauth/clients/{id}', summary: 'Read an OAuth client (never its secret)', tag: TAG,
-      permission: null, rateLimit: READ_LIMIT, params: IdParams,
+      authority: 'resource', permission: 'oauth-clients:read', rateLimit: READ_LIMIT, params: IdParams,
       responses: { 200: { description: 'The client', schema: OAuthClient } },
       handler: async ({ ctx, params, deps }) => ok(await clients.getClient(orgScopeOf(ctx, deps.database), ctx, params.id)),
     }),
     route({
       method: 'patch', path: '/api/oauth/clients/{id}', summary: 'Update an OAuth client (its level, space and authentication method do not change)', tag: TAG,
-      permission: null, rateLimit: WRITE_LIMIT, params: IdParams,
+      authority: 'resource', permission: 'oauth-clients:write', rateLimit: WRITE_LIMIT, params: IdParams,
       body: z.object({
         name: Name.optional(),
         redirect_uris: Uris.optional(),
@@ -99,7 +99,7 @@ export function clientRoutes(): RouteDef<any, any, any>[] {
     }),
     route({
       method: 'delete', path: '/api/oauth/clients/{id}', summary: 'Delete an OAuth client and every grant and token issued to it', tag: TAG,
-      permission: null, rateLimit: WRITE_LIMIT, params: IdParams,
+      authority: 'resource', permission: 'oauth-clients:delete', rateLimit: WRITE_LIMIT, params: IdParams,
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ ctx, params, deps }) => {
         await clients.deleteClient(orgScopeOf(ctx, deps.database), ctx, params.id);
@@ -108,7 +108,7 @@ export function clientRoutes(): RouteDef<any, any, any>[] {
     }),
     route({
       method: 'post', path: '/api/oauth/clients/{id}/rotate-secret', summary: 'Replace a confidential client\'s secret; the old one stops working at once', tag: TAG,
-      permission: null, rateLimit: ROTATE_LIMIT, params: IdParams,
+      authority: 'resource', permission: 'oauth-clients:write', rateLimit: ROTATE_LIMIT, params: IdParams,
       responses: { 200: { description: 'The client with its new secret', schema: OAuthClientWithSecret } },
       handler: async ({ ctx, params, deps }) => ok(await clients.rotateClientSecret(orgScopeOf(ctx, deps.database), ctx, deps.secrets, params.id)),
     }),
