@@ -46,7 +46,7 @@ function accountOf(payload: Payload): string | null {
   return typeof id === 'string' ? id : null;
 }
 
-export function adapterFactory(deps: { pool: pg.Pool; secrets: SecretBox }) {
+export function adapterFactory(deps: { pool: pg.Pool; secrets: SecretBox; authCache: { clear(): void } }) {
   const { pool } = deps;
   return class PostgresAdapter {
     name: string;
@@ -100,10 +100,15 @@ export function adapterFactory(deps: { pool: pg.Pool; secrets: SecretBox }) {
     async destroy(id: string): Promise<void> {
       if (this.name === 'Grant') {
         // a grant's end is an identity change: every instance drops the access tokens it had vouched for
-        await inTransaction(pool, async (client) => {
-          await client.query('DELETE FROM oidc_payloads WHERE model = $1 AND id = $2', [this.name, id]);
-          await client.query(`NOTIFY ${AUTH_CHANGED_CHANNEL}`);
-        });
+        try {
+          await inTransaction(pool, async (client) => {
+            await client.query('DELETE FROM oidc_payloads WHERE model = $1 AND id = $2', [this.name, id]);
+            await client.query(`NOTIFY ${AUTH_CHANGED_CHANNEL}`);
+          });
+        } finally {
+          // this instance drops them before the revocation is answered, not when the notice comes back
+          deps.authCache.clear();
+        }
         return;
       }
       await pool.query('DELETE FROM oidc_payloads WHERE model = $1 AND id = $2', [this.name, id]);

@@ -118,7 +118,7 @@ export async function buildProvider(deps: AppDeps, issuer: string): Promise<Buil
   };
 
   const configuration: Configuration = {
-    adapter: adapterFactory({ pool, secrets: deps.secrets }) as any,
+    adapter: adapterFactory({ pool, secrets: deps.secrets, authCache: deps.authCache }) as any,
     findAccount: (_ctx, id) => findAccount(pool, id),
     jwks: { keys: keys.map((k) => k.jwk) as any },
     cookies: { keys: await cookieKeys(deps) },
