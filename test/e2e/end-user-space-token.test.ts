@@ -136,3 +136,18 @@ test('revoking the grant ends the end-user\'s token and closes the stream it ope
     stream.close();
   }
 });
+
+test('the person changing their password ends what they obtained as an end-user (access and refresh token)', async () => {
+  const pool = world.app.deps.database.pool;
+  const dora = await aUserWithPassword(pool);
+  const token = await signIn(dora, 'openid offline_access agents:read runs:read');
+  assert.equal((await call(world.app.url, 'GET', '/api/runs', { key: token })).status, 200);
+  const signedIn = await call(world.app.url, 'POST', '/api/auth/sign-in/email', { body: { email: dora.email, password: dora.password } });
+  assert.equal(signedIn.status, 200, signedIn.text);
+  const cookie = signedIn.headers.get('set-cookie')!.split(';')[0];
+  const changed = await call(world.app.url, 'POST', '/api/auth/change-password', { cookie, body: { currentPassword: dora.password, newPassword: 'another long password 42' } });
+  assert.equal(changed.status, 204, changed.text);
+  assert.equal((await call(world.app.url, 'GET', '/api/runs', { key: token })).status, 401);
+  const rp = await relyingParty(world.app.url, clientId);
+  await assert.rejects(oidc.refreshTokenGrant(rp, refreshTokens.get(token)!), (err: any) => err?.error === 'invalid_grant');
+});
