@@ -15,6 +15,29 @@ import type { EventPoster } from './event-poster.ts';
 import type { ModelBudget } from './model-budget.ts';
 import { relayEventStream } from '../lib/event-stream-relay.ts';
 
+/**
+ * How long a model call keeps trying to connect while its provider refuses connections (a local
+ * model server reached through the worker's relays while that worker restarts; a provider's
+ * endpoint coming back). Only failures to connect are tried again: nothing reached the provider.
+ */
+export const MODEL_CONNECT_RETRY_MS = 60_000;
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+async function connectPatiently(open: () => Promise<IncomingMessage>, signal: AbortSignal, budgetMs: number): Promise<IncomingMessage> {
+  const until = Date.now() + budgetMs;
+  let wait = 250;
+  for (;;) {
+    try {
+      return await open();
+    } catch (err) {
+      const code = err instanceof ProxyFailure || err instanceof EgressRefusal ? undefined : (err as { code?: string }).code;
+      if (signal.aborted || !code || !NOT_CONNECTED.has(code) || Date.now() + wait > until) throw err;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      wait = Math.min(wait * 2, 4_000);
+    }
+  }
+}
+
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
@@ -79,6 +102,7 @@ export async function proxyChatCompletion(
   events: EventPoster,
   egress: EgressOptions = { allowInternalHosts: [] },
   budget?: ModelBudget,
+  connectRetryMs = MODEL_CONNECT_RETRY_MS,
 ): Promise<void> {
   if (!model) return openAiError(res, 503, 'model_unavailable', 'No model is configured for this run.');
   const over = budget?.reached();
@@ -106,19 +130,20 @@ export async function proxyChatCompletion(
   const url = new URL(`${model.baseUrl}/chat/completions`);
   let upstream: IncomingMessage;
   try {
-    upstream = await guardedRequest(url, {
+    const payload = JSON.stringify(body);
+    upstream = await connectPatiently(() => guardedRequest(url, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
         accept: streaming ? 'text/event-stream' : 'application/json',
         authorization: `Bearer ${model.apiKey}`,
       },
-      body: JSON.stringify(body),
+      body: payload,
       signal: abort.signal,
       // a model may think for minutes before its first byte
       timeoutMs: 600_000,
       proxy: model.proxy ?? null,
-    }, egress);
+    }, egress), abort.signal, connectRetryMs);
   } catch (err) {
     if (abort.signal.aborted) return;
     if (err instanceof ProxyFailure) {

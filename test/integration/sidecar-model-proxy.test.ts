@@ -1,5 +1,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { newRunEventSecret } from '../../lib/run-events.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { aSidecarAssignment, aSidecarToken, bearer, REAL_MODEL_KEY, sidecarUrlOf, spawnWarm, startEventReceiver, typesInOrder } from './sidecar-run-harness.ts';
@@ -120,5 +122,38 @@ describe('the sidecar model endpoint', () => {
     await run.receiver.waitFor((events) => events.some((e) => e.type === 'log'));
     const log = run.receiver.events.find((e) => e.type === 'log');
     assert.match(String((log?.data as { message?: string })?.message), /refused by the egress guard: .*127\.0\.0\.1.*loopback/);
+  });
+});
+
+describe('the sidecar model endpoint while its provider refuses connections', () => {
+  test('a call made while nothing listens at the provider\'s address is answered once the provider is back', async (t) => {
+    // a port nothing listens on yet: the provider (or the worker relaying a local one) is down
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const secret = newRunEventSecret();
+    const receiver = await startEventReceiver(secret);
+    const sidecar = await spawnWarm('sidecar/main.ts');
+    let model: FakeModel | undefined;
+    t.after(async () => {
+      await sidecar.kill();
+      await receiver.close();
+      await model?.close();
+    });
+    const token = aSidecarToken();
+    sidecar.assign(aSidecarAssignment({ token, eventsUrl: `${receiver.url}/events`, eventSecret: secret, model: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: REAL_MODEL_KEY, model: 'fake-text' } }));
+    await receiver.waitFor((events) => events.length >= 1);
+    const call = fetch(`${sidecarUrlOf(sidecar)}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...bearer(token), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await new Promise((r) => setTimeout(r, 1_500));
+    model = await startFakeModel({ port });
+    const res = await call;
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.equal(((await res.json()) as any).choices[0].message.content, 'Here is my answer in plain text.');
+    assert.equal(model.requests.length, 1, 'one call reached the provider');
   });
 });
