@@ -8,7 +8,7 @@ import { PlatformError } from '../sdk/src/core.ts';
 import { instanceOf, readConfig, writeConfig } from './config.ts';
 import { completionScript } from './completion.ts';
 import { followRun, readLogs, type LogEntry } from './follow.ts';
-import { claimsOf, pollDeviceFlow, revoke, startDeviceFlow } from './oauth.ts';
+import { claimsOf, DEFAULT_API_SCOPES, pollDeviceFlow, revoke, startDeviceFlow } from './oauth.ts';
 import { clean, EXIT, makeOut, paint, printFields, printJson, printTable, reportError, RUN_EXIT, statusWord, UsageError, type Out } from './output.ts';
 import { call, openSession, packageParts, resolveUrl, type Globals, type Session } from './session.ts';
 
@@ -188,11 +188,22 @@ const listed = (out: Out, items: unknown[], table: () => void) => {
   return EXIT.ok;
 };
 
+/** --scopes a,b: the API scopes asked at login (default: DEFAULT_API_SCOPES). */
+function loginScopes(raw: string | undefined): string[] {
+  if (raw === undefined) return DEFAULT_API_SCOPES;
+  const scopes = [...new Set(raw.split(',').map((x) => x.trim()).filter(Boolean))];
+  if (scopes.length === 0) throw new UsageError('--scopes takes a comma-separated list of scopes like runs:read,agents:run');
+  const bad = scopes.find((x) => !/^[a-z][a-z-]*:[a-z][a-z-]*$/.test(x));
+  if (bad !== undefined) throw new UsageError(`--scopes: ${bad} is not a scope like runs:read`);
+  return scopes;
+}
+
 async function login(ctx: Ctx): Promise<number> {
   const { out } = ctx;
   const config = readConfig();
   const base = resolveUrl(ctx.globals, config);
-  const { discovery, start } = await startDeviceFlow(base);
+  const asked = loginScopes(ctx.values.scopes);
+  const { discovery, start } = await startDeviceFlow(base, asked);
   if (out.json) out.write(JSON.stringify({ verification_uri: start.verification_uri, verification_uri_complete: start.verification_uri_complete, user_code: start.user_code, expires_in: start.expires_in }));
   else {
     out.write(`To sign in, open ${clean(start.verification_uri)} and enter the code ${paint(out, 'bold', clean(start.user_code))}`);
@@ -208,19 +219,23 @@ async function login(ctx: Ctx): Promise<number> {
   fresh.url = base;
   writeConfig(fresh);
   // defaults when there is one obvious choice: the only organization and its default space
+  // (the default space only when spaces:read was granted: --scopes may have left it out)
+  const granted = new Set((tokens.scope ?? asked.join(' ')).split(' '));
   const s = await openSession({ url: base }, out);
   if (!instance.org) {
     const orgs = await call<{ data: Array<{ id: string }> }>(s, 'GET', '/api/orgs');
     if (orgs.data.length === 1) {
       instance.org = orgs.data[0].id;
-      const withOrg = await openSession({ url: base, org: instance.org }, out);
-      const spaces = await call<{ data: Array<{ id: string; isDefault: boolean }> }>(withOrg, 'GET', '/api/spaces');
-      instance.space = spaces.data.find((x) => x.isDefault)?.id;
+      if (granted.has('spaces:read')) {
+        const withOrg = await openSession({ url: base, org: instance.org }, out);
+        const spaces = await call<{ data: Array<{ id: string; isDefault: boolean }> }>(withOrg, 'GET', '/api/spaces');
+        instance.space = spaces.data.find((x) => x.isDefault)?.id;
+      }
       writeConfig(fresh);
     }
   }
   const claims = claimsOf(tokens.id_token);
-  if (out.json) printJson(out, { signed_in: true, url: base, user: claims.sub ?? claimsOf(tokens.access_token).sub, org: instance.org ?? null, space: instance.space ?? null });
+  if (out.json) printJson(out, { signed_in: true, url: base, user: claims.sub ?? claimsOf(tokens.access_token).sub, org: instance.org ?? null, space: instance.space ?? null, scope: tokens.scope ?? null });
   else {
     out.write(`Signed in to ${base}.`);
     if (instance.org) out.write(`Organization ${instance.org}, space ${instance.space ?? '(none)'} (change with \`agent-platform use --org ID --space ID\`).`);
@@ -247,7 +262,10 @@ async function logout(ctx: Ctx): Promise<number> {
 }
 
 export const COMMANDS: Command[] = [
-  { words: ['login'], flags: [], summary: 'sign in with the device flow (opens nothing: prints the URL and code)', run: login },
+  {
+    words: ['login'], flags: ['scopes'], run: login,
+    summary: 'sign in with the device flow (opens nothing: prints the URL and code); asks the scopes of every command but keys, or --scopes a,b',
+  },
   { words: ['logout'], flags: [], summary: 'revoke the stored tokens and forget them', run: logout },
   {
     words: ['use'], params: '--org ID --space ID', flags: [], summary: 'save the default organization and space (--org, --space) for the instance',

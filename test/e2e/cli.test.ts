@@ -22,6 +22,11 @@ import { aDefaultModel } from '../support/runs.ts';
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/agent-platform.mjs');
 const OWNER = { email: 'owner@example.test', password: 'a long enough passphrase' };
+/** what `login` asks by default: the routes of every command but keys (api/routes) */
+const CLI_SCOPES = [
+  'spaces:read', 'agents:read', 'agents:write', 'agents:run', 'skills:read', 'skills:write', 'mcp-servers:read', 'mcp-servers:write',
+  'integrations:read', 'integrations:write', 'runs:read', 'runs:cancel', 'files:read', 'schedules:read', 'schedules:write',
+];
 
 let platform: PlatformProcess;
 let fake: Awaited<ReturnType<typeof startFakeModel>>;
@@ -143,6 +148,10 @@ test('login: the device flow approved on the instance\'s own device page stores 
   const browser = new Browser();
   await browser.walk(seen!.uri, OWNER, 'http://never', { userCode: seen!.code });
   assert.match(browser.lastPage()?.html ?? '', /Your device is signed in/, browser.lastPage()?.html);
+  // the consent page lists what login asks: the scopes of every command but keys, none of keys'
+  const consent = browser.pages.find((p) => p.html.includes('<code>runs:read</code>'))?.html ?? '';
+  for (const scope of CLI_SCOPES) assert.ok(consent.includes(`<code>${scope}</code>`), `consent lists ${scope}`);
+  assert.doesNotMatch(consent, /api-keys:/);
   const loggedIn = await login.done;
   assert.equal(loggedIn.code, 0, loggedIn.stderr + loggedIn.stdout);
   assert.match(loggedIn.stdout, new RegExp(`Organization ${orgId}, space ${spaceId}`));
@@ -152,6 +161,7 @@ test('login: the device flow approved on the instance\'s own device page stores 
   const saved = config();
   assert.equal(saved.url, platform.url);
   assert.ok(saved.instances[platform.url].tokens.refresh_token, 'a refresh token is kept');
+  assert.deepEqual(saved.instances[platform.url].tokens.scope.split(' ').filter((x: string) => x.includes(':')).sort(), [...CLI_SCOPES].sort(), 'the token carries the scopes asked');
 
   const who = await run(['whoami', '--json']);
   assert.equal(who.code, 0, who.stderr);
@@ -184,6 +194,45 @@ test('login: the device flow approved on the instance\'s own device page stores 
   const entries = logs.stdout.trim().split('\n').map((l) => JSON.parse(l));
   assert.ok(entries.length > 0);
   assert.deepEqual(entries.map((e) => e.sequence), [...entries.map((e) => e.sequence)].sort((a, b) => a - b));
+});
+
+test('login --scopes asks for fewer: the consent page lists only those, the token carries only those, and what they do not cover is refused (exit 3)', async () => {
+  const bad = await run(['login', '--url', platform.url, '--scopes', 'runs read']);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /--scopes: runs read is not a scope/);
+
+  const own = { XDG_CONFIG_HOME: join(dir, 'narrow') };
+  let seen: { uri: string; code: string } | undefined;
+  let announced!: () => void;
+  const shown = new Promise<void>((r) => (announced = r));
+  const login = cli(['login', '--url', platform.url, '--scopes', 'runs:read', '--json'], own, (text) => {
+    const first = text.split('\n')[0];
+    if (text.includes('\n') && !seen) {
+      const started = JSON.parse(first);
+      seen = { uri: started.verification_uri, code: started.user_code };
+      announced();
+    }
+  });
+  const early = await Promise.race([shown.then(() => null), login.done]);
+  assert.equal(early, null, `login ended before showing a code: ${JSON.stringify(early)}`);
+  const browser = new Browser();
+  await browser.walk(seen!.uri, OWNER, 'http://never', { userCode: seen!.code });
+  const consent = browser.pages.find((p) => p.html.includes('<code>runs:read</code>'))?.html ?? '';
+  assert.ok(consent, 'the consent page lists runs:read');
+  assert.deepEqual([...consent.matchAll(/<code>([a-z-]+:[a-z-]+)<\/code>/g)].map((m) => m[1]), ['runs:read']);
+  const loggedIn = await login.done;
+  assert.equal(loggedIn.code, 0, loggedIn.stderr + loggedIn.stdout);
+  const summary = JSON.parse(loggedIn.stdout.slice(loggedIn.stdout.indexOf('\n') + 1));
+  assert.deepEqual(summary.scope.split(' ').filter((x: string) => x.includes(':')), ['runs:read']);
+  assert.equal(summary.org, orgId);
+  assert.equal(summary.space, null, 'no default space without spaces:read');
+
+  const listed = await run(['runs', 'list', '--space', spaceId, '--json'], own);
+  assert.equal(listed.code, 0, listed.stderr);
+  const launch = await run(['agents', 'run', '@fixtures/agent-echo', '--space', spaceId, '--input', '{"message":"x"}'], own);
+  assert.equal(launch.code, 3, launch.stderr);
+  assert.match(launch.stderr, /^forbidden: .*agents:run.* \(req_[^)]+\)$/m);
+  assert.equal((await run(['logout'], own)).code, 0);
 });
 
 test('signed in: keys create|list|revoke, runs rerun, schedules create|list|disable, packages download', async () => {
