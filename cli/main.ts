@@ -10,7 +10,7 @@ import { completionScript } from './completion.ts';
 import { followRun, readLogs, type LogEntry } from './follow.ts';
 import { claimsOf, DEFAULT_API_SCOPES, pollDeviceFlow, revoke, startDeviceFlow } from './oauth.ts';
 import { clean, EXIT, makeOut, paint, printFields, printJson, printTable, reportError, RUN_EXIT, statusWord, UsageError, type Out } from './output.ts';
-import { call, openSession, packageParts, resolveUrl, type Globals, type Session } from './session.ts';
+import { call, openPasswordSession, openSession, packageParts, resolveUrl, type Globals, type Session } from './session.ts';
 
 export const OPTIONS = {
   url: { type: 'string' },
@@ -34,6 +34,7 @@ export const OPTIONS = {
   scopes: { type: 'string' },
   'expires-at': { type: 'string' },
   reason: { type: 'string' },
+  email: { type: 'string' },
 } as const;
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
@@ -259,6 +260,62 @@ async function logout(ctx: Ctx): Promise<number> {
   if (ctx.out.json) printJson(ctx.out, { signed_out: true, url: base, revoked: true });
   else ctx.out.write(`Signed out of ${base}; its tokens are revoked.`);
   return EXIT.ok;
+}
+
+/** A password typed on the terminal, not echoed. */
+function promptHidden(question: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(question);
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  stdin.resume();
+  return new Promise((resolve, reject) => {
+    let typed = '';
+    const finish = () => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write('\n');
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') {
+          finish();
+          resolve(typed);
+          return;
+        }
+        if (ch === '\u0003') {
+          finish();
+          reject(new UsageError('no password typed'));
+          return;
+        }
+        typed = ch === '\u007f' || ch === '\b' ? typed.slice(0, -1) : typed + ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}
+
+/**
+ * keys: API keys are managed by a signed-in person, never by a token or a key (the API refuses
+ * both), so these commands sign in with email and password for the command and sign out after it.
+ */
+async function withPasswordSession(ctx: Ctx, fn: (s: Session) => Promise<number>): Promise<number> {
+  const email = ctx.values.email ?? process.env.AGENT_PLATFORM_EMAIL;
+  let password = process.env.AGENT_PLATFORM_PASSWORD;
+  const why = `keys needs a signed-in session: API keys are managed by a signed-in person, never by a token or a key`;
+  if (!email) throw new UsageError(`${why}. Pass --email (or set AGENT_PLATFORM_EMAIL) and set AGENT_PLATFORM_PASSWORD (or type the password when asked on a terminal)`);
+  if (!password) {
+    if (!process.stdin.isTTY) throw new UsageError(`${why}. Set AGENT_PLATFORM_PASSWORD (stdin is not a terminal, so the password cannot be asked)`);
+    password = await promptHidden(`Password for ${email}: `);
+    if (!password) throw new UsageError('no password typed');
+  }
+  const s = await openPasswordSession(ctx.globals, { email, password }, ctx.out);
+  try {
+    return await fn(s);
+  } finally {
+    await s.end();
+  }
 }
 
 export const COMMANDS: Command[] = [
@@ -497,40 +554,44 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    words: ['keys', 'create'], flags: ['name', 'scopes', 'expires-at'], summary: 'create an API key in the space (signed-in people only); prints the key once',
+    words: ['keys', 'create'], flags: ['name', 'scopes', 'expires-at', 'email'],
+    summary: 'create an API key in the space; prints the key once (signs in with --email and AGENT_PLATFORM_PASSWORD or a prompt)',
     async run(ctx) {
       if (!ctx.values.name) throw new UsageError('--name is required');
       const scopes = ctx.values.scopes?.split(',').map((x) => x.trim()).filter(Boolean);
-      const s = await ctx.session();
-      const k = await call(s, 'POST', '/api/api-keys', {
-        body: { name: ctx.values.name, ...(scopes ? { scopes } : {}), ...(ctx.values['expires-at'] ? { expiresAt: ctx.values['expires-at'] } : {}) },
+      return withPasswordSession(ctx, async (s) => {
+        const k = await call(s, 'POST', '/api/api-keys', {
+          body: { name: ctx.values.name, ...(scopes ? { scopes } : {}), ...(ctx.values['expires-at'] ? { expiresAt: ctx.values['expires-at'] } : {}) },
+        });
+        if (ctx.out.json) printJson(ctx.out, k);
+        else {
+          ctx.out.write(k.key);
+          ctx.out.error(paint(ctx.out, 'dim', `${k.id} (${(k.scopes ?? []).length} scopes): the key is shown this once`));
+        }
+        return EXIT.ok;
       });
-      if (ctx.out.json) printJson(ctx.out, k);
-      else {
-        ctx.out.write(k.key);
-        ctx.out.error(paint(ctx.out, 'dim', `${k.id} (${(k.scopes ?? []).length} scopes): the key is shown this once`));
-      }
-      return EXIT.ok;
     },
   },
   {
-    words: ['keys', 'list'], flags: [], summary: 'API keys of the space (never their secrets)',
+    words: ['keys', 'list'], flags: ['email'], summary: 'API keys of the space, never their secrets (signs in like keys create)',
     async run(ctx) {
-      const s = await ctx.session();
-      const body = await call<{ data: Record<string, any>[] }>(s, 'GET', '/api/api-keys');
-      return listed(ctx.out, body.data, () => printTable(ctx.out, ['KEY', 'NAME', 'PREFIX', 'EXPIRES', 'SCOPES'],
-        body.data.map((k) => [k.id, k.name, k.keyPrefix, when(k.expiresAt) || 'never', (k.scopes ?? []).join(',')])));
+      return withPasswordSession(ctx, async (s) => {
+        const body = await call<{ data: Record<string, any>[] }>(s, 'GET', '/api/api-keys');
+        return listed(ctx.out, body.data, () => printTable(ctx.out, ['KEY', 'NAME', 'PREFIX', 'EXPIRES', 'SCOPES'],
+          body.data.map((k) => [k.id, k.name, k.keyPrefix, when(k.expiresAt) || 'never', (k.scopes ?? []).join(',')])));
+      });
     },
   },
   {
-    words: ['keys', 'revoke'], params: 'KEY_ID', flags: [], summary: 'revoke an API key at once',
+    words: ['keys', 'revoke'], params: 'KEY_ID', flags: ['email'], summary: 'revoke an API key at once (signs in like keys create)',
     async run(ctx) {
       const id = arg(ctx, 0, 'the key id');
-      const s = await ctx.session();
-      await call(s, 'DELETE', `/api/api-keys/${encodeURIComponent(id)}`);
-      if (ctx.out.json) printJson(ctx.out, { id, revoked: true });
-      else ctx.out.write(`${id} revoked`);
-      return EXIT.ok;
+      return withPasswordSession(ctx, async (s) => {
+        await call(s, 'DELETE', `/api/api-keys/${encodeURIComponent(id)}`);
+        if (ctx.out.json) printJson(ctx.out, { id, revoked: true });
+        else ctx.out.write(`${id} revoked`);
+        return EXIT.ok;
+      });
     },
   },
   {
@@ -559,6 +620,8 @@ export function helpText(): string {
     'Instance: --url, else AGENT_PLATFORM_URL, else the one saved by login/use.',
     'Credential: --api-key, else AGENT_PLATFORM_API_KEY, else the tokens of `login`.',
     'Organization and space (signed-in people): --org/--space, else AGENT_PLATFORM_ORG/AGENT_PLATFORM_SPACE, else `use`.',
+    'keys: API keys are managed by a signed-in person, never by a token or a key: keys signs in for the command with',
+    '  --email (else AGENT_PLATFORM_EMAIL) and AGENT_PLATFORM_PASSWORD (else a prompt on a terminal), then signs out.',
     `Configuration: $XDG_CONFIG_HOME/agent-platform/config.json (else ~/.config/agent-platform), mode 0600.`,
     '--json prints what the API answers (lists as {"object":"list","data":[...]}); errors as the problem document.',
     '',
