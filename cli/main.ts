@@ -8,9 +8,9 @@ import { PlatformError } from '../sdk/src/core.ts';
 import { instanceOf, readConfig, writeConfig } from './config.ts';
 import { completionScript } from './completion.ts';
 import { followRun, readLogs, type LogEntry } from './follow.ts';
-import { claimsOf, pollDeviceFlow, revoke, startDeviceFlow } from './oauth.ts';
+import { claimsOf, DEFAULT_API_SCOPES, pollDeviceFlow, revoke, startDeviceFlow } from './oauth.ts';
 import { clean, EXIT, makeOut, paint, printFields, printJson, printTable, reportError, RUN_EXIT, statusWord, UsageError, type Out } from './output.ts';
-import { call, openSession, packageParts, resolveUrl, type Globals, type Session } from './session.ts';
+import { call, openPasswordSession, openSession, packageParts, resolveUrl, type Globals, type Session } from './session.ts';
 
 export const OPTIONS = {
   url: { type: 'string' },
@@ -34,6 +34,7 @@ export const OPTIONS = {
   scopes: { type: 'string' },
   'expires-at': { type: 'string' },
   reason: { type: 'string' },
+  email: { type: 'string' },
 } as const;
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
@@ -188,11 +189,22 @@ const listed = (out: Out, items: unknown[], table: () => void) => {
   return EXIT.ok;
 };
 
+/** --scopes a,b: the API scopes asked at login (default: DEFAULT_API_SCOPES). */
+function loginScopes(raw: string | undefined): string[] {
+  if (raw === undefined) return DEFAULT_API_SCOPES;
+  const scopes = [...new Set(raw.split(',').map((x) => x.trim()).filter(Boolean))];
+  if (scopes.length === 0) throw new UsageError('--scopes takes a comma-separated list of scopes like runs:read,agents:run');
+  const bad = scopes.find((x) => !/^[a-z][a-z-]*:[a-z][a-z-]*$/.test(x));
+  if (bad !== undefined) throw new UsageError(`--scopes: ${bad} is not a scope like runs:read`);
+  return scopes;
+}
+
 async function login(ctx: Ctx): Promise<number> {
   const { out } = ctx;
   const config = readConfig();
   const base = resolveUrl(ctx.globals, config);
-  const { discovery, start } = await startDeviceFlow(base);
+  const asked = loginScopes(ctx.values.scopes);
+  const { discovery, start } = await startDeviceFlow(base, asked);
   if (out.json) out.write(JSON.stringify({ verification_uri: start.verification_uri, verification_uri_complete: start.verification_uri_complete, user_code: start.user_code, expires_in: start.expires_in }));
   else {
     out.write(`To sign in, open ${clean(start.verification_uri)} and enter the code ${paint(out, 'bold', clean(start.user_code))}`);
@@ -208,19 +220,23 @@ async function login(ctx: Ctx): Promise<number> {
   fresh.url = base;
   writeConfig(fresh);
   // defaults when there is one obvious choice: the only organization and its default space
+  // (the default space only when spaces:read was granted: --scopes may have left it out)
+  const granted = new Set((tokens.scope ?? asked.join(' ')).split(' '));
   const s = await openSession({ url: base }, out);
   if (!instance.org) {
     const orgs = await call<{ data: Array<{ id: string }> }>(s, 'GET', '/api/orgs');
     if (orgs.data.length === 1) {
       instance.org = orgs.data[0].id;
-      const withOrg = await openSession({ url: base, org: instance.org }, out);
-      const spaces = await call<{ data: Array<{ id: string; isDefault: boolean }> }>(withOrg, 'GET', '/api/spaces');
-      instance.space = spaces.data.find((x) => x.isDefault)?.id;
+      if (granted.has('spaces:read')) {
+        const withOrg = await openSession({ url: base, org: instance.org }, out);
+        const spaces = await call<{ data: Array<{ id: string; isDefault: boolean }> }>(withOrg, 'GET', '/api/spaces');
+        instance.space = spaces.data.find((x) => x.isDefault)?.id;
+      }
       writeConfig(fresh);
     }
   }
   const claims = claimsOf(tokens.id_token);
-  if (out.json) printJson(out, { signed_in: true, url: base, user: claims.sub ?? claimsOf(tokens.access_token).sub, org: instance.org ?? null, space: instance.space ?? null });
+  if (out.json) printJson(out, { signed_in: true, url: base, user: claims.sub ?? claimsOf(tokens.access_token).sub, org: instance.org ?? null, space: instance.space ?? null, scope: tokens.scope ?? null });
   else {
     out.write(`Signed in to ${base}.`);
     if (instance.org) out.write(`Organization ${instance.org}, space ${instance.space ?? '(none)'} (change with \`agent-platform use --org ID --space ID\`).`);
@@ -246,8 +262,67 @@ async function logout(ctx: Ctx): Promise<number> {
   return EXIT.ok;
 }
 
+/** A password typed on the terminal, not echoed. */
+function promptHidden(question: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(question);
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  stdin.resume();
+  return new Promise((resolve, reject) => {
+    let typed = '';
+    const finish = () => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write('\n');
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') {
+          finish();
+          resolve(typed);
+          return;
+        }
+        if (ch === '\u0003') {
+          finish();
+          reject(new UsageError('no password typed'));
+          return;
+        }
+        typed = ch === '\u007f' || ch === '\b' ? typed.slice(0, -1) : typed + ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}
+
+/**
+ * keys: API keys are managed by a signed-in person, never by a token or a key (the API refuses
+ * both), so these commands sign in with email and password for the command and sign out after it.
+ */
+async function withPasswordSession(ctx: Ctx, fn: (s: Session) => Promise<number>): Promise<number> {
+  const email = ctx.values.email ?? process.env.AGENT_PLATFORM_EMAIL;
+  let password = process.env.AGENT_PLATFORM_PASSWORD;
+  const why = `keys needs a signed-in session: API keys are managed by a signed-in person, never by a token or a key`;
+  if (!email) throw new UsageError(`${why}. Pass --email (or set AGENT_PLATFORM_EMAIL) and set AGENT_PLATFORM_PASSWORD (or type the password when asked on a terminal)`);
+  if (!password) {
+    if (!process.stdin.isTTY) throw new UsageError(`${why}. Set AGENT_PLATFORM_PASSWORD (stdin is not a terminal, so the password cannot be asked)`);
+    password = await promptHidden(`Password for ${email}: `);
+    if (!password) throw new UsageError('no password typed');
+  }
+  const s = await openPasswordSession(ctx.globals, { email, password }, ctx.out);
+  try {
+    return await fn(s);
+  } finally {
+    await s.end();
+  }
+}
+
 export const COMMANDS: Command[] = [
-  { words: ['login'], flags: [], summary: 'sign in with the device flow (opens nothing: prints the URL and code)', run: login },
+  {
+    words: ['login'], flags: ['scopes'], run: login,
+    summary: 'sign in with the device flow (opens nothing: prints the URL and code); asks the scopes of every command but keys, or --scopes a,b',
+  },
   { words: ['logout'], flags: [], summary: 'revoke the stored tokens and forget them', run: logout },
   {
     words: ['use'], params: '--org ID --space ID', flags: [], summary: 'save the default organization and space (--org, --space) for the instance',
@@ -479,40 +554,44 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    words: ['keys', 'create'], flags: ['name', 'scopes', 'expires-at'], summary: 'create an API key in the space (signed-in people only); prints the key once',
+    words: ['keys', 'create'], flags: ['name', 'scopes', 'expires-at', 'email'],
+    summary: 'create an API key in the space; prints the key once (signs in with --email and AGENT_PLATFORM_PASSWORD or a prompt)',
     async run(ctx) {
       if (!ctx.values.name) throw new UsageError('--name is required');
       const scopes = ctx.values.scopes?.split(',').map((x) => x.trim()).filter(Boolean);
-      const s = await ctx.session();
-      const k = await call(s, 'POST', '/api/api-keys', {
-        body: { name: ctx.values.name, ...(scopes ? { scopes } : {}), ...(ctx.values['expires-at'] ? { expiresAt: ctx.values['expires-at'] } : {}) },
+      return withPasswordSession(ctx, async (s) => {
+        const k = await call(s, 'POST', '/api/api-keys', {
+          body: { name: ctx.values.name, ...(scopes ? { scopes } : {}), ...(ctx.values['expires-at'] ? { expiresAt: ctx.values['expires-at'] } : {}) },
+        });
+        if (ctx.out.json) printJson(ctx.out, k);
+        else {
+          ctx.out.write(k.key);
+          ctx.out.error(paint(ctx.out, 'dim', `${k.id} (${(k.scopes ?? []).length} scopes): the key is shown this once`));
+        }
+        return EXIT.ok;
       });
-      if (ctx.out.json) printJson(ctx.out, k);
-      else {
-        ctx.out.write(k.key);
-        ctx.out.error(paint(ctx.out, 'dim', `${k.id} (${(k.scopes ?? []).length} scopes): the key is shown this once`));
-      }
-      return EXIT.ok;
     },
   },
   {
-    words: ['keys', 'list'], flags: [], summary: 'API keys of the space (never their secrets)',
+    words: ['keys', 'list'], flags: ['email'], summary: 'API keys of the space, never their secrets (signs in like keys create)',
     async run(ctx) {
-      const s = await ctx.session();
-      const body = await call<{ data: Record<string, any>[] }>(s, 'GET', '/api/api-keys');
-      return listed(ctx.out, body.data, () => printTable(ctx.out, ['KEY', 'NAME', 'PREFIX', 'EXPIRES', 'SCOPES'],
-        body.data.map((k) => [k.id, k.name, k.keyPrefix, when(k.expiresAt) || 'never', (k.scopes ?? []).join(',')])));
+      return withPasswordSession(ctx, async (s) => {
+        const body = await call<{ data: Record<string, any>[] }>(s, 'GET', '/api/api-keys');
+        return listed(ctx.out, body.data, () => printTable(ctx.out, ['KEY', 'NAME', 'PREFIX', 'EXPIRES', 'SCOPES'],
+          body.data.map((k) => [k.id, k.name, k.keyPrefix, when(k.expiresAt) || 'never', (k.scopes ?? []).join(',')])));
+      });
     },
   },
   {
-    words: ['keys', 'revoke'], params: 'KEY_ID', flags: [], summary: 'revoke an API key at once',
+    words: ['keys', 'revoke'], params: 'KEY_ID', flags: ['email'], summary: 'revoke an API key at once (signs in like keys create)',
     async run(ctx) {
       const id = arg(ctx, 0, 'the key id');
-      const s = await ctx.session();
-      await call(s, 'DELETE', `/api/api-keys/${encodeURIComponent(id)}`);
-      if (ctx.out.json) printJson(ctx.out, { id, revoked: true });
-      else ctx.out.write(`${id} revoked`);
-      return EXIT.ok;
+      return withPasswordSession(ctx, async (s) => {
+        await call(s, 'DELETE', `/api/api-keys/${encodeURIComponent(id)}`);
+        if (ctx.out.json) printJson(ctx.out, { id, revoked: true });
+        else ctx.out.write(`${id} revoked`);
+        return EXIT.ok;
+      });
     },
   },
   {
@@ -541,6 +620,8 @@ export function helpText(): string {
     'Instance: --url, else AGENT_PLATFORM_URL, else the one saved by login/use.',
     'Credential: --api-key, else AGENT_PLATFORM_API_KEY, else the tokens of `login`.',
     'Organization and space (signed-in people): --org/--space, else AGENT_PLATFORM_ORG/AGENT_PLATFORM_SPACE, else `use`.',
+    'keys: API keys are managed by a signed-in person, never by a token or a key: keys signs in for the command with',
+    '  --email (else AGENT_PLATFORM_EMAIL) and AGENT_PLATFORM_PASSWORD (else a prompt on a terminal), then signs out.',
     `Configuration: $XDG_CONFIG_HOME/agent-platform/config.json (else ~/.config/agent-platform), mode 0600.`,
     '--json prints what the API answers (lists as {"object":"list","data":[...]}); errors as the problem document.',
     '',

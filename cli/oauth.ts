@@ -7,8 +7,27 @@ import type { Tokens } from './config.ts';
 
 export const CLI_CLIENT_ID = 'agent-platform-cli';
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
-/** identity, a refresh token; the API resource is named by `resource` */
-const SCOPE = 'openid email profile offline_access';
+/** identity and a refresh token, always asked; the API resource is named by `resource` */
+const IDENTITY_SCOPES = ['openid', 'email', 'profile', 'offline_access'];
+
+/**
+ * The API scopes `login` asks for by default: what the routes of every command but `keys` declare
+ * (api/routes). A token carries only the scopes granted at consent, and API keys are managed with a
+ * signed-in session, never a token, so no key permission is asked.
+ */
+export const DEFAULT_API_SCOPES = [
+  'spaces:read', // login's default space (GET /api/spaces)
+  'agents:read', 'agents:write', 'agents:run', // agents list|show|run, runs rerun, packages import|download of agents
+  'skills:read', 'skills:write', 'mcp-servers:read', 'mcp-servers:write', 'integrations:read', 'integrations:write', // packages import|download of the other kinds
+  'runs:read', 'runs:cancel', // runs list|show|logs (and the realtime stream), runs cancel
+  'files:read', // a run's files
+  'schedules:read', 'schedules:write', // schedules list|create|disable
+];
+
+/** The scope parameter of the device authorization request: identity plus these API scopes. */
+export function scopeParam(apiScopes: readonly string[]): string {
+  return [...IDENTITY_SCOPES, ...apiScopes].join(' ');
+}
 
 interface Discovery {
   issuer: string;
@@ -86,9 +105,9 @@ function tokensOf(body: Record<string, unknown>, previous?: Tokens): Tokens {
   };
 }
 
-export async function startDeviceFlow(base: string): Promise<{ discovery: Discovery; start: DeviceStart }> {
+export async function startDeviceFlow(base: string, apiScopes: readonly string[] = DEFAULT_API_SCOPES): Promise<{ discovery: Discovery; start: DeviceStart }> {
   const discovery = await discover(base);
-  const { res, body } = await post(discovery.device_authorization_endpoint, { client_id: CLI_CLIENT_ID, scope: SCOPE, resource: `${discovery.issuer}/api` });
+  const { res, body } = await post(discovery.device_authorization_endpoint, { client_id: CLI_CLIENT_ID, scope: scopeParam(apiScopes), resource: `${discovery.issuer}/api` });
   if (!res.ok) throw oauthError(res, body);
   return { discovery, start: body as unknown as DeviceStart };
 }

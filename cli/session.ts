@@ -22,7 +22,7 @@ export interface Globals {
 
 export interface Session {
   base: string;
-  auth: 'api_key' | 'oauth';
+  auth: 'api_key' | 'oauth' | 'session';
   org?: string;
   space?: string;
   config: Config;
@@ -128,6 +128,51 @@ export async function openSession(globals: Globals, out: Out): Promise<Session> 
   const opts = { baseUrl: base, apiKey: bearer, orgId: org, spaceId: space, fetch: reaching(globalThis.fetch) };
   const fetchImpl = reaching(platformFetch(opts));
   return { base, auth, org, space, config, instance, headers, fetch: fetchImpl, helpers: createHelpers(opts, fetchImpl), out };
+}
+
+/** A signed-in session of a person (email and password), for the session-only operations. */
+export interface PasswordSession extends Session {
+  /** signs the session out (POST /api/auth/sign-out); never throws */
+  end(): Promise<void>;
+}
+
+/**
+ * Signs in with email and password (POST /api/auth/sign-in/email) for one command: the session
+ * cookie is sent with X-Org-Id and X-Space-Id, and end() signs it out. Nothing is saved.
+ */
+export async function openPasswordSession(globals: Globals, person: { email: string; password: string }, out: Out): Promise<PasswordSession> {
+  const config = readConfig();
+  const base = resolveUrl(globals, config);
+  const instance = instanceOf(config, base);
+  const org = globals.org ?? process.env.AGENT_PLATFORM_ORG ?? instance.org;
+  const space = globals.space ?? process.env.AGENT_PLATFORM_SPACE ?? instance.space;
+  if (!org || !space) throw new UsageError('no organization and space: pass --org ID --space ID, set AGENT_PLATFORM_ORG and AGENT_PLATFORM_SPACE, or save them with `use`');
+  const plain = reaching(platformFetch({ baseUrl: base, fetch: reaching(globalThis.fetch) }));
+  const res = await plain(`${base}/api/auth/sign-in/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({ email: person.email, password: person.password }),
+  });
+  await res.body?.cancel();
+  const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0].trim()).filter((c) => /^[^=]+=.+/.test(c)).join('; ');
+  if (!cookie) throw new PlatformError(502, { code: 'no_session', detail: 'The instance signed in without setting a session cookie.' });
+  const headers: Record<string, string> = { cookie, 'x-org-id': org, 'x-space-id': space };
+  const opts = { baseUrl: base, cookie, orgId: org, spaceId: space, fetch: reaching(globalThis.fetch) };
+  const fetchImpl = reaching(platformFetch(opts));
+  let ended = false;
+  return {
+    base, auth: 'session', org, space, config, instance, headers, fetch: fetchImpl, helpers: createHelpers(opts, fetchImpl), out,
+    async end() {
+      if (ended) return;
+      ended = true;
+      try {
+        const bye = await fetchImpl(`${base}/api/auth/sign-out`, { method: 'POST' });
+        await bye.body?.cancel();
+      } catch (err) {
+        out.error(`warning: the session was not signed out: ${(err as Error).message}`);
+      }
+    },
+  };
 }
 
 export interface CallOptions {

@@ -3,7 +3,8 @@
 // in with the device flow, approving the code on the instance's own device page (driven over HTTP
 // as a browser would); a run is launched and followed to success with its output; --json is
 // parsed; refused calls give their problem line and exit code; an expired access token is
-// refreshed; logout revokes the refresh token so a later refresh is refused.
+// refreshed; logout revokes the refresh token so a later refresh is refused. login asks for the
+// scopes of every command but keys (fewer with --scopes); keys signs in with a password session.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -22,6 +23,11 @@ import { aDefaultModel } from '../support/runs.ts';
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/agent-platform.mjs');
 const OWNER = { email: 'owner@example.test', password: 'a long enough passphrase' };
+/** what `login` asks by default: the routes of every command but keys (api/routes) */
+const CLI_SCOPES = [
+  'spaces:read', 'agents:read', 'agents:write', 'agents:run', 'skills:read', 'skills:write', 'mcp-servers:read', 'mcp-servers:write',
+  'integrations:read', 'integrations:write', 'runs:read', 'runs:cancel', 'files:read', 'schedules:read', 'schedules:write',
+];
 
 let platform: PlatformProcess;
 let fake: Awaited<ReturnType<typeof startFakeModel>>;
@@ -143,6 +149,10 @@ test('login: the device flow approved on the instance\'s own device page stores 
   const browser = new Browser();
   await browser.walk(seen!.uri, OWNER, 'http://never', { userCode: seen!.code });
   assert.match(browser.lastPage()?.html ?? '', /Your device is signed in/, browser.lastPage()?.html);
+  // the consent page lists what login asks: the scopes of every command but keys, none of keys'
+  const consent = browser.pages.find((p) => p.html.includes('<code>runs:read</code>'))?.html ?? '';
+  for (const scope of CLI_SCOPES) assert.ok(consent.includes(`<code>${scope}</code>`), `consent lists ${scope}`);
+  assert.doesNotMatch(consent, /api-keys:/);
   const loggedIn = await login.done;
   assert.equal(loggedIn.code, 0, loggedIn.stderr + loggedIn.stdout);
   assert.match(loggedIn.stdout, new RegExp(`Organization ${orgId}, space ${spaceId}`));
@@ -152,6 +162,7 @@ test('login: the device flow approved on the instance\'s own device page stores 
   const saved = config();
   assert.equal(saved.url, platform.url);
   assert.ok(saved.instances[platform.url].tokens.refresh_token, 'a refresh token is kept');
+  assert.deepEqual(saved.instances[platform.url].tokens.scope.split(' ').filter((x: string) => x.includes(':')).sort(), [...CLI_SCOPES].sort(), 'the token carries the scopes asked');
 
   const who = await run(['whoami', '--json']);
   assert.equal(who.code, 0, who.stderr);
@@ -186,12 +197,67 @@ test('login: the device flow approved on the instance\'s own device page stores 
   assert.deepEqual(entries.map((e) => e.sequence), [...entries.map((e) => e.sequence)].sort((a, b) => a - b));
 });
 
-test('signed in: keys create|list|revoke, runs rerun, schedules create|list|disable, packages download', async () => {
-  const created = await run(['keys', 'create', '--name', 'from the cli', '--scopes', 'runs:read', '--json']);
+test('login --scopes asks for fewer: the consent page lists only those, the token carries only those, and what they do not cover is refused (exit 3)', async () => {
+  const bad = await run(['login', '--url', platform.url, '--scopes', 'runs read']);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /--scopes: runs read is not a scope/);
+
+  const own = { XDG_CONFIG_HOME: join(dir, 'narrow') };
+  let seen: { uri: string; code: string } | undefined;
+  let announced!: () => void;
+  const shown = new Promise<void>((r) => (announced = r));
+  const login = cli(['login', '--url', platform.url, '--scopes', 'runs:read', '--json'], own, (text) => {
+    const first = text.split('\n')[0];
+    if (text.includes('\n') && !seen) {
+      const started = JSON.parse(first);
+      seen = { uri: started.verification_uri, code: started.user_code };
+      announced();
+    }
+  });
+  const early = await Promise.race([shown.then(() => null), login.done]);
+  assert.equal(early, null, `login ended before showing a code: ${JSON.stringify(early)}`);
+  const browser = new Browser();
+  await browser.walk(seen!.uri, OWNER, 'http://never', { userCode: seen!.code });
+  const consent = browser.pages.find((p) => p.html.includes('<code>runs:read</code>'))?.html ?? '';
+  assert.ok(consent, 'the consent page lists runs:read');
+  assert.deepEqual([...consent.matchAll(/<code>([a-z-]+:[a-z-]+)<\/code>/g)].map((m) => m[1]), ['runs:read']);
+  const loggedIn = await login.done;
+  assert.equal(loggedIn.code, 0, loggedIn.stderr + loggedIn.stdout);
+  const summary = JSON.parse(loggedIn.stdout.slice(loggedIn.stdout.indexOf('\n') + 1));
+  assert.deepEqual(summary.scope.split(' ').filter((x: string) => x.includes(':')), ['runs:read']);
+  assert.equal(summary.org, orgId);
+  assert.equal(summary.space, null, 'no default space without spaces:read');
+
+  const listed = await run(['runs', 'list', '--space', spaceId, '--json'], own);
+  assert.equal(listed.code, 0, listed.stderr);
+  const launch = await run(['agents', 'run', '@fixtures/agent-echo', '--space', spaceId, '--input', '{"message":"x"}'], own);
+  assert.equal(launch.code, 3, launch.stderr);
+  assert.match(launch.stderr, /^forbidden: .*agents:run.* \(req_[^)]+\)$/m);
+  assert.equal((await run(['logout'], own)).code, 0);
+});
+
+test('signed in: keys create|list|revoke with a password session (a token alone is a usage error), runs rerun, schedules create|list|disable, packages download', async () => {
+  // API keys are managed by a signed-in person, never by a token or a key: the login's token alone
+  // (or an API key) is told so before any request, exit 2
+  for (const env of [{}, { AGENT_PLATFORM_API_KEY: key }] as Array<Record<string, string>>) {
+    const tokenOnly = await run(['keys', 'list'], env);
+    assert.equal(tokenOnly.code, 2, tokenOnly.stderr + tokenOnly.stdout);
+    assert.match(tokenOnly.stderr, /keys needs a signed-in session: API keys are managed by a signed-in person, never by a token or a key\. Pass --email/);
+  }
+  const noPassword = await run(['keys', 'list', '--email', OWNER.email]);
+  assert.equal(noPassword.code, 2, noPassword.stderr);
+  assert.match(noPassword.stderr, /Set AGENT_PLATFORM_PASSWORD \(stdin is not a terminal/);
+  const wrong = await run(['keys', 'list', '--email', OWNER.email], { AGENT_PLATFORM_PASSWORD: 'not the passphrase' });
+  assert.equal(wrong.code, 3, wrong.stderr);
+
+  const password = { AGENT_PLATFORM_PASSWORD: OWNER.password };
+  const person = { ...password, AGENT_PLATFORM_EMAIL: OWNER.email };
+  const created = await run(['keys', 'create', '--email', OWNER.email, '--name', 'from the cli', '--scopes', 'runs:read', '--json'], password);
   assert.equal(created.code, 0, created.stderr + created.stdout);
   const k = JSON.parse(created.stdout);
   assert.deepEqual(k.scopes, ['runs:read']);
-  const keys = await run(['keys', 'list', '--json']);
+  const keys = await run(['keys', 'list', '--json'], person);
+  assert.equal(keys.code, 0, keys.stderr);
   assert.ok(JSON.parse(keys.stdout).data.some((x: { id: string }) => x.id === k.id), keys.stdout);
   const withKey = { AGENT_PLATFORM_API_KEY: k.key };
   assert.equal((await run(['runs', 'list'], withKey)).code, 0);
@@ -199,7 +265,8 @@ test('signed in: keys create|list|revoke, runs rerun, schedules create|list|disa
   const launch = await run(['agents', 'run', '@fixtures/agent-echo', '--input', '{"message":"x"}'], withKey);
   assert.equal(launch.code, 3, launch.stderr);
   assert.match(launch.stderr, /^forbidden: .+ \(req_[^)]+\)$/m);
-  assert.equal((await run(['keys', 'revoke', k.id])).code, 0);
+  const revoked = await run(['keys', 'revoke', k.id], person);
+  assert.equal(revoked.code, 0, revoked.stderr);
   assert.equal((await run(['runs', 'list'], withKey)).code, 3, 'a revoked key is refused');
 
   const last = JSON.parse((await run(['runs', 'list', '--limit', '1', '--json'])).stdout).data[0];
@@ -361,6 +428,42 @@ test('runs logs --follow: a dropped stream is reconnected and what was logged me
     assert.deepEqual(followed.stdout.trim().split('\n').map((l) => JSON.parse(l).sequence), [1, 2, 3, 4]);
     assert.equal(streams, 2);
     assert.match(followed.stderr, /reconnecting \(1\)/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});
+
+test('keys signs out of its password session even when the call is refused, having sent the cookie with the organization and space', async () => {
+  // a stand-in instance: sign-in sets a cookie, the key list is refused, sign-out is recorded
+  const seen: Array<{ path: string; cookie?: string; org?: string; space?: string }> = [];
+  const server = createServer((req, res) => {
+    const path = new URL(req.url!, 'http://x').pathname;
+    seen.push({ path, cookie: req.headers.cookie, org: req.headers['x-org-id'] as string, space: req.headers['x-space-id'] as string });
+    res.setHeader('content-type', 'application/json');
+    if (path === '/api/auth/sign-in/email') {
+      res.setHeader('set-cookie', 'ap.session_token=s3cret; Path=/; HttpOnly; SameSite=Lax');
+      res.end(JSON.stringify({ user: { id: 'u' }, session: { id: 's' } }));
+    } else if (path === '/api/api-keys') {
+      res.statusCode = 403;
+      res.end(JSON.stringify({ code: 'forbidden', status: 403, detail: 'no', request_id: 'req_stand_in' }));
+    } else if (path === '/api/auth/sign-out') {
+      res.statusCode = 204;
+      res.end();
+    } else {
+      res.statusCode = 404;
+      res.end(JSON.stringify({ code: 'not_found', detail: 'no', request_id: 'req_x' }));
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const listed = await run(['keys', 'list', '--url', base, '--org', orgId, '--space', 'spc_1', '--email', 'a@example.test'], { AGENT_PLATFORM_PASSWORD: 'pw' });
+    assert.equal(listed.code, 3, listed.stderr);
+    assert.match(listed.stderr, /^forbidden: no \(req_stand_in\)$/m);
+    assert.deepEqual(seen.map((x) => x.path), ['/api/auth/sign-in/email', '/api/api-keys', '/api/auth/sign-out']);
+    assert.deepEqual(seen[1], { path: '/api/api-keys', cookie: 'ap.session_token=s3cret', org: orgId, space: 'spc_1' });
+    assert.equal(seen[2].cookie, 'ap.session_token=s3cret');
   } finally {
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
