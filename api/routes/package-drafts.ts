@@ -84,7 +84,7 @@ export const packageDraftRoutes = [
   }),
   route({
     method: 'post', path: '/api/packages/skills/{scope}/{name}/versions/{version}/restore', summary: 'Restore a skill version into its draft (creates no version)', tag: TAG,
-    permission: 'skills:write', params: PackageParams.extend({ version: z.string().describe('exact version, dist-tag or semver range') }),
+    authority: 'resource', permission: 'skills:write', params: PackageParams.extend({ version: z.string().describe('exact version, dist-tag or semver range') }),
     headers: [{ name: 'If-Match', description: 'ETag of the draft this restore is based on; a mismatch is 412 and changes nothing; omitted: last write wins.' }],
     responses: {
       200: { description: 'The skill package record; ETag header of the new draft', schema: SkillPackageRecord, headers: ['ETag'] },

@@ -68,6 +68,9 @@ test('every query parameter a value can break: 400 invalid_request with param, n
   const faults: string[] = [];
   for (const [path, ops] of Object.entries(document.paths)) {
     for (const [method, op] of Object.entries(ops)) {
+      // the OpenID provider's endpoints answer by RFC 6749 (an error redirected to the client, or an
+      // OAuth JSON error or page): their bodies are checked by oidc-openapi.test.ts
+      if ((op as { tags?: string[] }).tags?.includes('OpenID provider')) continue;
       for (const p of op.parameters ?? []) {
         if (p.in !== 'query') continue;
         const value = breaking(p.schema);

@@ -250,13 +250,17 @@ test('every path parameter of the route table has an organization-B resource her
   assert.deepEqual(lines, [], 'extend RESOURCE_OF (and SAMPLE_BODY for routes with a body) in this file');
 });
 
-test("a key of organization A used with B's context headers is bound to A: X-Space-Id of B is 403, X-Org-Id of B is ignored", async () => {
+test("a key of organization A used with B's context headers is bound to A: X-Space-Id or X-Org-Id of B is 403", async () => {
   const spaceHeader = await call(app.url, 'GET', '/api/end-users', { key: a.key, space: b.defaultSpaceId });
   assert.equal(spaceHeader.status, 403);
   assert.equal(spaceHeader.body.code, 'forbidden');
   const orgHeader = await call(app.url, 'GET', '/api/spaces', { key: a.key, org: b.orgId });
-  assert.equal(orgHeader.status, 200);
-  assert.ok(orgHeader.body.data.every((s: { id: string }) => s.id === a.defaultSpaceId));
+  assert.equal(orgHeader.status, 403);
+  assert.equal(orgHeader.body.code, 'forbidden');
+  // its own organization named, or none: the key's organization
+  const own = await call(app.url, 'GET', '/api/spaces', { key: a.key, org: a.orgId });
+  assert.equal(own.status, 200);
+  assert.ok(own.body.data.every((s: { id: string }) => s.id === a.defaultSpaceId));
 });
 
 test("a session of A naming B's organization or space is refused", async () => {
