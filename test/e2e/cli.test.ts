@@ -7,7 +7,7 @@
 // scopes of every command but keys (fewer with --scopes); keys signs in with a password session.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -387,7 +387,7 @@ test('runs logs --follow: a dropped stream is reconnected and what was logged me
   let logged = 1;
   let status = 'running';
   let streams = 0;
-  const server = createServer((req, res) => {
+  await withStandIn((req, res) => {
     const url = new URL(req.url!, 'http://x');
     assert.equal(req.headers.authorization, 'Bearer apst_stand_in');
     if (url.pathname === '/api/realtime/runs/run_1') {
@@ -419,25 +419,19 @@ test('runs logs --follow: a dropped stream is reconnected and what was logged me
       res.statusCode = 404;
       res.end(JSON.stringify({ code: 'not_found', detail: 'no', request_id: 'req_x' }));
     }
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  try {
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }, async (base) => {
     const followed = await run(['runs', 'logs', 'run_1', '--follow', '--json', '--url', base, '--api-key', 'apst_stand_in']);
     assert.equal(followed.code, 0, followed.stderr);
     assert.deepEqual(followed.stdout.trim().split('\n').map((l) => JSON.parse(l).sequence), [1, 2, 3, 4]);
     assert.equal(streams, 2);
     assert.match(followed.stderr, /reconnecting \(1\)/);
-  } finally {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  }
+  });
 });
 
 test('keys signs out of its password session even when the call is refused, having sent the cookie with the organization and space', async () => {
   // a stand-in instance: sign-in sets a cookie, the key list is refused, sign-out is recorded
   const seen: Array<{ path: string; cookie?: string; org?: string; space?: string }> = [];
-  const server = createServer((req, res) => {
+  await withStandIn((req, res) => {
     const path = new URL(req.url!, 'http://x').pathname;
     seen.push({ path, cookie: req.headers.cookie, org: req.headers['x-org-id'] as string, space: req.headers['x-space-id'] as string });
     res.setHeader('content-type', 'application/json');
@@ -454,18 +448,24 @@ test('keys signs out of its password session even when the call is refused, havi
       res.statusCode = 404;
       res.end(JSON.stringify({ code: 'not_found', detail: 'no', request_id: 'req_x' }));
     }
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  try {
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }, async (base) => {
     const listed = await run(['keys', 'list', '--url', base, '--org', orgId, '--space', 'spc_1', '--email', 'a@example.test'], { AGENT_PLATFORM_PASSWORD: 'pw' });
     assert.equal(listed.code, 3, listed.stderr);
     assert.match(listed.stderr, /^forbidden: no \(req_stand_in\)$/m);
     assert.deepEqual(seen.map((x) => x.path), ['/api/auth/sign-in/email', '/api/api-keys', '/api/auth/sign-out']);
     assert.deepEqual(seen[1], { path: '/api/api-keys', cookie: 'ap.session_token=s3cret', org: orgId, space: 'spc_1' });
     assert.equal(seen[2].cookie, 'ap.session_token=s3cret');
+  });
+});
+
+/** A stand-in instance on loopback for the time of `use`, closed however it ends. */
+async function withStandIn(handler: RequestListener, use: (base: string) => Promise<void>): Promise<void> {
+  const server = createServer(handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    await use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
   } finally {
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
   }
-});
+}
