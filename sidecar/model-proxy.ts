@@ -135,6 +135,7 @@ const ENDPOINTS: Record<ModelEndpointPath, EndpointRules> = {
     shapeError(body) {
       const input = body.input;
       if (typeof input !== 'string' && !(Array.isArray(input) && input.length > 0)) return 'The body must be an embeddings request with input (a string or a non-empty array).';
+      if (body.model !== undefined && typeof body.model !== 'string') return 'model must be a string.';
       return null;
     },
     prepare(body, model) {
@@ -144,7 +145,7 @@ const ENDPOINTS: Record<ModelEndpointPath, EndpointRules> = {
         body.model = model.model;
         return { model: model.model };
       }
-      if (typeof named !== 'string' || !(model.embeddingModels ?? []).includes(named)) {
+      if (!(model.embeddingModels ?? []).includes(named)) {
         return { code: 'model_not_configured', message: `The run cannot embed with ${JSON.stringify(named)}: name the run's model or a model of the organization on the same credential.` };
       }
       return { model: named };

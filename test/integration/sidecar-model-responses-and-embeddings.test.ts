@@ -108,6 +108,8 @@ describe("the sidecar's Responses API and embeddings", () => {
     const other = await run.post('embeddings', { model: 'text-embedding-3-large', input: 'hi' });
     assert.equal(other.status, 400);
     assert.equal(other.body.error.code, 'model_not_configured');
+    const malformed = await run.post('embeddings', { model: 7, input: 'hi' });
+    assert.deepEqual([malformed.status, malformed.body.error.type], [400, 'invalid_request_error']);
     assert.equal(model.requests.length, first + 1, 'a model the run may not use is never called');
     // no model named: the run's own, which the provider does not embed with (its 404)
     const own = await run.post('embeddings', { input: 'hi' });
