@@ -23,6 +23,8 @@ export interface RunMaterials {
     model: string; baseUrl: string; apiKey: string; proxy?: OutboundProxy | null;
     /** the model's default settings and what it accepts (absent: the sidecar leaves calls as they come) */
     temperature?: number | null; reasoningEffort?: string | null; supportsTemperature?: boolean; reasoningLevels?: string[];
+    /** the OpenAI endpoints besides chat completions its provider serves, and the models an embeddings call may name (absent: chat only, the run's model) */
+    offers?: Array<'responses' | 'embeddings'>; embeddingModels?: string[];
   }>;
   /** the skills an inline manifest declares, resolved in the run's space */
   skills(scope: SpaceScope, owner: string, skills: Record<string, string>): Promise<Array<{ id: string; files: Map<string, Buffer> }>>;
@@ -195,6 +197,9 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
               { temperature: model.temperature, reasoningEffort: model.reasoningEffort },
             ),
             ...(model.supportsTemperature !== undefined ? { accepts: { supportsTemperature: model.supportsTemperature, reasoningLevels: model.reasoningLevels ?? [] } } : {}),
+            // the Responses API and embeddings where the provider offers them
+            ...(model.offers ? { offers: model.offers } : {}),
+            ...(model.embeddingModels ? { embeddingModels: model.embeddingModels } : {}),
           },
           outputSchema: (manifest.output?.schema as Record<string, unknown> | undefined) ?? null,
           runtimeTools: manifest.runtime_tools ?? [],

@@ -1,8 +1,9 @@
 // Input files of a run and the worker's memory. Prints one JSON object: the peak resident memory
 // of the platform process (ROLE=all: the API and the worker; the process backend) while a run
-// naming BENCH_INPUT_FILES files (default 20) of BENCH_INPUT_FILE_MB MiB (default 50) boots and
-// runs, beside the files' total and the process's memory just before the launch. The files are
-// uploaded first (streamed); the peak is then reset (/proc/<pid>/clear_refs) so it is the run's.
+// naming BENCH_INPUT_FILES files (default 4) of BENCH_INPUT_FILE_MB MiB (default 16, quick) boots
+// and runs, beside the files' total and the process's memory just before the launch (the issue's
+// figure: BENCH_INPUT_FILES=20 BENCH_INPUT_FILE_MB=50, 1000 MiB in all). The files are uploaded
+// first (streamed); the peak is then reset (/proc/<pid>/clear_refs) so it is the run's.
 // Target: the peak grows by well under the files' total (the files are streamed into the
 // workspace, never all held at once).
 import fs from 'node:fs';
@@ -18,8 +19,8 @@ import { aDefaultModel, importPackage } from '../test/support/runs.ts';
 import { emit, freshBenchDatabase, loadAverage, note, round, startPlatformChild } from './support.ts';
 
 const MIB = 1024 * 1024;
-const FILES = Number(process.env.BENCH_INPUT_FILES ?? 20);
-const FILE_BYTES = Number(process.env.BENCH_INPUT_FILE_MB ?? 50) * MIB;
+const FILES = Number(process.env.BENCH_INPUT_FILES ?? 4);
+const FILE_BYTES = Number(process.env.BENCH_INPUT_FILE_MB ?? 16) * MIB;
 const RUN_END_TIMEOUT_MS = 600_000;
 
 /** kB figures of /proc/<pid>/status, in MiB */

@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AppDeps } from '../api/deps.ts';
-import { resolveRunModel } from '../api/modules/core-providers/resolve-model.ts';
+import { modelsSharingCredential, resolveRunModel } from '../api/modules/core-providers/resolve-model.ts';
+import { providerAdapter } from '../api/modules/core-providers/providers.ts';
 import { resolveDeclaredSkills, resolveRunnableAgent } from '../api/services/packages/dependencies.ts';
 import { loadDraftSnapshot, type DraftSnapshot } from '../api/services/packages/draft-runs.ts';
 import type { RunMaterials } from '../activities/run-activities.ts';
@@ -68,7 +69,12 @@ export function runMaterialsFor(deps: Pick<AppDeps, 'secrets' | 'config' | 'plat
   return {
     agent: (scope, agentId, version, draftSnapshot) =>
       draftSnapshot ? loadDraftSnapshot(scope, draftSnapshot as DraftSnapshot) : resolveRunnableAgent(scope, agentId, version),
-    model: (scope, modelId) => resolveRunModel(scope, deps.secrets, modelId),
+    model: async (scope, modelId) => {
+      const model = await resolveRunModel(scope, deps.secrets, modelId);
+      // what the sidecar serves beside chat completions: the provider's other endpoints, embeddings
+      // with the organization's models on the same credential
+      return { ...model, offers: [...(providerAdapter(model.provider)?.offers ?? [])], embeddingModels: await modelsSharingCredential(scope, model.modelId) };
+    },
     skills: (scope, owner, skills) => resolveDeclaredSkills(scope, owner, skills),
     integrations: (scope, runId, agent) => runIntegrations(scope, deps.secrets, {
       allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints,

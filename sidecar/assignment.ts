@@ -13,7 +13,17 @@ export interface ModelAssignment {
   defaults?: { temperature: number | null; reasoningEffort: string | null };
   /** what the model accepts: every call is checked against it (absent: calls pass as they come) */
   accepts?: { supportsTemperature: boolean; reasoningLevels: string[] };
+  /** the OpenAI endpoints besides chat completions the provider serves (absent: none, chat only) */
+  offers?: SidecarModelEndpoint[];
+  /**
+   * the provider model names an embeddings call may name: the organization's enabled models on the
+   * run model's credential (same key, same base URL); absent: the run's model only
+   */
+  embeddingModels?: string[];
 }
+
+export const SIDECAR_MODEL_ENDPOINTS = ['responses', 'embeddings'] as const;
+export type SidecarModelEndpoint = (typeof SIDECAR_MODEL_ENDPOINTS)[number];
 
 export interface OutboundProxyAssignment {
   url: string;
@@ -150,6 +160,17 @@ export function parseAssignment(line: string): SidecarAssignment {
         fail('model.accepts must be {supportsTemperature: boolean, reasoningLevels: string[]}');
       }
       modelAssignment.accepts = { supportsTemperature: a.supportsTemperature, reasoningLevels: [...a.reasoningLevels] };
+    }
+    if (model.offers !== null && model.offers !== undefined) {
+      const offers = model.offers;
+      if (!stringList(offers) || !offers.every((e) => (SIDECAR_MODEL_ENDPOINTS as readonly string[]).includes(e))) {
+        fail(`model.offers must be an array of ${SIDECAR_MODEL_ENDPOINTS.join(', ')}`);
+      }
+      modelAssignment.offers = [...offers] as SidecarModelEndpoint[];
+    }
+    if (model.embeddingModels !== null && model.embeddingModels !== undefined) {
+      if (!stringList(model.embeddingModels)) fail('model.embeddingModels must be an array of strings');
+      modelAssignment.embeddingModels = [...model.embeddingModels];
     }
   }
   if (outputSchema !== null && outputSchema !== undefined && !isObject(outputSchema)) fail('outputSchema must be an object or null');

@@ -13,9 +13,16 @@ import { firstPartyTools } from './first-party-tools.ts';
 import { integrationTools, type IntegrationTools } from './integration-tools.ts';
 import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
 import { ModelBudget } from './model-budget.ts';
-import { answerModels, proxyChatCompletion } from './model-proxy.ts';
+import { answerModels, proxyModelCall, type ModelEndpointPath } from './model-proxy.ts';
 import { runtimeTools } from './runtime-tools.ts';
 import type { SidecarTool } from './tool.ts';
+
+/** The OpenAI endpoints the agent's model endpoint serves (beside GET /v1/models). */
+const MODEL_PATHS = new Map<string, ModelEndpointPath>([
+  ['/v1/chat/completions', 'chat/completions'],
+  ['/v1/responses', 'responses'],
+  ['/v1/embeddings', 'embeddings'],
+]);
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
@@ -195,8 +202,9 @@ export class SidecarHttpServer {
       }
     }
 
-    if (path === '/v1/chat/completions' && method === 'POST') {
-      return proxyChatCompletion(res, body, run.assignment.model, run.events, this.egressOptions(run.assignment), run.budget);
+    const modelEndpoint = MODEL_PATHS.get(path);
+    if (modelEndpoint && method === 'POST') {
+      return proxyModelCall(res, modelEndpoint, body, run.assignment.model, run.events, this.egressOptions(run.assignment), run.budget);
     }
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
     if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);

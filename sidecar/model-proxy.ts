@@ -1,5 +1,7 @@
-// The agent's OpenAI-compatible model endpoint: forwards chat completions to the assigned provider
-// with the real key, forces the assigned model, and turns each call's usage into a metric event.
+// The agent's OpenAI-compatible model endpoint: forwards chat completions, and the Responses API and
+// embeddings where the provider offers them, to the assigned provider with the real key; forces the
+// assigned model (embeddings: one of the models the run may embed with), and turns each call's usage
+// into a metric event counted against the run's budget.
 // Calls go through the egress guard (the provider's host must resolve to a public address unless
 // the operator allowed it to be internal) and keep their connection alive across the run's turns
 // (node's global agents keep connections alive).
@@ -10,7 +12,7 @@ import { readBody } from '../lib/outbound-http.ts';
 import { checkModelSettings, layeredSettings } from '../lib/model-settings.ts';
 import { isProblem } from '../lib/problem.ts';
 import type { RunMetricData } from '../lib/run-events.ts';
-import type { ModelAssignment } from './assignment.ts';
+import type { ModelAssignment, SidecarModelEndpoint } from './assignment.ts';
 import type { EventPoster } from './event-poster.ts';
 import type { ModelBudget } from './model-budget.ts';
 import { relayEventStream } from '../lib/event-stream-relay.ts';
@@ -50,8 +52,9 @@ function openAiError(res: ServerResponse, status: number, type: string, message:
 
 function metricFrom(usage: any, model: string): RunMetricData | undefined {
   if (!usage || typeof usage !== 'object') return undefined;
-  const prompt = Number(usage.prompt_tokens) || 0;
-  const completion = Number(usage.completion_tokens) || 0;
+  // chat completions and embeddings say prompt/completion, the Responses API input/output
+  const prompt = Number(usage.prompt_tokens ?? usage.input_tokens) || 0;
+  const completion = Number(usage.completion_tokens ?? usage.output_tokens) || 0;
   const total = Number(usage.total_tokens) || prompt + completion;
   const metric: RunMetricData = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: total, model };
   // some gateways (OpenRouter) report the price of the call
@@ -64,16 +67,18 @@ export function answerModels(res: ServerResponse, model: ModelAssignment | null)
   sendJson(res, 200, { object: 'list', data });
 }
 
+type Refusal = { code: string; message: string };
+
 /**
  * A call's temperature and reasoning effort: its own, else the run's; checked against what the
  * model accepts. Answers the refusal (reasoning_unsupported, reasoning_level_unsupported,
- * temperature_unsupported, temperature_with_reasoning_unsupported), or null once applied.
+ * temperature_unsupported, temperature_with_reasoning_unsupported), or the settings to send.
  */
-function applyRunSettings(body: Record<string, unknown>, model: ModelAssignment): { code: string; message: string } | null {
-  if (body.temperature != null && typeof body.temperature !== 'number') return { code: 'invalid_request', message: 'temperature must be a number.' };
-  if (body.reasoning_effort != null && typeof body.reasoning_effort !== 'string') return { code: 'invalid_request', message: 'reasoning_effort must be a string.' };
+function runSettings(given: { temperature: unknown; reasoningEffort: unknown }, model: ModelAssignment): Refusal | { temperature: number | null; reasoningEffort: string | null } {
+  if (given.temperature != null && typeof given.temperature !== 'number') return { code: 'invalid_request', message: 'temperature must be a number.' };
+  if (given.reasoningEffort != null && typeof given.reasoningEffort !== 'string') return { code: 'invalid_request', message: 'The reasoning effort must be a string.' };
   const settings = layeredSettings(
-    { temperature: body.temperature as number | null | undefined, reasoningEffort: body.reasoning_effort as string | null | undefined },
+    { temperature: given.temperature as number | null | undefined, reasoningEffort: given.reasoningEffort as string | null | undefined },
     model.defaults,
   );
   if (model.accepts) {
@@ -84,10 +89,71 @@ function applyRunSettings(body: Record<string, unknown>, model: ModelAssignment)
       throw err;
     }
   }
-  if (settings.temperature !== null) body.temperature = settings.temperature;
-  if (settings.reasoningEffort !== null) body.reasoning_effort = settings.reasoningEffort;
-  return null;
+  return { temperature: settings.temperature ?? null, reasoningEffort: settings.reasoningEffort ?? null };
 }
+
+const isRefusal = (v: object): v is Refusal => 'code' in v;
+
+/** What the endpoint asks of a call's body; makes it ready for the provider, answers the model called or a refusal. */
+interface EndpointRules {
+  /** the body is a request of this endpoint (else its invalid_request message) */
+  shapeError(body: Record<string, any>): string | null;
+  prepare(body: Record<string, any>, model: ModelAssignment): Refusal | { model: string };
+}
+
+const ENDPOINTS: Record<ModelEndpointPath, EndpointRules> = {
+  'chat/completions': {
+    shapeError: () => null,
+    prepare(body, model) {
+      body.model = model.model;
+      const settings = runSettings({ temperature: body.temperature, reasoningEffort: body.reasoning_effort }, model);
+      if (isRefusal(settings)) return settings;
+      if (settings.temperature !== null) body.temperature = settings.temperature;
+      if (settings.reasoningEffort !== null) body.reasoning_effort = settings.reasoningEffort;
+      // the usage of a streamed answer comes in its last chunk only when asked for
+      if (body.stream === true) body.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+      return { model: model.model };
+    },
+  },
+  responses: {
+    shapeError(body) {
+      if (typeof body.input !== 'string' && !Array.isArray(body.input)) return 'The body must be a Responses API request with input (a string or an array of items).';
+      if (body.reasoning != null && (typeof body.reasoning !== 'object' || Array.isArray(body.reasoning))) return 'reasoning must be an object.';
+      return null;
+    },
+    prepare(body, model) {
+      body.model = model.model;
+      const reasoning = body.reasoning ?? {};
+      const settings = runSettings({ temperature: body.temperature, reasoningEffort: reasoning.effort }, model);
+      if (isRefusal(settings)) return settings;
+      if (settings.temperature !== null) body.temperature = settings.temperature;
+      if (settings.reasoningEffort !== null) body.reasoning = { ...reasoning, effort: settings.reasoningEffort };
+      return { model: model.model };
+    },
+  },
+  embeddings: {
+    shapeError(body) {
+      const input = body.input;
+      if (typeof input !== 'string' && !(Array.isArray(input) && input.length > 0)) return 'The body must be an embeddings request with input (a string or a non-empty array).';
+      if (body.model !== undefined && typeof body.model !== 'string') return 'model must be a string.';
+      return null;
+    },
+    prepare(body, model) {
+      // the model the body names among those the run may embed with (same credential), else the run's
+      const named = body.model;
+      if (named === undefined || named === model.model) {
+        body.model = model.model;
+        return { model: model.model };
+      }
+      if (!(model.embeddingModels ?? []).includes(named)) {
+        return { code: 'model_not_configured', message: `The run cannot embed with ${JSON.stringify(named)}: name the run's model or a model of the organization on the same credential.` };
+      }
+      return { model: named };
+    },
+  },
+};
+
+export type ModelEndpointPath = 'chat/completions' | SidecarModelEndpoint;
 
 /** Ends the run failed with the budget's code (once: a later end is not queued). */
 function endOverBudget(events: EventPoster, reached: { code: string; message: string }): void {
@@ -95,8 +161,14 @@ function endOverBudget(events: EventPoster, reached: { code: string; message: st
   events.emit('failed', { code: reached.code, message: reached.message });
 }
 
-export async function proxyChatCompletion(
+/**
+ * One model call of the agent, to `endpoint` of the assigned provider. An endpoint other than chat
+ * completions that the provider does not offer (the assignment's offers, or a 404 from it) is
+ * 400 model_not_offered.
+ */
+export async function proxyModelCall(
   res: ServerResponse,
+  endpoint: ModelEndpointPath,
   rawBody: Buffer,
   model: ModelAssignment | null,
   events: EventPoster,
@@ -105,6 +177,9 @@ export async function proxyChatCompletion(
   connectRetryMs = MODEL_CONNECT_RETRY_MS,
 ): Promise<void> {
   if (!model) return openAiError(res, 503, 'model_unavailable', 'No model is configured for this run.');
+  if (endpoint !== 'chat/completions' && !(model.offers ?? []).includes(endpoint)) {
+    return sendJson(res, 400, { error: { message: `The run's model provider does not offer /${endpoint}.`, type: 'invalid_request_error', code: 'model_not_offered' } });
+  }
   const over = budget?.reached();
   if (over) {
     endOverBudget(events, over);
@@ -119,15 +194,16 @@ export async function proxyChatCompletion(
   if (!body || typeof body !== 'object' || Array.isArray(body)) {
     return openAiError(res, 400, 'invalid_request_error', 'The body must be a JSON object.');
   }
-  body.model = model.model;
-  const refused = applyRunSettings(body, model);
-  if (refused) return sendJson(res, 400, { error: { message: refused.message, type: 'invalid_request_error', code: refused.code } });
+  const rules = ENDPOINTS[endpoint];
+  const shapeError = rules.shapeError(body);
+  if (shapeError) return openAiError(res, 400, 'invalid_request_error', shapeError);
+  const prepared = rules.prepare(body, model);
+  if (isRefusal(prepared)) return sendJson(res, 400, { error: { message: prepared.message, type: 'invalid_request_error', code: prepared.code } });
   const streaming = body.stream === true;
-  if (streaming) body.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
 
   const abort = new AbortController();
   res.on('close', () => abort.abort());
-  const url = new URL(`${model.baseUrl}/chat/completions`);
+  const url = new URL(`${model.baseUrl}/${endpoint}`);
   let upstream: IncomingMessage;
   try {
     const payload = JSON.stringify(body);
@@ -159,6 +235,11 @@ export async function proxyChatCompletion(
   }
 
   const status = upstream.statusCode ?? 502;
+  if (status === 404 && endpoint !== 'chat/completions') {
+    // an OpenAI-compatible server without the endpoint, or without it for this model
+    upstream.resume();
+    return sendJson(res, 400, { error: { message: `The run's model provider answered 404 for /${endpoint} (no such endpoint or model).`, type: 'invalid_request_error', code: 'model_not_offered' } });
+  }
   if (status < 200 || status >= 300) {
     // the provider's error body is not relayed: it may quote request details
     upstream.resume();
@@ -182,7 +263,7 @@ export async function proxyChatCompletion(
         usage = undefined;
       }
     }
-    const metric = metricFrom(usage, model.model);
+    const metric = metricFrom(usage, prepared.model);
     if (metric) {
       events.emit('metric', metric);
       budget?.count(metric);

@@ -193,7 +193,8 @@ export interface SidecarAssignmentSpec {
   eventsUrl: string;
   eventSecret: string;
   token?: string;
-  model: { baseUrl: string; apiKey: string; model: string } | null;
+  /** the model assignment; further fields (defaults, accepts, offers, embeddingModels) pass as given */
+  model: ({ baseUrl: string; apiKey: string; model: string } & Record<string, unknown>) | null;
   outputSchema?: Record<string, unknown> | null;
   runtimeTools?: string[];
   heartbeatSeconds?: number;

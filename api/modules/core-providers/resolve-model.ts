@@ -83,3 +83,19 @@ export async function resolveRunModel(scope: OrgScope, secrets: SecretBox, model
     proxy: row.proxy_url === null ? null : openProxy(secrets, row.proxy_url, row.proxy_credentials_sealed),
   };
 }
+
+/**
+ * The provider model names a run on `modelId` may embed with through its sidecar: the
+ * organization's enabled models on that model's credential (the same key and base URL the sidecar
+ * already holds), the run's own model first.
+ */
+export async function modelsSharingCredential(scope: OrgScope, modelId: string): Promise<string[]> {
+  const { rows } = await scope.pool.query<{ model: string }>(
+    `SELECT m.model FROM models m
+      WHERE m.org_id = $1 AND m.enabled
+        AND m.credential_id = (SELECT r.credential_id FROM models r WHERE r.org_id = $1 AND r.id = $2)
+      ORDER BY (m.id = $2) DESC, m.model`,
+    [scope.orgId, modelId],
+  );
+  return rows.map((r) => r.model);
+}
