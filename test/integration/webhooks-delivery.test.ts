@@ -206,8 +206,8 @@ describe('webhook deliveries', () => {
     await world.end(a, { status: 'success', output: 'a' });
     await world.end(b, { status: 'failed', error: { code: 'x', message: 'y' } });
     const sent = await world.deliveriesUntil(hook.id, (d) => d.length === 2 && d.every((x) => x.status === 'succeeded'));
-    const claimed = sent.find((d) => d.runId === a)!;
-    const retrying = sent.find((d) => d.runId === b)!;
+    const claimed = sent.find((d) => d.run_id === a)!;
+    const retrying = sent.find((d) => d.run_id === b)!;
     // as the database stands after a crash: one row claimed, its attempt never recorded; one whose
     // first attempt was recorded as failed, its retry due, and no workflow started
     await world.pool.query('DELETE FROM webhook_delivery_attempts WHERE delivery_id = ANY($1::text[])', [[claimed.id, retrying.id]]);
