@@ -6,6 +6,7 @@ import { isProblem, problemBody } from '../lib/problem.ts';
 import type { AppDeps } from './deps.ts';
 import type { Request, Response } from './http.ts';
 import { readJsonBody } from './middleware/body.ts';
+import { withCurrentSpellings } from './deprecated-spellings.ts';
 import { resolveApiVersion, versionOnRefusal } from './middleware/api-version.ts';
 import { createAuthenticate, refuseOtherTenant, type OidcVerifier } from './middleware/authenticate.ts';
 import { applyImpersonation } from './middleware/impersonation.ts';
@@ -88,7 +89,8 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
           if (stage === 'protected') refuseOtherTenant(req, json);
           if (def.idempotent) idem = await beginIdempotency(req, res, req.rawBody ?? Buffer.alloc(0));
           if (idem.replay) return sendReply(res, idem.replay);
-          if (def.body) body = parseBody(def.body, json === undefined ? {} : json);
+          // public bodies still take the camelCase spellings of the deprecation period (deprecated-spellings.ts)
+          if (def.body) body = parseBody(def.body, json === undefined ? {} : stage === 'internal' ? json : withCurrentSpellings(json));
         }
         reply = await def.handler({ ctx: req.ctx, body, query, params, req, res, deps });
         if (def.location && reply.status === 201 && reply.body !== undefined) reply.headers = { ...reply.headers, Location: def.location(reply.body instanceof JsonText ? JSON.parse(reply.body.text) : reply.body, params) };

@@ -86,10 +86,10 @@ async function main(): Promise<void> {
 
       const staged = await fetch(`${platform.url}/api/uploads`, {
         method: 'POST', headers: auth,
-        body: JSON.stringify({ name: 'bench.bin', size: SIZE, mimeType: 'application/octet-stream', sha256 }),
-      }).then((r) => r.json()) as { uploadUrl: string };
+        body: JSON.stringify({ name: 'bench.bin', size: SIZE, mime_type: 'application/octet-stream', sha256 }),
+      }).then((r) => r.json()) as { upload_url: string };
       let answer: { status: number; body: string } | undefined;
-      up.push(await timed(async () => (answer = await putFile(staged.uploadUrl, source, SIZE))));
+      up.push(await timed(async () => (answer = await putFile(staged.upload_url, source, SIZE))));
       if (answer!.status !== 201) throw new Error(`upload answered ${answer!.status}: ${answer!.body}`);
       fileId = (JSON.parse(answer!.body) as { id: string }).id;
 

@@ -80,9 +80,9 @@ async function main(): Promise<void> {
     const uploads: string[] = [];
     for (let n = 0; n < FILES; n++) {
       const staged = await fetch(`${platform.url}/api/uploads`, {
-        method: 'POST', headers: auth, body: JSON.stringify({ name: `part-${n}.bin`, size: FILE_BYTES, mimeType: 'application/octet-stream' }),
-      }).then((r) => r.json()) as { id: string; uploadUrl: string };
-      const answer = await putGenerated(staged.uploadUrl, FILE_BYTES, n * 7);
+        method: 'POST', headers: auth, body: JSON.stringify({ name: `part-${n}.bin`, size: FILE_BYTES, mime_type: 'application/octet-stream' }),
+      }).then((r) => r.json()) as { id: string; upload_url: string };
+      const answer = await putGenerated(staged.upload_url, FILE_BYTES, n * 7);
       if (answer.status !== 201) throw new Error(`upload ${n} answered ${answer.status}: ${answer.body}`);
       uploads.push(staged.id);
     }

@@ -229,8 +229,8 @@ async function login(ctx: Ctx): Promise<number> {
       instance.org = orgs.data[0].id;
       if (granted.has('spaces:read')) {
         const withOrg = await openSession({ url: base, org: instance.org }, out);
-        const spaces = await call<{ data: Array<{ id: string; isDefault: boolean }> }>(withOrg, 'GET', '/api/spaces');
-        instance.space = spaces.data.find((x) => x.isDefault)?.id;
+        const spaces = await call<{ data: Array<{ id: string; is_default: boolean }> }>(withOrg, 'GET', '/api/spaces');
+        instance.space = spaces.data.find((x) => x.is_default)?.id;
       }
       writeConfig(fresh);
     }

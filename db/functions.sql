@@ -217,9 +217,9 @@ BEGIN
   IF EXISTS (SELECT 1 FROM webhooks w WHERE w.org_id = NEW.org_id AND w.enabled) THEN
     INSERT INTO webhook_deliveries (id, org_id, webhook_id, run_id, event, payload)
       SELECT sorted_id('whd'), NEW.org_id, w.id, NEW.id, ev,
-             jsonb_build_object('type', ev, 'timestamp', wire_time(now()), 'data',
-               CASE WHEN w.payload_mode = 'full' THEN run_wire(NEW)::jsonb
-                    ELSE jsonb_build_object('id', NEW.id, 'object', 'run', 'status', NEW.status, 'packageId', NEW.agent_id,
+             json_build_object('type', ev, 'timestamp', wire_time(now()), 'data',
+               CASE WHEN w.payload_mode = 'full' THEN run_wire(NEW)
+                    ELSE json_build_object('id', NEW.id, 'object', 'run', 'status', NEW.status, 'packageId', NEW.agent_id,
                            'spaceId', NEW.space_id, 'createdAt', wire_time(NEW.created_at), 'started_at', wire_time(NEW.started_at),
                            'finished_at', wire_time(NEW.finished_at),
                            'duration_ms', ((extract(epoch FROM date_trunc('milliseconds', NEW.finished_at))

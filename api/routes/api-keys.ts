@@ -14,7 +14,7 @@ const ApiKey = z.object({
   keyPrefix: z.string(),
   scopes: z.array(z.string()),
   spaceId: z.string(),
-  createdBy: z.string(),
+  created_by: z.string(),
   expiresAt: z.string().nullable(),
   createdAt: z.string(),
 }).meta({ id: 'ApiKey' });

@@ -23,7 +23,7 @@ import { readSignedInSession, requireSignedInSession, signIn } from '../services
 export const RESET_ANSWER_FLOOR_MS = 200;
 
 const Password = z.string().min(PASSWORD_MIN_LENGTH).max(PASSWORD_MAX_LENGTH);
-export const User = z.object({ id: z.string(), email: z.string(), name: z.string(), emailVerified: z.boolean(), createdAt: z.string() }).meta({ id: 'User' });
+export const User = z.object({ id: z.string(), email: z.string(), name: z.string(), email_verified: z.boolean(), createdAt: z.string() }).meta({ id: 'User' });
 export const SessionInfo = z.object({ id: z.string(), expiresAt: z.string() });
 export const SignedIn = z.object({ user: User, session: SessionInfo }).meta({ id: 'SignedIn' });
 const SignedUp = z.object({ user: User, session: SessionInfo.optional() }).meta({ id: 'SignedUp' });
@@ -122,22 +122,22 @@ export const authRoutes = [
   authRoute({
     method: 'post', path: '/api/auth/change-password', summary: 'Change the password; ends the account\'s other sessions', productionLimit: 10,
     sessionOnly: true,
-    body: z.object({ currentPassword: z.string().min(1).max(PASSWORD_MAX_LENGTH), newPassword: Password }).strict(),
+    body: z.object({ current_password: z.string().min(1).max(PASSWORD_MAX_LENGTH), new_password: Password }).strict(),
     responses: { 204: { description: 'Changed; this session stays signed in' }, ...UNAUTHORIZED, 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ req, deps, body }) => {
       const s = await requireSignedInSession(req, deps);
-      await accounts.changePassword({ pool: deps.database.pool, authCache: deps.authCache }, s, body);
+      await accounts.changePassword({ pool: deps.database.pool, authCache: deps.authCache }, s, { currentPassword: body.current_password, newPassword: body.new_password });
       return noContent();
     },
   }),
   authRoute({
     method: 'post', path: '/api/auth/set-password', summary: 'Set a first password on an account created without one', productionLimit: 10,
     sessionOnly: true,
-    body: z.object({ newPassword: Password }).strict(),
+    body: z.object({ new_password: Password }).strict(),
     responses: { 204: { description: 'Set' }, ...UNAUTHORIZED, 409: problemResponse('password_already_set'), 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ req, deps, body }) => {
       const s = await requireSignedInSession(req, deps);
-      await accounts.setPassword({ pool: deps.database.pool, authCache: deps.authCache }, s, body.newPassword);
+      await accounts.setPassword({ pool: deps.database.pool, authCache: deps.authCache }, s, body.new_password);
       return noContent();
     },
   }),
@@ -163,10 +163,10 @@ export const authRoutes = [
   }),
   authRoute({
     method: 'post', path: '/api/auth/reset-password', summary: 'Set a new password with a reset token; ends every session of the account', productionLimit: 10,
-    body: z.object({ token: z.string().min(1).max(200), newPassword: Password }).strict(),
+    body: z.object({ token: z.string().min(1).max(200), new_password: Password }).strict(),
     responses: { 204: { description: 'Password replaced; sign in again' }, 500: problemResponse('credential_change_revocation_failed') },
     handler: async ({ deps, body }) => {
-      await accounts.resetPassword({ pool: deps.database.pool, authCache: deps.authCache }, body);
+      await accounts.resetPassword({ pool: deps.database.pool, authCache: deps.authCache }, { token: body.token, newPassword: body.new_password });
       return noContent();
     },
   }),

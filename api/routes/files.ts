@@ -25,27 +25,27 @@ export const FileRecord = z.object({
   object: z.literal('file'),
   name: z.string(),
   size: z.number().int(),
-  mimeType: z.string(),
+  mime_type: z.string(),
   sha256: z.string(),
   source: z.enum(['upload', 'run']),
-  runId: z.string().nullable(),
+  run_id: z.string().nullable(),
   kept: z.boolean(),
   expiresAt: z.string().nullable(),
   createdAt: z.string(),
 }).meta({ id: 'File' });
 
-const FileWithPreview = FileRecord.extend({ previewUrl: z.string(), previewExpiresAt: z.string() }).meta({ id: 'FileWithPreview' });
+const FileWithPreview = FileRecord.extend({ preview_url: z.string(), preview_expires_at: z.string() }).meta({ id: 'FileWithPreview' });
 const FileList = z.object({ object: z.literal('list'), data: z.array(FileRecord), hasMore: z.boolean() });
 const Upload = z.object({
   id: z.string(),
   object: z.literal('upload'),
   name: z.string(),
   size: z.number().int(),
-  mimeType: z.string(),
-  uploadUrl: z.string(),
+  mime_type: z.string(),
+  upload_url: z.string(),
   expiresAt: z.string(),
 }).meta({ id: 'Upload' });
-const RunFile = FileRecord.extend({ role: z.enum(['input', 'output']), workspaceName: z.string() }).meta({ id: 'RunFile' });
+const RunFile = FileRecord.extend({ role: z.enum(['input', 'output']), workspace_name: z.string() }).meta({ id: 'RunFile' });
 const RunFileList = z.object({ object: z.literal('list'), data: z.array(RunFile), hasMore: z.boolean() });
 
 const IdParams = z.object({ id: z.string() });
@@ -126,13 +126,13 @@ export const fileRoutes = [
   route({
     method: 'post', path: '/api/uploads', summary: 'Stage an upload: answers a single-use URL for its content', tag: TAG,
     // where the content goes
-    location: (b) => b.uploadUrl,
+    location: (b) => b.upload_url,
     permission: 'agents:run', rateLimit: UPLOAD_LIMIT,
     body: z.object({
       name: z.string().min(1).max(255).refine((n) => !/[/\\\0]/.test(n) && n !== '.' && n !== '..', 'must be a file name without folders'),
       // a coerced numeric field: absent is invalid_type (spec, Validation)
       size: z.coerce.number().int().nonnegative(),
-      mimeType: z.string().regex(MIME, 'must be a media type such as text/plain').meta({ examples: ['text/plain', 'image/png', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'] }),
+      mime_type: z.string().regex(MIME, 'must be a media type such as text/plain').meta({ examples: ['text/plain', 'image/png', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'] }),
       sha256: z.string().regex(SHA256, 'must be 64 hexadecimal characters').optional(),
     }).strict(),
     responses: {
@@ -206,7 +206,7 @@ export const fileRoutes = [
     handler: async ({ ctx, params, req, res, deps }) => {
       const content = await files.fileContent(spaceScopeOf(ctx, deps.database), deps.config, params.id, conditionalHeaders(req));
       return sendContent(res, content, {
-        'Content-Type': content.file.mimeType,
+        'Content-Type': content.file.mime_type,
         'Content-Disposition': `attachment; ${dispositionName(content.file.name)}`,
         'X-Content-Type-Options': 'nosniff',
         'Content-Security-Policy': "sandbox; default-src 'none'",
@@ -240,7 +240,7 @@ export const fileRoutes = [
     },
     handler: async ({ params, query, req, res, deps }) => {
       const content = await files.previewContent(deps.database.pool, deps.config, deps.secrets, params.id, query.token, conditionalHeaders(req));
-      const type = content.file.mimeType.toLowerCase();
+      const type = content.file.mime_type.toLowerCase();
       const safe = PREVIEWABLE.has(type);
       return sendContent(res, content, {
         'Content-Type': safe ? (type.startsWith('text/') ? `${type}; charset=utf-8` : type) : 'application/octet-stream',

@@ -19,7 +19,7 @@ const Invitation = z.object({
   delivery: z.enum(['sending', 'sent', 'failed', 'disabled']).meta({
     description: 'The invitation e-mail: sent; failed (the invitation stays pending); sending; or disabled when the platform has no SMTP_URL (pass the link on yourself)',
   }),
-  invitedBy: z.string().nullable(),
+  invited_by: z.string().nullable(),
   expiresAt: z.string(),
   createdAt: z.string(),
 }).meta({ id: 'Invitation' });
@@ -34,8 +34,8 @@ export const invitationRoutes = [
     body: z.object({ email: z.email().max(320), role: OrgRoleSchema }).strict(),
     responses: {
       201: {
-        description: 'Invitation created and, with mail enabled, e-mailed (delivery: sent); with delivery disabled, pass acceptUrl on yourself',
-        schema: Invitation.extend({ token: z.string(), acceptUrl: z.string() }),
+        description: 'Invitation created and, with mail enabled, e-mailed (delivery: sent); with delivery disabled, pass accept_url on yourself',
+        schema: Invitation.extend({ token: z.string(), accept_url: z.string() }),
       },
       500: { description: 'invitation_failed: the e-mail could not be sent; the invitation is kept with delivery failed', schema: ProblemSchema, contentType: 'application/problem+json' },
     },
@@ -43,7 +43,7 @@ export const invitationRoutes = [
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'members:write', write: true });
       const mailer = mailerFor(deps.config, deps.log);
       const invitation = await invitations.inviteByEmail(access.scope, access.role, body, mailer, deps.log);
-      return created({ ...invitation, acceptUrl: `${mailer.baseUrl}${invitations.acceptPath(invitation.token)}` });
+      return created({ ...invitation, accept_url: `${mailer.baseUrl}${invitations.acceptPath(invitation.token)}` });
     },
   }),
   route({
@@ -70,7 +70,7 @@ export const invitationRoutes = [
     // Outside the authentication chain: without a session the answer is 401 authentication_required.
     stage: 'auth', tenant: 'none', params: z.object({ token: z.string() }),
     responses: {
-      200: { description: 'Joined', schema: z.object({ orgId: z.string(), role: z.string(), personalSpaceId: z.string() }) },
+      200: { description: 'Joined', schema: z.object({ orgId: z.string(), role: z.string(), personal_space_id: z.string() }) },
       401: { description: 'authentication_required', schema: ProblemSchema, contentType: 'application/problem+json' },
       410: { description: 'invitation_expired, invitation_cancelled or invitation_accepted', schema: ProblemSchema, contentType: 'application/problem+json' },
     },
@@ -78,7 +78,8 @@ export const invitationRoutes = [
       // Outside /api/auth/*, an Idempotency-Key is refused as on any other operation that does not declare it.
       refuseUnsupportedIdempotencyKey(req);
       const session = await requireSignedInSession(req, deps, 'authentication_required');
-      return ok(await invitations.acceptInvitation({ pool: deps.database.pool, authCache: deps.authCache }, session, params.token));
+      const joined = await invitations.acceptInvitation({ pool: deps.database.pool, authCache: deps.authCache }, session, params.token);
+      return ok({ orgId: joined.orgId, role: joined.role, personal_space_id: joined.personalSpaceId });
     },
   }),
 ];

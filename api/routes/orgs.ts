@@ -16,8 +16,8 @@ export const Organization = z.object({
   name: z.string(),
   slug: z.string(),
   role: z.string(),
-  defaultSpaceId: z.string().nullable(),
-  apiVersion: z.string().nullable().describe('the API version pinned on the organization (used when a request sends no Service-Version); null follows the current version'),
+  default_space_id: z.string().nullable(),
+  api_version: z.string().nullable().describe('the API version pinned on the organization (used when a request sends no Service-Version); null follows the current version'),
   deleting: z.boolean(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -29,6 +29,12 @@ const OrgParams = z.object({ orgId: z.string() });
 const MemberParams = z.object({ orgId: z.string(), userId: z.string() });
 const TAG = 'Organizations';
 
+/** An organization on the wire: snake_case, but for the identifiers the spec keeps in camelCase. */
+function orgWire(o: orgs.Organization) {
+  const { defaultSpaceId, apiVersion, ...rest } = o;
+  return { ...rest, default_space_id: defaultSpaceId, api_version: apiVersion };
+}
+
 export const orgRoutes = [
   route({
     method: 'get', path: '/api/orgs', summary: 'The organizations of the caller, with their role in each', tag: TAG,
@@ -37,7 +43,7 @@ export const orgRoutes = [
     handler: async ({ ctx, deps }) => {
       const p = ctx.principal!;
       const data = await orgs.listOrganizations(deps.database.pool, p.userId, p.boundOrgId);
-      return ok({ object: 'list', data, hasMore: false });
+      return ok({ object: 'list', data: data.map(orgWire), hasMore: false });
     },
   }),
   route({
@@ -45,11 +51,11 @@ export const orgRoutes = [
     location: (b) => `/api/orgs/${b.id}`,
     tenant: 'none', permission: 'signed-in', sessionOnly: true,
     body: z.object({ name: z.string().trim().min(1).max(200), slug: Slug.optional() }).strict(),
-    responses: { 201: { description: 'Created; the caller is its owner', schema: Organization.extend({ personalSpaceId: z.string() }) } },
+    responses: { 201: { description: 'Created; the caller is its owner', schema: Organization.extend({ personal_space_id: z.string() }) } },
     handler: async ({ ctx, deps, body }) => {
       if (deps.config.ORG_CREATION_DISABLED) throw problem('org_creation_disabled', { detail: 'Organization creation is disabled on this instance.' });
       const r = await orgs.createOrganizationFor({ pool: deps.database.pool, authCache: deps.authCache }, ctx.principal!.userId, body);
-      return created({ ...r.organization, personalSpaceId: r.personalSpaceId });
+      return created({ ...orgWire(r.organization), personal_space_id: r.personalSpaceId });
     },
   }),
   route({
@@ -58,7 +64,7 @@ export const orgRoutes = [
     responses: { 200: { description: 'The organization', schema: Organization } },
     handler: async ({ ctx, req, deps, params }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:read' });
-      return ok(await orgs.getOrganization(access.scope, access.role));
+      return ok(orgWire(await orgs.getOrganization(access.scope, access.role)));
     },
   }),
   route({
@@ -67,12 +73,13 @@ export const orgRoutes = [
     body: z.object({
       name: z.string().trim().min(1).max(200).optional(),
       slug: Slug.optional(),
-      apiVersion: z.string().nullable().optional().describe('YYYY-MM-DD, a version this instance serves; null unpins'),
+      api_version: z.string().nullable().optional().describe('YYYY-MM-DD, a version this instance serves; null unpins'),
     }).strict(),
     responses: { 200: { description: 'The organization', schema: Organization }, 400: { description: 'invalid_api_version or unsupported_api_version' } },
     handler: async ({ ctx, req, deps, params, body }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:write', write: true });
-      return ok(await orgs.updateOrganization(access.scope, access.role, body));
+      const { api_version, ...patch } = body;
+      return ok(orgWire(await orgs.updateOrganization(access.scope, access.role, { ...patch, apiVersion: api_version })));
     },
   }),
   route({

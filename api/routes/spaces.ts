@@ -6,7 +6,7 @@ import type { RequestContext } from '../context.ts';
 import type { AppDeps } from '../deps.ts';
 import { created, noContent, ok, route } from '../route.ts';
 import { identityScope } from '../services/identity-change.ts';
-import { reachSpace, requireSpacePermission } from '../services/space-access.ts';
+import { reachSpace, requireSpacePermission, type Space as SpaceRecord } from '../services/space-access.ts';
 import * as members from '../services/space-members.ts';
 import * as spaces from '../services/spaces.ts';
 
@@ -14,9 +14,9 @@ const Space = z.object({
   id: z.string(),
   name: z.string(),
   kind: z.enum(['team', 'personal']),
-  isDefault: z.boolean(),
-  ownerUserId: z.string().nullable(),
-  roleKey: z.string().nullable(),
+  is_default: z.boolean(),
+  owner_user_id: z.string().nullable(),
+  role_key: z.string().nullable(),
   visibility: z.enum(['private', 'org']).nullable().describe('team spaces: private (members only) or org (every organization member may see and join it); null for personal spaces'),
   default_role: z.string().nullable().describe('team spaces: the space role a member joining by themselves receives; null for personal spaces'),
   package_copy: z.enum(['members', 'restricted']).describe('who may fork packages out of this space: members (whoever reads the package) or restricted (holders of the package type\'s write permission here)'),
@@ -24,12 +24,23 @@ const Space = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 }).meta({ id: 'Space' });
-const SpaceMember = z.object({ userId: z.string(), email: z.string(), name: z.string(), orgRole: z.string(), roleKey: z.string(), createdAt: z.string() }).meta({ id: 'SpaceMember' });
+const SpaceMember = z.object({ userId: z.string(), email: z.string(), name: z.string(), org_role: z.string(), role_key: z.string(), createdAt: z.string() }).meta({ id: 'SpaceMember' });
 const list = <T extends z.ZodType>(item: T) => z.object({ object: z.literal('list'), data: z.array(item), hasMore: z.boolean() });
 const SpaceParams = z.object({ spaceId: z.string() });
 const MemberParams = z.object({ spaceId: z.string(), userId: z.string() });
 const RoleKey = z.string().min(1).max(64);
 const TAG = 'Spaces';
+
+/** A space on the wire: snake_case, but for the identifiers the spec keeps in camelCase. */
+function spaceWire(s: SpaceRecord) {
+  const { isDefault, ownerUserId, roleKey, ...rest } = s;
+  return { ...rest, is_default: isDefault, owner_user_id: ownerUserId, role_key: roleKey };
+}
+
+function memberWire(m: members.SpaceMember) {
+  const { orgRole, roleKey, ...rest } = m;
+  return { ...rest, org_role: orgRole, role_key: roleKey };
+}
 
 function scopeFor(ctx: RequestContext, deps: AppDeps) {
   return identityScope(orgScopeOf(ctx, deps.database), deps.authCache);
@@ -51,7 +62,7 @@ export const spaceRoutes = [
       const p = ctx.principal!;
       const data = await deps.authCache.through(`spaces:${ctx.org!.id}:${p.userId}:${ctx.org!.role}:${p.boundSpaceId ?? ''}`, () =>
         spaces.listSpaces(scopeFor(ctx, deps), p, ctx.org!.role));
-      return ok({ object: 'list', data, hasMore: false });
+      return ok({ object: 'list', data: data.map(spaceWire), hasMore: false });
     },
   }),
   route({
@@ -60,7 +71,7 @@ export const spaceRoutes = [
     tenant: 'org', permission: 'spaces:write',
     body: z.object({ name: z.string().trim().min(1).max(200) }).strict(),
     responses: { 201: { description: 'Created; a creator below admin becomes its space admin', schema: Space } },
-    handler: async ({ ctx, deps, body }) => created(await spaces.createSpace(scopeFor(ctx, deps), ctx.org!.role, body)),
+    handler: async ({ ctx, deps, body }) => created(spaceWire(await spaces.createSpace(scopeFor(ctx, deps), ctx.org!.role, body))),
   }),
   route({
     method: 'get', path: '/api/spaces/{spaceId}', summary: 'Read a space', tag: TAG,
@@ -69,7 +80,7 @@ export const spaceRoutes = [
     handler: async ({ ctx, deps, params }) => {
       const { access } = await reach(ctx, deps, params.spaceId);
       if (!access.joinable) requireSpacePermission(access, 'spaces:read');
-      return ok(access.space);
+      return ok(spaceWire(access.space));
     },
   }),
   route({
@@ -77,7 +88,7 @@ export const spaceRoutes = [
     tenant: 'org', authority: 'resource', permission: 'spaces:write', params: SpaceParams,
     body: z.object({
       name: z.string().trim().min(1).max(200).optional(),
-      isDefault: z.literal(true).optional(),
+      is_default: z.literal(true).optional(),
       visibility: z.enum(['private', 'org']).optional(),
       default_role: RoleKey.optional().describe('a preset or a role of the organization that does not administer the space'),
       package_copy: z.enum(['members', 'restricted']).optional(),
@@ -85,7 +96,8 @@ export const spaceRoutes = [
     responses: { 200: { description: 'The space', schema: Space } },
     handler: async ({ ctx, deps, params, body }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
-      return ok(await spaces.updateSpace(scope, access, body));
+      const { is_default, ...patch } = body;
+      return ok(spaceWire(await spaces.updateSpace(scope, access, { ...patch, isDefault: is_default })));
     },
   }),
   route({
@@ -107,7 +119,7 @@ export const spaceRoutes = [
     },
     handler: async ({ ctx, deps, params }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
-      return ok(await spaces.convertOrphanedSpace(scope, access));
+      return ok(spaceWire(await spaces.convertOrphanedSpace(scope, access)));
     },
   }),
   route({
@@ -116,28 +128,28 @@ export const spaceRoutes = [
     responses: { 200: { description: 'Members', schema: list(SpaceMember) } },
     handler: async ({ ctx, deps, params }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
-      return ok({ object: 'list', data: await members.listSpaceMembers(scope, access), hasMore: false });
+      return ok({ object: 'list', data: (await members.listSpaceMembers(scope, access)).map(memberWire), hasMore: false });
     },
   }),
   route({
     method: 'post', path: '/api/spaces/{spaceId}/members', summary: 'Give an organization member a role in a team space', tag: TAG,
     location: (b, p) => `/api/spaces/${p.spaceId}/members/${b.userId}`,
     tenant: 'org', authority: 'resource', permission: 'space-members:write', params: SpaceParams,
-    body: z.object({ userId: z.string().min(1), roleKey: RoleKey }).strict(),
+    body: z.object({ userId: z.string().min(1), role_key: RoleKey }).strict(),
     responses: { 201: { description: 'Added', schema: SpaceMember } },
     handler: async ({ ctx, deps, params, body }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
-      return created(await members.addSpaceMember(scope, access, body));
+      return created(memberWire(await members.addSpaceMember(scope, access, { userId: body.userId, roleKey: body.role_key })));
     },
   }),
   route({
     method: 'patch', path: '/api/spaces/{spaceId}/members/{userId}', summary: 'Change a member\'s space role', tag: TAG,
     tenant: 'org', authority: 'resource', permission: 'space-members:write', params: MemberParams,
-    body: z.object({ roleKey: RoleKey }).strict(),
+    body: z.object({ role_key: RoleKey }).strict(),
     responses: { 200: { description: 'The member', schema: SpaceMember } },
     handler: async ({ ctx, deps, params, body }) => {
       const { scope, access } = await reach(ctx, deps, params.spaceId);
-      return ok(await members.updateSpaceMember(scope, access, params.userId, body.roleKey));
+      return ok(memberWire(await members.updateSpaceMember(scope, access, params.userId, body.role_key)));
     },
   }),
   route({
@@ -154,7 +166,7 @@ export const spaceRoutes = [
     },
     handler: async ({ ctx, deps, params, body }) => {
       const p = ctx.principal!;
-      return created(await members.joinSpace(scopeFor(ctx, deps), { userId: p.userId, boundSpaceId: p.boundSpaceId }, params.spaceId, body));
+      return created(memberWire(await members.joinSpace(scopeFor(ctx, deps), { userId: p.userId, boundSpaceId: p.boundSpaceId }, params.spaceId, body)));
     },
   }),
   route({

@@ -26,7 +26,7 @@ export interface User {
   id: string;
   email: string;
   name: string;
-  emailVerified: boolean;
+  email_verified: boolean;
   createdAt: string;
 }
 
@@ -39,7 +39,7 @@ export interface ClientInfo {
 }
 
 export function toUser(row: { id: string; email: string; name: string; email_verified_at: Date | null; created_at: Date }): User {
-  return { id: row.id, email: row.email, name: row.name, emailVerified: row.email_verified_at !== null, createdAt: row.created_at.toISOString() };
+  return { id: row.id, email: row.email, name: row.name, email_verified: row.email_verified_at !== null, createdAt: row.created_at.toISOString() };
 }
 
 function emailDomain(email: string): string {
@@ -110,7 +110,7 @@ export async function insertPasswordlessUser(client: pg.PoolClient, input: { ema
 
 /** Refuses an unverified account while AUTH_EMAIL_VERIFICATION is required. */
 export function assertMaySignIn(config: Config, user: User): void {
-  if (config.AUTH_EMAIL_VERIFICATION === 'required' && !user.emailVerified) {
+  if (config.AUTH_EMAIL_VERIFICATION === 'required' && !user.email_verified) {
     throw problem('forbidden', { detail: 'Verify your e-mail address first: follow the link sent to it (POST /api/auth/send-verification-email sends a new one).' });
   }
 }
@@ -159,7 +159,7 @@ async function replacePassword(client: pg.PoolClient, change: Omit<CredentialCha
 export async function changePassword(store: IdentityStore, session: SignedInSession, input: { currentPassword: string; newPassword: string }): Promise<void> {
   const { rows } = await store.pool.query('SELECT password_hash FROM users WHERE id = $1', [session.userId]);
   if (!(await verifyPassword(input.currentPassword, rows[0]?.password_hash ?? null))) {
-    throw problem('validation_failed', { detail: 'The current password is wrong.', errors: [{ field: 'currentPassword', code: 'invalid_value', message: 'The current password is wrong.' }] });
+    throw problem('validation_failed', { detail: 'The current password is wrong.', errors: [{ field: 'current_password', code: 'invalid_value', message: 'The current password is wrong.' }] });
   }
   await changeIdentity(store, (client) =>
     replacePassword(client, { userId: session.userId, reason: 'password_changed', keepSessionId: session.sessionId }, input.newPassword));

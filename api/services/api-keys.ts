@@ -15,7 +15,7 @@ export interface ApiKey {
   keyPrefix: string;
   scopes: string[];
   spaceId: string;
-  createdBy: string;
+  created_by: string;
   expiresAt: string | null;
   createdAt: string;
 }
@@ -88,7 +88,7 @@ export async function listApiKeys(scope: SpaceScope): Promise<ApiKey[]> {
     [scope.orgId, scope.spaceId],
   );
   return rows.map((r) => ({
-    id: r.id, name: r.name, keyPrefix: r.key_prefix, scopes: r.scopes, spaceId: r.space_id, createdBy: r.created_by,
+    id: r.id, name: r.name, keyPrefix: r.key_prefix, scopes: r.scopes, spaceId: r.space_id, created_by: r.created_by,
     expiresAt: r.expires_at?.toISOString() ?? null, createdAt: r.created_at.toISOString(),
   }));
 }

@@ -27,7 +27,7 @@ export interface Invitation {
   role: OrgRole;
   status: InvitationStatus;
   delivery: InvitationDelivery;
-  invitedBy: string | null;
+  invited_by: string | null;
   expiresAt: string;
   createdAt: string;
 }
@@ -56,7 +56,7 @@ function toInvitation(row: InvitationRow): Invitation {
     role: row.role,
     status: effectiveStatus(row),
     delivery: row.delivery,
-    invitedBy: row.invited_by,
+    invited_by: row.invited_by,
     expiresAt: row.expires_at.toISOString(),
     createdAt: row.created_at.toISOString(),
   };

@@ -129,8 +129,8 @@ export async function getOrganization(scope: OrgScope, role: OrgRole): Promise<O
 
 /** A pin must be a date this server serves: a pin it cannot serve would fail every call later. */
 function checkPinnable(version: string): void {
-  const errors = [{ field: 'apiVersion', code: 'invalid_value', message: `Served versions: ${[...SUPPORTED_API_VERSIONS].join(', ')}.` }];
-  if (!isCalendarDate(version)) throw problem('invalid_api_version', { detail: 'apiVersion must be a date in the form YYYY-MM-DD.', errors });
+  const errors = [{ field: 'api_version', code: 'invalid_value', message: `Served versions: ${[...SUPPORTED_API_VERSIONS].join(', ')}.` }];
+  if (!isCalendarDate(version)) throw problem('invalid_api_version', { detail: 'api_version must be a date in the form YYYY-MM-DD.', errors });
   if (!SUPPORTED_API_VERSIONS.has(version)) throw problem('unsupported_api_version', { detail: `API version ${version} is not served by this instance.`, errors });
 }
 

@@ -221,8 +221,8 @@ export async function completeSocialSignIn(deps: SocialDeps, query: URLSearchPar
       }
       const user = toUser(existing.rows[0]);
       await link(user.id);
-      if (!user.emailVerified) await client.query('UPDATE users SET email_verified_at = now(), updated_at = now() WHERE id = $1', [user.id]);
-      return { user: { ...user, emailVerified: true }, linked: true };
+      if (!user.email_verified) await client.query('UPDATE users SET email_verified_at = now(), updated_at = now() WHERE id = $1', [user.id]);
+      return { user: { ...user, email_verified: true }, linked: true };
     }
     await assertSignupAllowed(client, deps.config, email);
     const user = await insertPasswordlessUser(client, { email, name: name ?? email.slice(0, email.lastIndexOf('@')), verified: emailVerified });

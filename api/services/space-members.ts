@@ -23,7 +23,7 @@ function memberNotFound() {
 
 async function assertRole(client: pg.PoolClient, orgId: string, roleKey: string): Promise<void> {
   if (!(await roleExists(client, orgId, roleKey))) {
-    throw problem('validation_failed', { detail: `No space role "${roleKey}".`, errors: [{ field: 'roleKey', code: 'invalid_value', message: 'Not a preset or a role of this organization.' }] });
+    throw problem('validation_failed', { detail: `No space role "${roleKey}".`, errors: [{ field: 'role_key', code: 'invalid_value', message: 'Not a preset or a role of this organization.' }] });
   }
 }
 

@@ -63,7 +63,7 @@ export async function updateSpace(scope: IdentityOrgScope, access: SpaceAccess, 
   const { space } = access;
   const teamOnly = (['isDefault', 'visibility', 'default_role', 'package_copy'] as const).filter((k) => patch[k] !== undefined);
   if (space.kind === 'personal' && teamOnly.length) {
-    throw problem('personal_space_immutable', { detail: `Only the name of a personal space can change (not ${teamOnly.join(', ')}).` });
+    throw problem('personal_space_immutable', { detail: `Only the name of a personal space can change (not ${teamOnly.map((k) => (k === 'isDefault' ? 'is_default' : k)).join(', ')}).` });
   }
   if (patch.isDefault && !orgRoleCoversSpaces(access.orgRole)) {
     throw problem('forbidden', { detail: 'Only organization owners and admins choose the default space.' });

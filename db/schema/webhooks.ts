@@ -2,7 +2,7 @@
 // delivery row per (webhook, run, event) written with the run's status change, and every attempt.
 // Notifications: what a person is told about their runs, schedules and connections.
 import { sql } from 'drizzle-orm';
-import { boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, index, integer, json, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { organizations, spaces } from './identity.ts';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -39,8 +39,8 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   webhookId: text('webhook_id').notNull().references(() => webhooks.id, { onDelete: 'cascade' }),
   runId: text('run_id').notNull(),
   event: text('event').notNull(),
-  /** the message body, fixed when the status change committed */
-  payload: jsonb('payload').notNull(),
+  /** the message body, fixed when the status change committed; json keeps its key order (migration 0031) */
+  payload: json('payload').notNull(),
   /** pending, succeeded, failed or cancelled */
   status: text('status').notNull().default('pending'),
   attemptCount: integer('attempt_count').notNull().default(0),

@@ -88,7 +88,7 @@ async function aMemberWithRole(base: string, asOwner: ReturnType<typeof client>,
   assert.equal(accepted.status, 200, accepted.text);
   const role = await asOwner.post(`/api/orgs/${orgId}/roles`, { key: 'auditor', name: 'Auditor', permissions: ['runs:read', 'runs:read-all', 'agents:read', 'schedules:read', 'spaces:read'] });
   assert.equal(role.status, 201, role.text);
-  const joined = await asOwner.post(`/api/spaces/${spaceId}/members`, { userId: signUp.body.user.id, roleKey: 'auditor' });
+  const joined = await asOwner.post(`/api/spaces/${spaceId}/members`, { userId: signUp.body.user.id, role_key: 'auditor' });
   assert.equal(joined.status, 201, joined.text);
   return { email, password: PASSWORD, cookie };
 }

@@ -145,7 +145,7 @@ test('the person changing their password ends what they obtained as an end-user 
   const signedIn = await call(world.app.url, 'POST', '/api/auth/sign-in/email', { body: { email: dora.email, password: dora.password } });
   assert.equal(signedIn.status, 200, signedIn.text);
   const cookie = signedIn.headers.get('set-cookie')!.split(';')[0];
-  const changed = await call(world.app.url, 'POST', '/api/auth/change-password', { cookie, body: { currentPassword: dora.password, newPassword: 'another long password 42' } });
+  const changed = await call(world.app.url, 'POST', '/api/auth/change-password', { cookie, body: { current_password: dora.password, new_password: 'another long password 42' } });
   assert.equal(changed.status, 204, changed.text);
   assert.equal((await call(world.app.url, 'GET', '/api/runs', { key: token })).status, 401);
   const rp = await relyingParty(world.app.url, clientId);

@@ -71,17 +71,17 @@ async function uploadLarge(platform: PlatformProcess, size: number): Promise<voi
 
     // warm the path first with an upload of a few storage parts (S3 sends 6 MiB parts): code loaded,
     // pools opened and the first parts' buffers are not growth with the file's size
-    const small = await api.post('/api/uploads', { name: 'warm.bin', size: 24 * CHUNK, mimeType: 'application/octet-stream' });
-    assert.equal((await streamUpload(small.body.uploadUrl, 24 * CHUNK)).status, 201);
+    const small = await api.post('/api/uploads', { name: 'warm.bin', size: 24 * CHUNK, mime_type: 'application/octet-stream' });
+    assert.equal((await streamUpload(small.body.upload_url, 24 * CHUNK)).status, 201);
 
-    const staged = await api.post('/api/uploads', { name: 'big.bin', size, mimeType: 'application/octet-stream', sha256 });
+    const staged = await api.post('/api/uploads', { name: 'big.bin', size, mime_type: 'application/octet-stream', sha256 });
     assert.equal(staged.status, 201, staged.text);
     const baseline = rssBytes(pid);
     let peak = baseline;
     const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 25);
     let written;
     try {
-      written = await streamUpload(staged.body.uploadUrl, size);
+      written = await streamUpload(staged.body.upload_url, size);
     } finally {
       clearInterval(sampler);
     }
@@ -94,8 +94,8 @@ async function uploadLarge(platform: PlatformProcess, size: number): Promise<voi
     assert.ok(growthMb < LIMIT_MB, `RSS grew by ${growthMb.toFixed(1)} MB during a ${size / CHUNK} MiB upload`);
 
     // a wrong declared SHA-256 is refused after the bytes arrived, and nothing is kept
-    const liar = await api.post('/api/uploads', { name: 'liar.bin', size: 8 * CHUNK, mimeType: 'application/octet-stream', sha256: 'a'.repeat(64) });
-    const refused = await streamUpload(liar.body.uploadUrl, 8 * CHUNK);
+    const liar = await api.post('/api/uploads', { name: 'liar.bin', size: 8 * CHUNK, mime_type: 'application/octet-stream', sha256: 'a'.repeat(64) });
+    const refused = await streamUpload(liar.body.upload_url, 8 * CHUNK);
     assert.equal(refused.status, 400);
     assert.equal(refused.body.code, 'checksum_mismatch');
   } finally {

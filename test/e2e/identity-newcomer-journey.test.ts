@@ -110,7 +110,7 @@ test('a newcomer bootstraps, signs in, makes a space and a narrow key, meets its
   const second = await api.post('/api/orgs', { name: 'Second Org' }, { cookie });
   assert.equal(second.status, 201, second.text);
   // a key is bound to its space: naming another one is refused before any lookup (issue 29)
-  const foreign = await api.get(`/api/spaces/${second.body.defaultSpaceId}`, { key });
+  const foreign = await api.get(`/api/spaces/${second.body.default_space_id}`, { key });
   assert.equal(foreign.status, 403);
   assert.equal(foreign.body.code, 'forbidden');
 

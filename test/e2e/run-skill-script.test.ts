@@ -112,9 +112,9 @@ test('an uploaded file goes into the run, the skill counts it, publish_file make
   await importPackage(platform.url, key, fileAgent('@acme/file-counter'), 'file-counter.afps');
 
   const text = 'alpha beta gamma delta\nepsilon zeta eta\n';
-  const staged = await api.post('/api/uploads', { name: 'words.txt', size: Buffer.byteLength(text), mimeType: 'text/plain' });
+  const staged = await api.post('/api/uploads', { name: 'words.txt', size: Buffer.byteLength(text), mime_type: 'text/plain' });
   assert.equal(staged.status, 201, staged.text);
-  const put = await fetch(staged.body.uploadUrl, { method: 'PUT', body: text });
+  const put = await fetch(staged.body.upload_url, { method: 'PUT', body: text });
   assert.equal(put.status, 201, await put.clone().text());
 
   const launched = await api.post('/api/agents/@acme/file-counter/run', { input: { doc: `upload:${staged.body.id}` } });
@@ -128,7 +128,7 @@ test('an uploaded file goes into the run, the skill counts it, publish_file make
   const published = files.body.data.find((f: any) => f.role === 'output');
   assert.ok(published, `an output file is listed: ${files.text}`);
   assert.equal(published.name, 'count.txt');
-  assert.ok(files.body.data.some((f: any) => f.role === 'input' && f.workspaceName === 'words.txt'), files.text);
+  assert.ok(files.body.data.some((f: any) => f.role === 'input' && f.workspace_name === 'words.txt'), files.text);
   const content = await fetch(`${platform.url}/api/files/${published.id}/content`, { headers: { authorization: `Bearer ${key}` } });
   assert.equal(content.status, 200);
   assert.equal((await content.text()).trim(), '7');

@@ -33,7 +33,7 @@ test('a key loses its creator\'s lost authority at once, and stops working when 
   assert.equal((await api.get('/api/spaces', { key })).status, 200);
 
   // A viewer role in the space gives reading back; the key follows.
-  assert.equal((await api.post(`/api/spaces/${org.spaceId}/members`, { userId: creatorId, roleKey: 'viewer' }, { cookie: owner, org: org.orgId })).status, 201);
+  assert.equal((await api.post(`/api/spaces/${org.spaceId}/members`, { userId: creatorId, role_key: 'viewer' }, { cookie: owner, org: org.orgId })).status, 201);
   assert.equal((await api.get('/api/end-users', { key })).status, 200);
   assert.equal((await api.post('/api/end-users', { externalId: 'e1', name: 'E' }, { key })).status, 403);
 

@@ -39,7 +39,7 @@ describe('e-mail verification required', () => {
     assert.equal(su.status, 201, su.text);
     assert.equal(su.headers.get('set-cookie'), null);
     assert.equal(su.body.session, undefined);
-    assert.equal(su.body.user.emailVerified, false);
+    assert.equal(su.body.user.email_verified, false);
     const first = tokenIn((await inbox.next('quinn@verify.test')).text, '/api/auth/verify-email');
 
     const refused = await api.post('/api/auth/sign-in/email', { email: 'quinn@verify.test', password: 'quinn password 1' });
@@ -58,7 +58,7 @@ describe('e-mail verification required', () => {
     assert.equal((await api.post('/api/auth/verify-email', { token: first })).status, 400);
     const verified = await api.post('/api/auth/verify-email', { token: second });
     assert.equal(verified.status, 200, verified.text);
-    assert.equal(verified.body.user.emailVerified, true);
+    assert.equal(verified.body.user.email_verified, true);
     const signedIn = await api.post('/api/auth/sign-in/email', { email: 'quinn@verify.test', password: 'quinn password 1' });
     assert.equal(signedIn.status, 200, signedIn.text);
     assert.ok(signedIn.headers.get('set-cookie'));
@@ -75,7 +75,7 @@ describe('e-mail verification required', () => {
     const token = tokenIn((await inbox.next('rae@verify.test')).text, '/api/auth/magic-link/verify');
     const signedIn = await api.post('/api/auth/magic-link/verify', { token });
     assert.equal(signedIn.status, 200, signedIn.text);
-    assert.equal(signedIn.body.user.emailVerified, true);
+    assert.equal(signedIn.body.user.email_verified, true);
     assert.equal((await api.post('/api/auth/sign-in/email', { email: 'rae@verify.test', password: 'rae password 1' })).status, 200);
   });
 });

@@ -43,7 +43,7 @@ describe('magic links and optional e-mail verification', () => {
     const api = client(app.url);
     const su = await api.post('/api/auth/sign-up/email', { email: 'vera@acme.test', password: 'vera password 1', name: 'Vera' });
     assert.equal(su.status, 201, su.text);
-    assert.equal(su.body.user.emailVerified, false);
+    assert.equal(su.body.user.email_verified, false);
     const cookie = cookieOf(su);
     const mail = await inbox.next('vera@acme.test');
     assert.match(mail.subject, /Verify/);
@@ -52,10 +52,10 @@ describe('magic links and optional e-mail verification', () => {
 
     const verified = await api.post('/api/auth/verify-email', { token });
     assert.equal(verified.status, 200, verified.text);
-    assert.equal(verified.body.user.emailVerified, true);
+    assert.equal(verified.body.user.email_verified, true);
     assert.equal(verified.headers.get('set-cookie'), null);
     assert.equal((await api.post('/api/auth/verify-email', { token })).status, 400);
-    assert.equal((await api.get('/api/auth/session', { cookie })).body.user.emailVerified, true);
+    assert.equal((await api.get('/api/auth/session', { cookie })).body.user.email_verified, true);
   });
 
   test('a link to an existing account: the same answer as for nobody; single use; the newest link only', async () => {
@@ -77,7 +77,7 @@ describe('magic links and optional e-mail verification', () => {
     const signedIn = await follow(token);
     assert.equal(signedIn.status, 200, signedIn.text);
     assert.equal(signedIn.body.user.id, su.body.user.id);
-    assert.equal(signedIn.body.user.emailVerified, true);
+    assert.equal(signedIn.body.user.email_verified, true);
     const me = await api.get('/api/auth/session', { cookie: cookieOf(signedIn) });
     assert.equal(me.body.user.id, su.body.user.id);
     const replay = await follow(token);
@@ -95,10 +95,10 @@ describe('magic links and optional e-mail verification', () => {
     const signedIn = await follow(token);
     assert.equal(signedIn.status, 200, signedIn.text);
     assert.equal(signedIn.body.user.email, 'newcomer@acme.test');
-    assert.equal(signedIn.body.user.emailVerified, true);
+    assert.equal(signedIn.body.user.email_verified, true);
     const cookie = cookieOf(signedIn);
     // an account made by a magic link has no password yet
-    assert.equal((await client(app.url).post('/api/auth/set-password', { newPassword: 'first password 1' }, { cookie })).status, 204);
+    assert.equal((await client(app.url).post('/api/auth/set-password', { new_password: 'first password 1' }, { cookie })).status, 204);
   });
 
   test('an expired link is refused', async () => {
@@ -119,14 +119,14 @@ describe('magic links and optional e-mail verification', () => {
 
     await linkFor('pat@acme.test');
     const beforeChange = tokenIn((await inbox.next('pat@acme.test')).text, '/api/auth/magic-link/verify');
-    assert.equal((await api.post('/api/auth/change-password', { currentPassword: 'pat password 1', newPassword: 'pat password 2' }, { cookie })).status, 204);
+    assert.equal((await api.post('/api/auth/change-password', { current_password: 'pat password 1', new_password: 'pat password 2' }, { cookie })).status, 204);
     assert.equal((await follow(beforeChange)).status, 400);
 
     await linkFor('pat@acme.test');
     const beforeReset = tokenIn((await inbox.next('pat@acme.test')).text, '/api/auth/magic-link/verify');
     assert.equal((await api.post('/api/auth/request-password-reset', { email: 'pat@acme.test' })).status, 202);
     const resetToken = tokenIn((await inbox.next('pat@acme.test')).text, '/api/auth/reset-password');
-    assert.equal((await api.post('/api/auth/reset-password', { token: resetToken, newPassword: 'pat password 3' })).status, 204);
+    assert.equal((await api.post('/api/auth/reset-password', { token: resetToken, new_password: 'pat password 3' })).status, 204);
     assert.equal((await follow(beforeReset)).status, 400);
   });
 

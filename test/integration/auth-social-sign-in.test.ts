@@ -107,7 +107,7 @@ describe('social sign-in with an OpenID Connect provider', () => {
     assert.equal(r.res.status, 200, r.text);
     assert.equal(r.body.user.email, 'ann@acme.test');
     assert.equal(r.body.user.name, 'Ann Example');
-    assert.equal(r.body.user.emailVerified, true);
+    assert.equal(r.body.user.email_verified, true);
     assert.ok(r.session);
     const me = await client(app.url).get('/api/auth/session', { cookie: r.session! });
     assert.equal(me.body.user.id, r.body.user.id);
@@ -116,9 +116,9 @@ describe('social sign-in with an OpenID Connect provider', () => {
     assert.equal(again.res.status, 200, again.text);
     assert.equal(again.body.user.id, r.body.user.id);
     // the account has no password: setting a first one works once
-    const set = await client(app.url).post('/api/auth/set-password', { newPassword: 'first password 1' }, { cookie: again.session! });
+    const set = await client(app.url).post('/api/auth/set-password', { new_password: 'first password 1' }, { cookie: again.session! });
     assert.equal(set.status, 204, set.text);
-    const twice = await client(app.url).post('/api/auth/set-password', { newPassword: 'second password 2' }, { cookie: again.session! });
+    const twice = await client(app.url).post('/api/auth/set-password', { new_password: 'second password 2' }, { cookie: again.session! });
     assert.equal(twice.body.code, 'password_already_set');
   });
 
@@ -132,7 +132,7 @@ describe('social sign-in with an OpenID Connect provider', () => {
     const verified = await signInAs({ sub: 'u-bob', email: 'bob@acme.test', email_verified: true });
     assert.equal(verified.res.status, 200, verified.text);
     assert.equal(verified.body.user.id, su.body.user.id);
-    assert.equal(verified.body.user.emailVerified, true);
+    assert.equal(verified.body.user.email_verified, true);
   });
 
   test('AUTH_ALLOWED_SIGNUP_DOMAINS applies to accounts made by social sign-in', async () => {
@@ -204,7 +204,7 @@ describe('social sign-in with an OpenID Connect provider', () => {
 
     identity = { sub: 'u-fay-2', email: 'fay2@acme.test', email_verified: true };
     const pending = await throughProvider('/api/auth/link/social', cookie);
-    const changed = await api.post('/api/auth/change-password', { currentPassword: 'fay password 1', newPassword: 'fay password 2' }, { cookie });
+    const changed = await api.post('/api/auth/change-password', { current_password: 'fay password 1', new_password: 'fay password 2' }, { cookie });
     assert.equal(changed.status, 204, changed.text);
     const stale = await client(app.url).get(pending.callback, { headers: { cookie: `${pending.stateCookie}; ${cookie}` } });
     assert.equal(stale.status, 400, stale.text);

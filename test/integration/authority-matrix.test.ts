@@ -262,7 +262,7 @@ describe('issue 29 findings', () => {
     assert.equal((await call(app.url, 'GET', '/api/packages', { key: rToken, space: sA })).status, 200);
     const signedIn = await fetch(`${app.url}/api/auth/sign-in/email`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: r.email, password: r.password }) });
     const cookie = signedIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const changed = await call(app.url, 'POST', '/api/auth/change-password', { cookie, body: { currentPassword: r.password, newPassword: 'another long password' } });
+    const changed = await call(app.url, 'POST', '/api/auth/change-password', { cookie, body: { current_password: r.password, new_password: 'another long password' } });
     assert.equal(changed.status, 204, changed.text);
     const after = await call(app.url, 'GET', '/api/packages', { key: rToken, space: sA });
     assert.equal(after.status, 401, after.text);

@@ -61,7 +61,7 @@ describe('redeeming on a fresh instance', () => {
     assert.deepEqual(orgs.body.data.map((o: { id: string; name: string; role: string }) => [o.id, o.name, o.role]), [[res.body.org_id, 'Olive Labs', 'owner']]);
     const spaces = await client(app.url).get('/api/spaces', { cookie, org: res.body.org_id });
     assert.equal(spaces.status, 200);
-    const kinds = spaces.body.data.map((s: { id: string; kind: string; isDefault: boolean }) => `${s.kind}:${s.isDefault}:${s.id === res.body.space_id}`);
+    const kinds = spaces.body.data.map((s: { id: string; kind: string; is_default: boolean }) => `${s.kind}:${s.is_default}:${s.id === res.body.space_id}`);
     assert.deepEqual(kinds.sort(), ['personal:false:false', 'team:true:true']);
     const state = await app.deps.database.pool.query('SELECT user_id, org_id, redeemed_at FROM bootstrap_state');
     assert.equal(state.rows[0].user_id, res.body.user_id);

@@ -52,7 +52,7 @@ describe('NUL bytes and unpaired surrogates', () => {
       ['/api/auth/sign-in/email', { email: 'a\u0000@example.test', password: 'correct horse battery' }, 'email', {}],
       ['/api/auth/sign-up/email', { email: 'new@example.test', password: 'correct horse battery', name: 'N\u0000' }, 'name', {}],
       ['/api/auth/request-password-reset', { email: '\ud800x@example.test' }, 'email', {}],
-      ['/api/auth/reset-password', { token: 'tok\u0000', newPassword: 'correct horse battery' }, 'token', {}],
+      ['/api/auth/reset-password', { token: 'tok\u0000', new_password: 'correct horse battery' }, 'token', {}],
       ['/api/end-users', { externalId: 'ext', name: 'lone \udc00 low' }, 'name', { key }],
       ['/api/end-users', { externalId: 'ext', metadata: { 'k\u0000': 'v' } }, 'metadata.k\\u0000', { key }],
       ['/api/spaces', { name: ['ok', 'n\u0000'] }, 'name[1]', { cookie, org: orgId }],

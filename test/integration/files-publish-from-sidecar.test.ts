@@ -55,7 +55,7 @@ test('publish_file in the sidecar becomes a durable file listed on its run; RUN_
   assert.ok(fileId, textOf(published));
 
   const listed = await api.get(`/api/runs/${runId}/files`);
-  assert.deepEqual(listed.body.data.map((f: { id: string; role: string; workspaceName: string; mimeType: string }) => [f.id, f.role, f.workspaceName, f.mimeType]), [[fileId, 'output', 'report.md', 'text/markdown']]);
+  assert.deepEqual(listed.body.data.map((f: { id: string; role: string; workspace_name: string; mime_type: string }) => [f.id, f.role, f.workspace_name, f.mime_type]), [[fileId, 'output', 'report.md', 'text/markdown']]);
   assert.equal((await api.get(`/api/files/${fileId}/content`)).text, '# Report');
 
   const refused = await mcp.callTool({ name: 'publish_file', arguments: { name: 'more.md', content: 'more' } });

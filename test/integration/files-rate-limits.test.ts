@@ -40,8 +40,8 @@ async function fromIp(ip: string, method: string, url: string) {
 
 test('POST /api/uploads: 20 per minute per caller', async () => {
   const c = await aCaller();
-  await exhaust(20, () => c.post('/api/uploads', { name: 'a.txt', size: 1, mimeType: 'text/plain' }), 'POST /api/uploads');
-  assert.equal((await (await aCaller()).post('/api/uploads', { name: 'a.txt', size: 1, mimeType: 'text/plain' })).status, 201, 'another caller has its own bucket');
+  await exhaust(20, () => c.post('/api/uploads', { name: 'a.txt', size: 1, mime_type: 'text/plain' }), 'POST /api/uploads');
+  assert.equal((await (await aCaller()).post('/api/uploads', { name: 'a.txt', size: 1, mime_type: 'text/plain' })).status, 201, 'another caller has its own bucket');
 });
 
 test('PUT /api/uploads/_content: 60 per minute per client IP', async () => {
@@ -58,8 +58,8 @@ test('GET /preview/files/{id}: 120 per minute per client IP', async () => {
 
 test('reads of files: 120 per minute per caller; DELETE and keep: 60', async () => {
   const c = await aCaller();
-  const staged = await c.post('/api/uploads', { name: 'a.txt', size: 1, mimeType: 'text/plain' });
-  const file = await fetch(staged.body.uploadUrl, { method: 'PUT', body: 'x', headers: { 'x-forwarded-for': '192.0.2.50' } }).then((r) => r.json()) as { id: string };
+  const staged = await c.post('/api/uploads', { name: 'a.txt', size: 1, mime_type: 'text/plain' });
+  const file = await fetch(staged.body.upload_url, { method: 'PUT', body: 'x', headers: { 'x-forwarded-for': '192.0.2.50' } }).then((r) => r.json()) as { id: string };
   await exhaust(120, () => c.get('/api/files'), 'GET /api/files');
   await exhaust(120, () => c.get(`/api/files/${file.id}`), 'GET /api/files/{id}');
   await exhaust(120, () => c.get(`/api/files/${file.id}/content`), 'GET /api/files/{id}/content');

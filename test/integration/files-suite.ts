@@ -83,9 +83,9 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
   const anotherKey = async () => client(app.url, { key: (await aKey(app.deps.database.pool, { ...org, userId: org.ownerId })).key });
 
   async function stage(c: ReturnType<typeof client>, content: Buffer, extra: Record<string, unknown> = {}) {
-    const res = await c.post('/api/uploads', { name: 'notes.txt', size: content.length, mimeType: 'text/plain', ...extra });
+    const res = await c.post('/api/uploads', { name: 'notes.txt', size: content.length, mime_type: 'text/plain', ...extra });
     assert.equal(res.status, 201, res.text);
-    return res.body as { id: string; uploadUrl: string; expiresAt: string };
+    return res.body as { id: string; upload_url: string; expiresAt: string };
   }
 
   async function put(url: string, body: Buffer | string, headers: Record<string, string> = {}) {
@@ -98,21 +98,21 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
   async function anUploadedFile(c: ReturnType<typeof client>, content: Buffer | string, extra: Record<string, unknown> = {}) {
     const bytes = Buffer.from(content);
     const up = await stage(c, bytes, extra);
-    const res = await put(up.uploadUrl, bytes);
+    const res = await put(up.upload_url, bytes);
     assert.equal(res.status, 201, res.text);
     return { upload: up, file: res.body as { id: string; sha256: string; size: number; name: string } };
   }
 
   test('a staged upload takes its content through its URL and becomes a durable file, listed, read whole and by range', async () => {
     const content = Buffer.from('hello, durable world\n');
-    const staged = await api.post('/api/uploads', { name: 'hello.txt', size: String(content.length), mimeType: 'text/plain', sha256: sha(content) });
+    const staged = await api.post('/api/uploads', { name: 'hello.txt', size: String(content.length), mime_type: 'text/plain', sha256: sha(content) });
     assert.equal(staged.status, 201, staged.text);
     assert.equal(staged.body.size, content.length, 'size is coerced from a string');
-    assert.equal(staged.headers.get('location'), staged.body.uploadUrl);
-    assert.match(staged.body.uploadUrl, /\/api\/uploads\/_content\?token=/);
+    assert.equal(staged.headers.get('location'), staged.body.upload_url);
+    assert.match(staged.body.upload_url, /\/api\/uploads\/_content\?token=/);
     assert.ok(Date.parse(staged.body.expiresAt) > Date.now());
 
-    const written = await put(staged.body.uploadUrl, content);
+    const written = await put(staged.body.upload_url, content);
     assert.equal(written.status, 201, written.text);
     assert.equal(written.body.sha256, sha(content));
     assert.equal(written.body.size, content.length);
@@ -161,47 +161,47 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
   });
 
   test('size is a coerced numeric field: absent is invalid_type; the body is checked field by field', async () => {
-    const res = await api.post('/api/uploads', { name: 'a.txt', mimeType: 'text/plain' });
+    const res = await api.post('/api/uploads', { name: 'a.txt', mime_type: 'text/plain' });
     assert.equal(res.status, 400);
     assert.equal(res.body.code, 'validation_failed');
     assert.deepEqual(res.body.errors.map((e: { field: string; code: string }) => [e.field, e.code]), [['size', 'invalid_type']]);
-    const bad = await api.post('/api/uploads', { name: 'dir/a.txt', size: 1, mimeType: 'nope', sha256: 'xyz' });
-    assert.deepEqual(bad.body.errors.map((e: { field: string }) => e.field).sort(), ['mimeType', 'name', 'sha256']);
+    const bad = await api.post('/api/uploads', { name: 'dir/a.txt', size: 1, mime_type: 'nope', sha256: 'xyz' });
+    assert.deepEqual(bad.body.errors.map((e: { field: string }) => e.field).sort(), ['mime_type', 'name', 'sha256']);
   });
 
   test('payload_too_large: a staged size past FILE_MAX_BYTES, and content longer than staged', async () => {
     const c = await anotherKey();
-    const big = await c.post('/api/uploads', { name: 'big.bin', size: 1024 * 1024 + 1, mimeType: 'application/octet-stream' });
+    const big = await c.post('/api/uploads', { name: 'big.bin', size: 1024 * 1024 + 1, mime_type: 'application/octet-stream' });
     assert.equal(big.status, 413);
     assert.equal(big.body.code, 'payload_too_large');
 
     const up = await stage(c, Buffer.alloc(10));
-    const declared = await put(up.uploadUrl, Buffer.alloc(11));
+    const declared = await put(up.upload_url, Buffer.alloc(11));
     assert.equal(declared.status, 413, declared.text);
     assert.equal(declared.body.code, 'payload_too_large');
     // without a declared length the count while streaming refuses it
-    const streamed = await fetch(up.uploadUrl, {
+    const streamed = await fetch(up.upload_url, {
       method: 'PUT', duplex: 'half', body: new ReadableStream({ start(ctl) { ctl.enqueue(new Uint8Array(6)); ctl.enqueue(new Uint8Array(6)); ctl.close(); } }),
     } as RequestInit);
     assert.equal(streamed.status, 413);
     assert.equal(((await streamed.json()) as { code: string }).code, 'payload_too_large');
-    const shorter = await put(up.uploadUrl, Buffer.alloc(9));
+    const shorter = await put(up.upload_url, Buffer.alloc(9));
     assert.equal(shorter.status, 400);
     // a failed write leaves the URL usable
-    assert.equal((await put(up.uploadUrl, Buffer.alloc(10))).status, 201);
+    assert.equal((await put(up.upload_url, Buffer.alloc(10))).status, 201);
   });
 
   test('checksum_mismatch, then the right bytes are taken, then upload_already_written', async () => {
     const c = await anotherKey();
     const content = Buffer.from('exact bytes');
     const up = await stage(c, content, { sha256: sha(content) });
-    const wrong = await put(up.uploadUrl, Buffer.from('other bytes'));
+    const wrong = await put(up.upload_url, Buffer.from('other bytes'));
     assert.equal(wrong.status, 400);
     assert.equal(wrong.body.code, 'checksum_mismatch');
     const { rows } = await app.deps.database.pool.query('SELECT count(*)::int AS n FROM files WHERE sha256 = $1', [sha('other bytes')]);
     assert.equal(rows[0].n, 0, 'no file from a refused write');
-    assert.equal((await put(up.uploadUrl, content)).status, 201);
-    const again = await put(up.uploadUrl, content);
+    assert.equal((await put(up.upload_url, content)).status, 201);
+    const again = await put(up.upload_url, content);
     assert.equal(again.status, 409);
     assert.equal(again.body.code, 'upload_already_written');
   });
@@ -210,7 +210,7 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     const c = await anotherKey();
     const up = await stage(c, Buffer.from('late'));
     await app.deps.database.pool.query(`UPDATE uploads SET expires_at = now() - interval '1 second' WHERE id = $1`, [up.id]);
-    const late = await put(up.uploadUrl, Buffer.from('late'));
+    const late = await put(up.upload_url, Buffer.from('late'));
     assert.equal(late.status, 410);
     assert.equal(late.body.code, 'upload_expired');
     const forged = await put(`${app.url}/api/uploads/_content?token=v1.abc.def.ghi`, Buffer.from('x'));
@@ -223,7 +223,7 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
   test('upload_staging_limit_exceeded (429) past UPLOAD_MAX_ACTIVE_PER_ACTOR uploads waiting for content', async () => {
     const c = await anotherKey();
     for (let i = 0; i < 3; i++) await stage(c, Buffer.from('x'));
-    const over = await c.post('/api/uploads', { name: 'x.txt', size: 1, mimeType: 'text/plain' });
+    const over = await c.post('/api/uploads', { name: 'x.txt', size: 1, mime_type: 'text/plain' });
     assert.equal(over.status, 429);
     assert.equal(over.body.code, 'upload_staging_limit_exceeded');
     // another actor has slots of its own
@@ -238,7 +238,7 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     await anUploadedFile(c, mib);
     await stage(c, mib);
     await stage(c, mib);
-    const over = await c.post('/api/uploads', { name: 'x.bin', size: 1, mimeType: 'application/octet-stream' });
+    const over = await c.post('/api/uploads', { name: 'x.bin', size: 1, mime_type: 'application/octet-stream' });
     assert.equal(over.status, 403);
     assert.equal(over.body.code, 'storage_limit_exceeded');
   });
@@ -246,10 +246,10 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
   test('a preview link works without headers, within its lifetime, and never serves script to the origin', async () => {
     const c = await anotherKey();
     const text = (await anUploadedFile(c, 'plain words')).file;
-    const html = (await anUploadedFile(c, '<script>alert(1)</script>', { name: 'x.html', mimeType: 'text/html' })).file;
+    const html = (await anUploadedFile(c, '<script>alert(1)</script>', { name: 'x.html', mime_type: 'text/html' })).file;
     const link = (await c.get(`/api/files/${text.id}`)).body;
-    assert.ok(Date.parse(link.previewExpiresAt) > Date.now());
-    const shown = await fetch(link.previewUrl);
+    assert.ok(Date.parse(link.preview_expires_at) > Date.now());
+    const shown = await fetch(link.preview_url);
     assert.equal(shown.status, 200);
     assert.equal(await shown.text(), 'plain words');
     assert.equal(shown.headers.get('content-type'), 'text/plain; charset=utf-8');
@@ -257,15 +257,15 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     assert.equal(shown.headers.get('content-security-policy'), "sandbox; default-src 'none'");
     assert.match(shown.headers.get('content-disposition') ?? '', /^inline; /);
 
-    const page = await fetch((await c.get(`/api/files/${html.id}`)).body.previewUrl);
+    const page = await fetch((await c.get(`/api/files/${html.id}`)).body.preview_url);
     assert.equal(page.headers.get('content-type'), 'application/octet-stream');
     assert.match(page.headers.get('content-disposition') ?? '', /^attachment; /);
     assert.equal(page.headers.get('content-security-policy'), "sandbox; default-src 'none'");
 
-    const token = new URL(link.previewUrl).searchParams.get('token')!;
+    const token = new URL(link.preview_url).searchParams.get('token')!;
     const foreign = await fetch(`${app.url}/preview/files/${html.id}?token=${encodeURIComponent(token)}`);
     assert.equal(foreign.status, 401, 'a link opens only its own file');
-    const uploadToken = new URL((await stage(c, Buffer.from('x'))).uploadUrl).searchParams.get('token')!;
+    const uploadToken = new URL((await stage(c, Buffer.from('x'))).upload_url).searchParams.get('token')!;
     assert.equal((await fetch(`${app.url}/preview/files/${text.id}?token=${encodeURIComponent(uploadToken)}`)).status, 401, 'an upload token is no preview link');
   });
 
@@ -296,7 +296,7 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     const runId = launched.body.id;
     const listed = await c.get(`/api/runs/${runId}/files`);
     assert.equal(listed.status, 200);
-    assert.deepEqual(listed.body.data.map((f: { id: string; role: string; workspaceName: string }) => [f.id, f.role, f.workspaceName]).sort(),
+    assert.deepEqual(listed.body.data.map((f: { id: string; role: string; workspace_name: string }) => [f.id, f.role, f.workspace_name]).sort(),
       [[a.file.id, 'input', 'a.txt'], [b.file.id, 'input', 'b.txt']].sort());
 
     const inUse = await c.delete(`/api/files/${a.file.id}`);
@@ -368,7 +368,7 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     const first = await publish('report.md', '# Report');
     assert.equal(first.status, 201, first.text);
     assert.equal(first.body.source, 'run');
-    assert.equal(first.body.runId, runId);
+    assert.equal(first.body.run_id, runId);
     assert.equal((await c.get(`/api/files/${first.body.id}/content`)).text, '# Report');
     const replaced = await publish('report.md', '# Report v2');
     assert.equal(replaced.status, 201);
@@ -381,7 +381,7 @@ export function filesSuite(start: () => Promise<StorageUnderTest>): void {
     assert.equal(forged.status, 401);
 
     const listed = await c.get(`/api/runs/${runId}/files`);
-    assert.deepEqual(listed.body.data.map((f: { role: string; workspaceName: string }) => [f.role, f.workspaceName]).sort(), [['output', 'report.md'], ['output', 'second.md']]);
+    assert.deepEqual(listed.body.data.map((f: { role: string; workspace_name: string }) => [f.role, f.workspace_name]).sort(), [['output', 'report.md'], ['output', 'second.md']]);
     await pool.query(`UPDATE runs SET status = 'success', finished_at = now() WHERE id = $1`, [runId]);
     const late = await publish('late.md', 'late');
     assert.equal(late.status, 410);

@@ -66,7 +66,7 @@ describe('accepting', () => {
     const orgs = await api().get('/api/orgs', { cookie: who.cookie });
     assert.deepEqual(orgs.body.data.map((o: { id: string; role: string }) => `${o.id}:${o.role}`), [`${org.orgId}:admin`]);
     const spaces = await api().get('/api/spaces', { cookie: who.cookie, org: org.orgId });
-    assert.ok(spaces.body.data.some((s: { id: string; kind: string }) => s.id === res.body.personalSpaceId && s.kind === 'personal'));
+    assert.ok(spaces.body.data.some((s: { id: string; kind: string }) => s.id === res.body.personal_space_id && s.kind === 'personal'));
     const again = await api().post(`/api/invitations/${inv.token}/accept`, undefined, { cookie: who.cookie });
     assert.equal(again.status, 410);
     assert.equal(again.body.code, 'invitation_accepted');

@@ -65,7 +65,7 @@ describe('mail enabled (SMTP_URL on a loopback server)', () => {
     assert.equal(mail.from, 'noreply@platform.test');
     assert.match(mail.subject, /Acme Mail/);
     const link = linkIn(mail.text, publicUrl);
-    assert.equal(link.toString(), inv.body.acceptUrl);
+    assert.equal(link.toString(), inv.body.accept_url);
     assert.ok(mail.html.includes(`href="${link.toString()}"`), mail.html);
 
     // following the link before having an account asks to sign in (or up) first
@@ -104,13 +104,13 @@ describe('mail enabled (SMTP_URL on a loopback server)', () => {
     assert.ok(token);
     assert.ok(mail.html.includes('Reset the password'));
 
-    const reset = await api.post(link.pathname, { token, newPassword: 'new password 456' });
+    const reset = await api.post(link.pathname, { token, new_password: 'new password 456' });
     assert.equal(reset.status, 204, reset.text);
     assert.equal((await api.get('/api/auth/session', { cookie: first })).status, 401);
     assert.equal((await api.get('/api/auth/session', { cookie: second })).status, 401);
     assert.equal((await api.post('/api/auth/sign-in/email', { email: 'forgetful@acme.test', password: 'old password 123' })).status, 401);
     assert.equal((await api.post('/api/auth/sign-in/email', { email: 'forgetful@acme.test', password: 'new password 456' })).status, 200);
-    assert.equal((await api.post(link.pathname, { token, newPassword: 'again password 789' })).status, 400);
+    assert.equal((await api.post(link.pathname, { token, new_password: 'again password 789' })).status, 400);
   });
 
   test('a server that refuses the recipient: 500 invitation_failed, the invitation kept with delivery failed', async () => {
@@ -145,12 +145,12 @@ describe('mail disabled (no SMTP_URL)', () => {
     const inv = await api.post(`/api/orgs/${org.body.id}/invitations`, { email: 'friend@quiet.test', role: 'guest' }, { cookie: owner });
     assert.equal(inv.status, 201, inv.text);
     assert.equal(inv.body.delivery, 'disabled');
-    assert.ok(inv.body.acceptUrl.endsWith(`/api/invitations/${inv.body.token}/accept`));
+    assert.ok(inv.body.accept_url.endsWith(`/api/invitations/${inv.body.token}/accept`));
     const list = await api.get(`/api/orgs/${org.body.id}/invitations`, { cookie: owner });
     assert.equal(list.body.data[0].delivery, 'disabled');
 
     const friend = await signUp(app.url, 'friend@quiet.test');
-    const accepted = await api.post(new URL(inv.body.acceptUrl).pathname, undefined, { cookie: friend });
+    const accepted = await api.post(new URL(inv.body.accept_url).pathname, undefined, { cookie: friend });
     assert.equal(accepted.status, 200, accepted.text);
 
     const asked = await api.post('/api/auth/request-password-reset', { email: 'solo@quiet.test' });

@@ -43,7 +43,7 @@ test('a password change deletes every provider row of the account, and only of t
   await issueTo(u.userId);
   await issueTo(bystander.userId);
   const cookie = await signIn(u.email, u.password);
-  const res = await client(app.url).post('/api/auth/change-password', { currentPassword: u.password, newPassword: 'a brand new password' }, { cookie });
+  const res = await client(app.url).post('/api/auth/change-password', { current_password: u.password, new_password: 'a brand new password' }, { cookie });
   assert.equal(res.status, 204, res.text);
   assert.deepEqual(await rowsOf(u.userId), []);
   assert.deepEqual(await rowsOf(bystander.userId), [...MODELS].sort());
@@ -55,7 +55,7 @@ test('a password reset deletes them too', async () => {
   const asked = await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
   assert.equal(asked.status, 202);
   const { token } = await resetLinkFor(app, u.email);
-  const res = await client(app.url).post('/api/auth/reset-password', { token, newPassword: 'reset to this one' });
+  const res = await client(app.url).post('/api/auth/reset-password', { token, new_password: 'reset to this one' });
   assert.equal(res.status, 204, res.text);
   assert.deepEqual(await rowsOf(u.userId), []);
 });
@@ -70,10 +70,10 @@ test('when the delete fails: 500 credential_change_revocation_failed, the passwo
   let change;
   let reset;
   try {
-    change = await client(app.url).post('/api/auth/change-password', { currentPassword: u.password, newPassword: 'never applied' }, { cookie });
+    change = await client(app.url).post('/api/auth/change-password', { current_password: u.password, new_password: 'never applied' }, { cookie });
     assert.equal((await client(app.url).post('/api/auth/request-password-reset', { email: u.email })).status, 202);
     const { token } = await resetLinkFor(app, u.email);
-    reset = await client(app.url).post('/api/auth/reset-password', { token, newPassword: 'never applied either' });
+    reset = await client(app.url).post('/api/auth/reset-password', { token, new_password: 'never applied either' });
   } finally {
     await pool.query('DROP TRIGGER refuse_oidc_delete ON oidc_payloads');
     await pool.query('DROP FUNCTION refuse_oidc_delete()');

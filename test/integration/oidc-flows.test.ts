@@ -194,7 +194,7 @@ test('a password change ends what the provider issued to the account: its access
   assert.ok(refresh);
 
   const { cookie } = await aSession(pool(), p.userId);
-  const changed = await call(issuer, 'POST', '/api/auth/change-password', { cookie, body: { currentPassword: p.password, newPassword: 'a brand new password 2026' } });
+  const changed = await call(issuer, 'POST', '/api/auth/change-password', { cookie, body: { current_password: p.password, new_password: 'a brand new password 2026' } });
   assert.equal(changed.status, 204, changed.text);
 
   const after = await spaces(access);

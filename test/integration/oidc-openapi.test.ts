@@ -71,7 +71,7 @@ test('every pattern of the document compiles as ECMA-262 without flags (and with
   assert.ok(examples >= 3, `${examples} examples checked`);
   // the upload's media type, as a client validating against the document checks it
   const upload = doc.paths['/api/uploads'].post.requestBody.content['application/json'].schema;
-  const mime = new RegExp(upload.properties.mimeType.pattern);
+  const mime = new RegExp(upload.properties.mime_type.pattern);
   for (const ok of ['text/plain', 'image/png', 'Text/Plain', 'application/vnd.api+json']) assert.ok(mime.test(ok), ok);
   for (const bad of ['text', 'text/', '/plain', 'text/plain; charset=utf-8']) assert.ok(!mime.test(bad), bad);
 });
@@ -81,7 +81,7 @@ test('an upload whose media type has capitals is accepted, as the document says'
   const pool = app.deps.database.pool;
   const org = await anOrg(pool);
   const { key } = await aKey(pool, { ...org, userId: org.ownerId });
-  const res = await call(app.url, 'POST', '/api/uploads', { key, org: org.orgId, space: org.spaceId, body: { name: 'a.txt', size: 3, mimeType: 'Text/Plain' } });
+  const res = await call(app.url, 'POST', '/api/uploads', { key, org: org.orgId, space: org.spaceId, body: { name: 'a.txt', size: 3, mime_type: 'Text/Plain' } });
   assert.equal(res.status, 201, JSON.stringify(res.body));
 });
 

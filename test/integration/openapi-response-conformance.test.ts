@@ -168,7 +168,7 @@ test('organizations, spaces, members, roles and invitations', async () => {
   const space = await checked('POST', '/api/spaces', { ...session, body: { name: 'Team' } });
   await checked('GET', `/api/spaces/${space.body.id}`, session);
   const userId = await aMember(app.deps.database.pool, owner.org, 'member');
-  await checked('POST', `/api/spaces/${space.body.id}/members`, { ...session, body: { userId, roleKey: 'viewer' } });
+  await checked('POST', `/api/spaces/${space.body.id}/members`, { ...session, body: { userId, role_key: 'viewer' } });
   await checked('GET', `/api/spaces/${space.body.id}/members`, session);
   await checked('GET', `/api/orgs/${owner.org}/roles`, session);
   await checked('POST', `/api/orgs/${owner.org}/roles`, { ...session, body: { key: 'helpers', name: 'Helpers', permissions: ['runs:read'] } });

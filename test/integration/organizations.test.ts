@@ -40,12 +40,12 @@ describe('creating an organization', () => {
     assert.equal(res.status, 201, res.text);
     assert.equal(res.body.role, 'owner');
     assert.equal(res.body.slug, 'elan-vital-co');
-    assert.match(res.body.defaultSpaceId, /^spc_/);
-    assert.match(res.body.personalSpaceId, /^spc_/);
+    assert.match(res.body.default_space_id, /^spc_/);
+    assert.match(res.body.personal_space_id, /^spc_/);
     const spaces = await api().get('/api/spaces', { cookie, org: res.body.id });
     const byId = new Map(spaces.body.data.map((s: { id: string; kind: string }) => [s.id, s.kind]));
-    assert.equal(byId.get(res.body.defaultSpaceId), 'team');
-    assert.equal(byId.get(res.body.personalSpaceId), 'personal');
+    assert.equal(byId.get(res.body.default_space_id), 'team');
+    assert.equal(byId.get(res.body.personal_space_id), 'personal');
   });
 
   test('a second organization with the same name gets a distinct slug; an explicit slug in use is 400 slug_taken', async () => {
@@ -91,7 +91,7 @@ describe('listing and reading', () => {
     const read = await api().get(`/api/orgs/${org.orgId}`, { cookie: (await aSession(pool(), guest)).cookie });
     assert.equal(read.status, 200);
     assert.equal(read.body.role, 'guest');
-    assert.equal(read.body.defaultSpaceId, org.spaceId);
+    assert.equal(read.body.default_space_id, org.spaceId);
     const stranger = await signedInNewcomer();
     assert.equal((await api().get(`/api/orgs/${org.orgId}`, { cookie: stranger })).status, 404);
     assert.equal((await api().get('/api/orgs/not-a-uuid', { cookie: stranger })).status, 404);

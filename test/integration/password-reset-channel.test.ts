@@ -71,7 +71,7 @@ test('development without mail: the answer never carries the token; the link goe
   assert.ok(entries.every((e) => !e.link.includes('attacker.example')));
 
   // the link works, once
-  assert.equal((await client(dev.url).post('/api/auth/reset-password', { token, newPassword: 'chosen by the owner' })).status, 204);
+  assert.equal((await client(dev.url).post('/api/auth/reset-password', { token, new_password: 'chosen by the owner' })).status, 204);
   assert.equal((await client(dev.url).post('/api/auth/sign-in/email', { email: u.email, password: 'chosen by the owner' })).status, 200);
 });
 

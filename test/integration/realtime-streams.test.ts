@@ -335,7 +335,7 @@ describe('delivery', () => {
     const before = await launch(w.key);
     await s.until((f) => statusesOf(f, before).includes('pending'), "the owner's run while space_admin");
     const owner = (await aSession(pool, w.org.ownerId)).cookie;
-    const changed = await call(base, 'PATCH', `/api/spaces/${w.org.spaceId}/members/${memberId}`, { cookie: owner, org: w.org.orgId, space: w.org.spaceId, body: { roleKey: 'launcher' } });
+    const changed = await call(base, 'PATCH', `/api/spaces/${w.org.spaceId}/members/${memberId}`, { cookie: owner, org: w.org.orgId, space: w.org.spaceId, body: { role_key: 'launcher' } });
     assert.ok(changed.status < 300, changed.text);
     const pings = s.of('ping').length;
     // once a ping that follows the change arrived, the re-check (20 ms after the change) has run

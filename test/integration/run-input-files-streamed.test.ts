@@ -51,10 +51,10 @@ async function sha256Of(stream: Readable): Promise<string> {
 
 /** Stages an upload and streams file `n` to its URL; answers the upload id and the file's sha256. */
 async function anUpload(n: number): Promise<{ id: string; sha256: string }> {
-  const staged = await world.api.post('/api/uploads', { name: `part-${n}.bin`, size: FILE_BYTES, mimeType: 'application/octet-stream' });
+  const staged = await world.api.post('/api/uploads', { name: `part-${n}.bin`, size: FILE_BYTES, mime_type: 'application/octet-stream' });
   assert.equal(staged.status, 201, staged.text);
   const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request(staged.body.uploadUrl, { method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'content-length': String(FILE_BYTES) } }, (res) => {
+    const req = request(staged.body.upload_url, { method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'content-length': String(FILE_BYTES) } }, (res) => {
       let body = '';
       res.setEncoding('utf8').on('data', (d) => (body += d)).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });

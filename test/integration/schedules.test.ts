@@ -283,7 +283,7 @@ test("the actor check is the creator's own membership: removed while another mem
 
   // disabled while its creator could still launch, then the creator becomes a viewer: it stays off
   assert.equal((await api.post(`/api/schedules/${byDemoted.body.id}/disable`, {})).status, 200);
-  const patched = await admin.patch(`/api/spaces/${world.org.spaceId}/members/${demoted}`, { roleKey: 'viewer' });
+  const patched = await admin.patch(`/api/spaces/${world.org.spaceId}/members/${demoted}`, { role_key: 'viewer' });
   assert.equal(patched.status, 200, patched.text);
   const enable = await api.post(`/api/schedules/${byDemoted.body.id}/enable`, {});
   assert.equal(enable.status, 400, enable.text);

@@ -124,13 +124,13 @@ describe('change-password', () => {
     const elsewhere = await signIn(u.email, u.password);
     assert.equal((await client(app.url).post('/api/auth/request-password-reset', { email: u.email })).status, 202);
     const reset = await resetLinkFor(app, u.email);
-    const res = await client(app.url).post('/api/auth/change-password', { currentPassword: u.password, newPassword: 'a brand new secret' }, { cookie: here });
+    const res = await client(app.url).post('/api/auth/change-password', { current_password: u.password, new_password: 'a brand new secret' }, { cookie: here });
     assert.equal(res.status, 204, res.text);
     assert.equal((await client(app.url).get('/api/orgs', { cookie: here })).status, 200);
     assert.equal((await client(app.url).get('/api/orgs', { cookie: elsewhere })).status, 401);
     assert.equal((await client(app.url).post('/api/auth/sign-in/email', { email: u.email, password: u.password })).status, 401);
     assert.equal((await client(app.url).post('/api/auth/sign-in/email', { email: u.email, password: 'a brand new secret' })).status, 200);
-    const stale = await client(app.url).post('/api/auth/reset-password', { token: reset.token, newPassword: 'attacker chosen' });
+    const stale = await client(app.url).post('/api/auth/reset-password', { token: reset.token, new_password: 'attacker chosen' });
     assert.equal(stale.status, 400);
     assert.equal(stale.body.param, 'token');
   });
@@ -138,14 +138,14 @@ describe('change-password', () => {
   test('a wrong current password is a field error and changes nothing', async () => {
     const u = await aUserWithPassword(app.deps.database.pool);
     const cookie = await signIn(u.email, u.password);
-    const res = await client(app.url).post('/api/auth/change-password', { currentPassword: 'guess', newPassword: 'whatever it is' }, { cookie });
+    const res = await client(app.url).post('/api/auth/change-password', { current_password: 'guess', new_password: 'whatever it is' }, { cookie });
     assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'currentPassword');
+    assert.equal(res.body.errors[0].field, 'current_password');
     assert.equal((await client(app.url).post('/api/auth/sign-in/email', { email: u.email, password: u.password })).status, 200);
   });
 
   test('needs a session', async () => {
-    const res = await client(app.url).post('/api/auth/change-password', { currentPassword: 'x', newPassword: 'yyyyyyyyyy' });
+    const res = await client(app.url).post('/api/auth/change-password', { current_password: 'x', new_password: 'yyyyyyyyyy' });
     assert.equal(res.status, 401);
   });
 
@@ -159,7 +159,7 @@ describe('change-password', () => {
       throw new Error('token store unreachable');
     });
     try {
-      const res = await client(app.url).post('/api/auth/change-password', { currentPassword: u.password, newPassword: 'never applied' }, { cookie: here });
+      const res = await client(app.url).post('/api/auth/change-password', { current_password: u.password, new_password: 'never applied' }, { cookie: here });
       assert.equal(res.status, 500);
       assert.equal(res.body.code, 'credential_change_revocation_failed');
     } finally {
@@ -175,10 +175,10 @@ describe('set-password', () => {
   test('gives a first password to an account without one; a second time is 409 password_already_set', async () => {
     const { userId, email } = await aUser(app.deps.database.pool);
     const { cookie } = await aSession(app.deps.database.pool, userId);
-    const first = await client(app.url).post('/api/auth/set-password', { newPassword: 'first password' }, { cookie });
+    const first = await client(app.url).post('/api/auth/set-password', { new_password: 'first password' }, { cookie });
     assert.equal(first.status, 204, first.text);
     assert.equal((await client(app.url).post('/api/auth/sign-in/email', { email, password: 'first password' })).status, 200);
-    const again = await client(app.url).post('/api/auth/set-password', { newPassword: 'second password' }, { cookie });
+    const again = await client(app.url).post('/api/auth/set-password', { new_password: 'second password' }, { cookie });
     assert.equal(again.status, 409);
     assert.equal(again.body.code, 'password_already_set');
   });
@@ -193,11 +193,11 @@ describe('password reset', () => {
     assert.deepEqual([req.status, req.body], [202, { status: 'accepted', delivery: 'disabled' }]);
     const { token, url } = await resetLinkFor(app, u.email);
     assert.equal(url.pathname, '/api/auth/reset-password');
-    const res = await client(app.url).post('/api/auth/reset-password', { token, newPassword: 'reset to this one' });
+    const res = await client(app.url).post('/api/auth/reset-password', { token, new_password: 'reset to this one' });
     assert.equal(res.status, 204, res.text);
     for (const cookie of [a, b]) assert.equal((await client(app.url).get('/api/auth/session', { cookie })).status, 401);
     assert.equal((await client(app.url).post('/api/auth/sign-in/email', { email: u.email, password: 'reset to this one' })).status, 200);
-    const reuse = await client(app.url).post('/api/auth/reset-password', { token, newPassword: 'once more please' });
+    const reuse = await client(app.url).post('/api/auth/reset-password', { token, new_password: 'once more please' });
     assert.equal(reuse.status, 400);
     assert.equal(reuse.body.code, 'invalid_request');
   });
@@ -208,8 +208,8 @@ describe('password reset', () => {
     const first = await resetLinkFor(app, u.email);
     await client(app.url).post('/api/auth/request-password-reset', { email: u.email });
     const second = await resetLinkFor(app, u.email, { except: [first.token] });
-    assert.equal((await client(app.url).post('/api/auth/reset-password', { token: first.token, newPassword: 'from the first' })).status, 400);
-    assert.equal((await client(app.url).post('/api/auth/reset-password', { token: second.token, newPassword: 'from the second' })).status, 204);
+    assert.equal((await client(app.url).post('/api/auth/reset-password', { token: first.token, new_password: 'from the first' })).status, 400);
+    assert.equal((await client(app.url).post('/api/auth/reset-password', { token: second.token, new_password: 'from the second' })).status, 204);
   });
 
   test('an unknown address is accepted the same way, without a token', async () => {

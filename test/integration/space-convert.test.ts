@@ -38,12 +38,12 @@ test('an orphaned personal space becomes a team space; a team space or an owned 
   const converted = await api().post(`/api/spaces/${personal}/convert`, {}, { cookie: admin, org: org.orgId });
   assert.equal(converted.status, 200, converted.text);
   assert.equal(converted.body.kind, 'team');
-  assert.equal(converted.body.ownerUserId, null);
+  assert.equal(converted.body.owner_user_id, null);
   assert.equal((await pool().query('SELECT kind FROM spaces WHERE id = $1', [personal])).rows[0].kind, 'team');
 
   // now a team space: it takes members, and converting again is space_not_personal
   const newcomer = await aMember(pool(), org.orgId, 'member');
-  const added = await api().post(`/api/spaces/${personal}/members`, { userId: newcomer, roleKey: 'editor' }, at);
+  const added = await api().post(`/api/spaces/${personal}/members`, { userId: newcomer, role_key: 'editor' }, at);
   assert.equal(added.status, 201, added.text);
   const again = await api().post(`/api/spaces/${personal}/convert`, {}, at);
   assert.equal(again.status, 409);

@@ -16,19 +16,19 @@ describe('managing members of a team space', () => {
     const newcomer = await sessionOf(newcomerId);
     assert.equal((await api().get(`/api/spaces/${space}`, { cookie: newcomer, org: org.orgId })).status, 404);
 
-    const added = await api().post(`/api/spaces/${space}/members`, { userId: newcomerId, roleKey: 'editor' }, { cookie: lead, org: org.orgId });
+    const added = await api().post(`/api/spaces/${space}/members`, { userId: newcomerId, role_key: 'editor' }, { cookie: lead, org: org.orgId });
     assert.equal(added.status, 201, added.text);
-    assert.equal(added.body.roleKey, 'editor');
+    assert.equal(added.body.role_key, 'editor');
     assert.equal((await api().get(`/api/spaces/${space}`, { cookie: newcomer, org: org.orgId })).status, 200);
 
-    const again = await api().post(`/api/spaces/${space}/members`, { userId: newcomerId, roleKey: 'viewer' }, { cookie: lead, org: org.orgId });
+    const again = await api().post(`/api/spaces/${space}/members`, { userId: newcomerId, role_key: 'viewer' }, { cookie: lead, org: org.orgId });
     assert.equal(again.status, 409);
     assert.equal(again.body.code, 'space_member_exists');
 
-    const changed = await api().patch(`/api/spaces/${space}/members/${newcomerId}`, { roleKey: 'viewer' }, { cookie: lead, org: org.orgId });
+    const changed = await api().patch(`/api/spaces/${space}/members/${newcomerId}`, { role_key: 'viewer' }, { cookie: lead, org: org.orgId });
     assert.equal(changed.status, 200);
     const list = await api().get(`/api/spaces/${space}/members`, { cookie: lead, org: org.orgId });
-    assert.equal(list.body.data.find((m: { userId: string }) => m.userId === newcomerId).roleKey, 'viewer');
+    assert.equal(list.body.data.find((m: { userId: string }) => m.userId === newcomerId).role_key, 'viewer');
 
     assert.equal((await api().delete(`/api/spaces/${space}/members/${newcomerId}`, { cookie: lead, org: org.orgId })).status, 204);
     assert.equal((await api().get(`/api/spaces/${space}`, { cookie: newcomer, org: org.orgId })).status, 404);
@@ -37,7 +37,7 @@ describe('managing members of a team space', () => {
   test('an owner or admin of the organization: 409 redundant_space_role', async () => {
     const org = await anOrg(pool());
     const admin = await aMember(pool(), org.orgId, 'admin');
-    const res = await api().post(`/api/spaces/${org.spaceId}/members`, { userId: admin, roleKey: 'viewer' }, { cookie: await sessionOf(org.ownerId), org: org.orgId });
+    const res = await api().post(`/api/spaces/${org.spaceId}/members`, { userId: admin, role_key: 'viewer' }, { cookie: await sessionOf(org.ownerId), org: org.orgId });
     assert.equal(res.status, 409);
     assert.equal(res.body.code, 'redundant_space_role');
   });
@@ -46,7 +46,7 @@ describe('managing members of a team space', () => {
     const org = await anOrg(pool());
     const personal = await aSpace(pool(), org.orgId, { kind: 'personal', ownerUserId: org.ownerId });
     const member = await aMember(pool(), org.orgId, 'member');
-    const res = await api().post(`/api/spaces/${personal}/members`, { userId: member, roleKey: 'viewer' }, { cookie: await sessionOf(org.ownerId), org: org.orgId });
+    const res = await api().post(`/api/spaces/${personal}/members`, { userId: member, role_key: 'viewer' }, { cookie: await sessionOf(org.ownerId), org: org.orgId });
     assert.equal(res.status, 409);
     assert.equal(res.body.code, 'personal_space_has_no_members');
   });
@@ -55,11 +55,11 @@ describe('managing members of a team space', () => {
     const org = await anOrg(pool());
     const owner = await sessionOf(org.ownerId);
     const member = await aMember(pool(), org.orgId, 'member');
-    const badRole = await api().post(`/api/spaces/${org.spaceId}/members`, { userId: member, roleKey: 'overlord' }, { cookie: owner, org: org.orgId });
+    const badRole = await api().post(`/api/spaces/${org.spaceId}/members`, { userId: member, role_key: 'overlord' }, { cookie: owner, org: org.orgId });
     assert.equal(badRole.status, 400);
-    assert.equal(badRole.body.errors[0].field, 'roleKey');
+    assert.equal(badRole.body.errors[0].field, 'role_key');
     const { userId: outsider } = await aUser(pool());
-    assert.equal((await api().post(`/api/spaces/${org.spaceId}/members`, { userId: outsider, roleKey: 'viewer' }, { cookie: owner, org: org.orgId })).status, 404);
+    assert.equal((await api().post(`/api/spaces/${org.spaceId}/members`, { userId: outsider, role_key: 'viewer' }, { cookie: owner, org: org.orgId })).status, 404);
   });
 
   test('an editor can neither list nor change members', async () => {
@@ -67,6 +67,6 @@ describe('managing members of a team space', () => {
     const editor = await sessionOf(await aMember(pool(), org.orgId, 'member', { spaceId: org.spaceId, roleKey: 'editor' }));
     const member = await aMember(pool(), org.orgId, 'member');
     assert.equal((await api().get(`/api/spaces/${org.spaceId}/members`, { cookie: editor, org: org.orgId })).status, 403);
-    assert.equal((await api().post(`/api/spaces/${org.spaceId}/members`, { userId: member, roleKey: 'viewer' }, { cookie: editor, org: org.orgId })).status, 403);
+    assert.equal((await api().post(`/api/spaces/${org.spaceId}/members`, { userId: member, role_key: 'viewer' }, { cookie: editor, org: org.orgId })).status, 403);
   });
 });

@@ -30,7 +30,7 @@ async function aWorld() {
 
 const listed = (res: WireResponse, id: string) => (res.body.data as Array<{ id: string }>).find((s) => s.id === id) as Record<string, unknown> | undefined;
 const memberKeys = async (w: { admin: ReturnType<typeof client>; space: string }) =>
-  ((await w.admin.get(`/api/spaces/${w.space}/members`)).body.data as Array<{ userId: string; roleKey: string }>).map((m) => `${m.userId}:${m.roleKey}`).sort();
+  ((await w.admin.get(`/api/spaces/${w.space}/members`)).body.data as Array<{ userId: string; role_key: string }>).map((m) => `${m.userId}:${m.role_key}`).sort();
 
 describe('visibility and default role', () => {
   test('a team space starts private with viewer as its default role; a private space is invisible and unjoinable to non-members', async () => {
@@ -55,7 +55,7 @@ describe('visibility and default role', () => {
     const userId = await aMember(pool(), w.org.orgId, 'member');
     const member = await as(userId, w.org.orgId);
     const before = listed(await member.get('/api/spaces'), w.space);
-    assert.deepEqual(before && [before.is_member, before.visibility, before.default_role, before.roleKey], [false, 'org', 'runner', null]);
+    assert.deepEqual(before && [before.is_member, before.visibility, before.default_role, before.role_key], [false, 'org', 'runner', null]);
     const shown = await member.get(`/api/spaces/${w.space}`);
     assert.equal(shown.status, 200, shown.text);
     assert.equal(shown.body.is_member, false);
@@ -68,9 +68,9 @@ describe('visibility and default role', () => {
     const joined = await member.post(`/api/spaces/${w.space}/join`, { visibility: shown.body.visibility, default_role: shown.body.default_role });
     assert.equal(joined.status, 201, joined.text);
     assert.equal(joined.headers.get('location'), `/api/spaces/${w.space}/members/${userId}`);
-    assert.deepEqual([joined.body.userId, joined.body.roleKey, joined.body.orgRole], [userId, 'runner', 'member']);
+    assert.deepEqual([joined.body.userId, joined.body.role_key, joined.body.org_role], [userId, 'runner', 'member']);
     const after = listed(await member.get('/api/spaces'), w.space);
-    assert.deepEqual(after && [after.is_member, after.roleKey], [true, 'runner']);
+    assert.deepEqual(after && [after.is_member, after.role_key], [true, 'runner']);
     assert.equal((await member.get('/api/runs', { space: w.space })).status, 200, 'a runner reads runs of the space');
     expectProblem(await member.post(`/api/spaces/${w.space}/join`, { visibility: 'org', default_role: 'runner' }), 409, 'space_member_exists');
   });
@@ -92,7 +92,7 @@ describe('visibility and default role', () => {
 
     const joined = await member.post(`/api/spaces/${w.space}/join`, { visibility: 'org', default_role: 'viewer' });
     assert.equal(joined.status, 201, joined.text);
-    assert.equal(joined.body.roleKey, 'viewer');
+    assert.equal(joined.body.role_key, 'viewer');
   });
 
   test('a change committed while a join waits on the space is seen by the join: 409 space_access_changed', async () => {
@@ -217,7 +217,7 @@ describe('hostile callers', () => {
     const joinerId = await aMember(pool(), w.org.orgId, 'member');
     const joined = await (await as(joinerId, w.org.orgId)).post(`/api/spaces/${w.space}/join`, { visibility: 'org', default_role: 'helper' });
     assert.equal(joined.status, 201, joined.text);
-    assert.equal(joined.body.roleKey, 'helper');
+    assert.equal(joined.body.role_key, 'helper');
   });
 
   test('only the space\'s administrators change its visibility and default role', async () => {

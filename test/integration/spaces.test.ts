@@ -60,7 +60,7 @@ describe('seeing spaces', () => {
     assert.deepEqual(ids(asAdmin), [org.spaceId, team, joined, adminPersonal].sort());
     const asMember = await api().get('/api/spaces', { cookie: await sessionOf(member), org: org.orgId });
     assert.deepEqual(ids(asMember), [joined, memberPersonal].sort());
-    assert.equal(asMember.body.data.find((s: { id: string }) => s.id === joined).roleKey, 'viewer');
+    assert.equal(asMember.body.data.find((s: { id: string }) => s.id === joined).role_key, 'viewer');
     const asOwner = await api().get('/api/spaces', { cookie: await sessionOf(org.ownerId), org: org.orgId });
     assert.ok(ids(asOwner).includes(ownerPersonal) && !ids(asOwner).includes(memberPersonal));
   });
@@ -90,7 +90,7 @@ describe('creating and changing', () => {
     const res = await api().post('/api/spaces', { name: 'Lab' }, { cookie: member, org: org.orgId });
     assert.equal(res.status, 201, res.text);
     assert.equal(res.body.kind, 'team');
-    assert.equal(res.body.roleKey, 'space_admin');
+    assert.equal(res.body.role_key, 'space_admin');
     const renamed = await api().patch(`/api/spaces/${res.body.id}`, { name: 'Laboratory' }, { cookie: member, org: org.orgId });
     assert.equal(renamed.status, 200);
     assert.equal(renamed.body.name, 'Laboratory');
@@ -111,7 +111,7 @@ describe('creating and changing', () => {
     const personal = await aSpace(pool(), org.orgId, { kind: 'personal', ownerUserId: org.ownerId });
     const owner = await sessionOf(org.ownerId);
     assert.equal((await api().patch(`/api/spaces/${personal}`, { name: 'Mine' }, { cookie: owner, org: org.orgId })).status, 200);
-    const res = await api().patch(`/api/spaces/${personal}`, { isDefault: true }, { cookie: owner, org: org.orgId });
+    const res = await api().patch(`/api/spaces/${personal}`, { is_default: true }, { cookie: owner, org: org.orgId });
     assert.equal(res.status, 409);
     assert.equal(res.body.code, 'personal_space_immutable');
   });
@@ -120,11 +120,11 @@ describe('creating and changing', () => {
     const org = await anOrg(pool());
     const next = await aSpace(pool(), org.orgId, { name: 'Next' });
     const owner = await sessionOf(org.ownerId);
-    const res = await api().patch(`/api/spaces/${next}`, { isDefault: true }, { cookie: owner, org: org.orgId });
+    const res = await api().patch(`/api/spaces/${next}`, { is_default: true }, { cookie: owner, org: org.orgId });
     assert.equal(res.status, 200);
-    assert.equal(res.body.isDefault, true);
+    assert.equal(res.body.is_default, true);
     const list = await api().get('/api/spaces', { cookie: owner, org: org.orgId });
-    assert.deepEqual(list.body.data.filter((s: { isDefault: boolean }) => s.isDefault).map((s: { id: string }) => s.id), [next]);
+    assert.deepEqual(list.body.data.filter((s: { is_default: boolean }) => s.is_default).map((s: { id: string }) => s.id), [next]);
   });
 });
 

@@ -110,8 +110,8 @@ export const CASES: Record<string, Case> = {
   'DELETE /api/spaces/{spaceId}': { s2Member: true },
   'POST /api/spaces/{spaceId}/convert': { s2Member: true },
   'GET /api/spaces/{spaceId}/members': { s2Member: true },
-  'POST /api/spaces/{spaceId}/members': { s2Member: true, body: (a) => ({ userId: a.memberId, roleKey: 'viewer' }) },
-  'PATCH /api/spaces/{spaceId}/members/{userId}': { s2Member: true, body: () => ({ roleKey: 'viewer' }) },
+  'POST /api/spaces/{spaceId}/members': { s2Member: true, body: (a) => ({ userId: a.memberId, role_key: 'viewer' }) },
+  'PATCH /api/spaces/{spaceId}/members/{userId}': { s2Member: true, body: () => ({ role_key: 'viewer' }) },
   'DELETE /api/spaces/{spaceId}/members/{userId}': { s2Member: true },
   // s1 is private: neither B nor a member of the organization holding no role in s1 sees or joins it
   'POST /api/spaces/{spaceId}/join': { s2Member: true, body: () => ({ visibility: 'org', default_role: 'viewer' }) },

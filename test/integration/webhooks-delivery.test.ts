@@ -56,6 +56,13 @@ describe('webhook deliveries', () => {
     const asShown = await call(world.app.url, 'GET', `/api/runs/${runs[0]}`, { key: world.key });
     assert.deepEqual(success.body.data, asShown.body, 'full payload: the run as GET /api/runs/{id} shows it, output included');
     assert.deepEqual(success.body.data.result, { output: { answer: 42 } });
+    // one serialisation of a run: the full payload's data is byte for byte what GET /api/runs/{id}
+    // sends (key order, no PostgreSQL token spacing), and every body is compact JSON
+    assert.equal(success.raw, `{"type":"run.success","timestamp":${JSON.stringify(success.body.timestamp)},"data":${asShown.text}}`);
+    for (const x of got) {
+      assert.doesNotMatch(x.raw, /" : |, "/, `${x.body.type}: compact JSON`);
+      assert.equal(x.raw, JSON.stringify(JSON.parse(x.raw)));
+    }
 
     // the log through the API: every attempt, failed ones with their error and next attempt
     const wire = await call(world.app.url, 'GET', `/api/webhooks/${hook.id}/deliveries`, { key: world.key });
@@ -199,8 +206,8 @@ describe('webhook deliveries', () => {
     await world.end(a, { status: 'success', output: 'a' });
     await world.end(b, { status: 'failed', error: { code: 'x', message: 'y' } });
     const sent = await world.deliveriesUntil(hook.id, (d) => d.length === 2 && d.every((x) => x.status === 'succeeded'));
-    const claimed = sent.find((d) => d.runId === a)!;
-    const retrying = sent.find((d) => d.runId === b)!;
+    const claimed = sent.find((d) => d.run_id === a)!;
+    const retrying = sent.find((d) => d.run_id === b)!;
     // as the database stands after a crash: one row claimed, its attempt never recorded; one whose
     // first attempt was recorded as failed, its retry due, and no workflow started
     await world.pool.query('DELETE FROM webhook_delivery_attempts WHERE delivery_id = ANY($1::text[])', [[claimed.id, retrying.id]]);

@@ -26,6 +26,8 @@ export interface Received {
   id: string;
   path: string;
   body: { type: string; timestamp: string; data: Record<string, any> };
+  /** the body's bytes as they arrived */
+  raw: string;
   /** the secrets whose signature verified */
   verifiedWith: string[];
   /** the webhook-signature header as sent (space-separated v1,<base64> entries) */
@@ -84,7 +86,7 @@ export async function aReceiver(port?: number): Promise<Receiver> {
           counts.set(path, n);
           const status = r.answer(path, n);
           const record = () => {
-            r.received.push({ id: headers['webhook-id'], path, body: JSON.parse(raw), verifiedWith, signature: headers['webhook-signature'] ?? '' });
+            r.received.push({ id: headers['webhook-id'], path, body: JSON.parse(raw), raw, verifiedWith, signature: headers['webhook-signature'] ?? '' });
             for (const w of waiters.splice(0)) w();
           };
           if (status === 'hang') {

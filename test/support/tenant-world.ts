@@ -165,9 +165,9 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   })).id;
   const staged = await fetch(`${app.url}/api/uploads`, {
     method: 'POST', headers: { authorization: `Bearer ${k1.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'notes.txt', size: 5, mimeType: 'text/plain' }),
-  }).then((r) => r.json()) as { uploadUrl: string };
-  const fileId = ((await fetch(staged.uploadUrl, { method: 'PUT', body: 'notes' }).then((r) => r.json())) as { id: string }).id;
+    body: JSON.stringify({ name: 'notes.txt', size: 5, mime_type: 'text/plain' }),
+  }).then((r) => r.json()) as { upload_url: string };
+  const fileId = ((await fetch(staged.upload_url, { method: 'PUT', body: 'notes' }).then((r) => r.json())) as { id: string }).id;
 
   const chatSessionId = `chat_${tag}`;
   await pool.query(`INSERT INTO chat_sessions (id, org_id, space_id, user_id, title) VALUES ($1, $2, $3, $4, 'Private chat')`, [chatSessionId, org.orgId, org.spaceId, org.ownerId]);

@@ -80,7 +80,7 @@ async function chooseOrg(orgId: string | null): Promise<void> {
   const spaces = (await unwrap(api.GET('/api/spaces'))).data.filter((s) => s.is_member);
   update({ spaces });
   const org = state.orgs.find((o) => o.id === orgId);
-  const space = spaces.find((s) => s.id === remembered(`space.${orgId}`)) ?? spaces.find((s) => s.id === org?.defaultSpaceId) ?? spaces[0];
+  const space = spaces.find((s) => s.id === remembered(`space.${orgId}`)) ?? spaces.find((s) => s.id === org?.default_space_id) ?? spaces[0];
   await chooseSpace(space?.id ?? null);
 }
 

@@ -110,7 +110,10 @@ export async function sendAttempt(dd: DeliveryDeps, t: Target, attempt: number, 
   if (t.previous_secret_sealed && t.previous_valid) secrets.push(open(t.previous_secret_sealed));
   const startedAt = new Date();
   const t0 = performance.now();
-  const answer = await post(dd, t.url, webhookHeaders(secrets, t.id, Math.floor(Date.now() / 1000), t.body), t.body);
+  // PostgreSQL's json text spaces its tokens (`"id" : ...`): sent as JSON.stringify writes it, as
+  // every API answer is (a full payload's data is byte for byte the run GET /api/runs/{id} sends)
+  const body = JSON.stringify(JSON.parse(t.body));
+  const answer = await post(dd, t.url, webhookHeaders(secrets, t.id, Math.floor(Date.now() / 1000), body), body);
   const durationMs = Math.round(performance.now() - t0);
   const verdict = classify(answer);
   const error = answer.error ?? (verdict === 'succeeded' ? null : `the receiver answered ${answer.statusCode}`);

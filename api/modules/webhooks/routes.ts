@@ -39,8 +39,8 @@ const DeliveryAttempt = z.object({
 const Delivery = z.object({
   id: z.string(),
   object: z.literal('webhook_delivery'),
-  webhookId: z.string(),
-  runId: z.string(),
+  webhook_id: z.string(),
+  run_id: z.string(),
   event: EventName,
   status: z.enum(['pending', 'succeeded', 'failed', 'cancelled']),
   attempt_count: z.number().int(),

@@ -246,8 +246,8 @@ export interface DeliveryAttempt {
 export interface Delivery {
   id: string;
   object: 'webhook_delivery';
-  webhookId: string;
-  runId: string;
+  webhook_id: string;
+  run_id: string;
   event: string;
   status: string;
   attempt_count: number;
@@ -268,7 +268,7 @@ export async function deliveriesOf(pool: pg.Pool, orgId: string, webhookId: stri
   const { condition, order } = cursorCondition(page, params, 'd.id');
   where += condition;
   const { rows } = await pool.query<{ delivery: Delivery }>(
-    `SELECT json_build_object('id', d.id, 'object', 'webhook_delivery', 'webhookId', d.webhook_id, 'runId', d.run_id, 'event', d.event,
+    `SELECT json_build_object('id', d.id, 'object', 'webhook_delivery', 'webhook_id', d.webhook_id, 'run_id', d.run_id, 'event', d.event,
               'status', d.status, 'attempt_count', d.attempt_count, 'next_attempt_at', wire_time(d.next_attempt_at),
               'createdAt', wire_time(d.created_at), 'finished_at', wire_time(d.finished_at),
               'attempts', COALESCE((SELECT json_agg(json_build_object('attempt', a.attempt, 'started_at', wire_time(a.started_at),

@@ -30,10 +30,10 @@ export interface FileWire {
   object: 'file';
   name: string;
   size: number;
-  mimeType: string;
+  mime_type: string;
   sha256: string;
   source: 'upload' | 'run';
-  runId: string | null;
+  run_id: string | null;
   kept: boolean;
   expiresAt: string | null;
   createdAt: string;
@@ -59,8 +59,8 @@ const FILE_COLUMNS = 'id, org_id, space_id, name, size, mime_type, sha256, stora
 
 export function toFileWire(r: FileRow): FileWire {
   return {
-    id: r.id, object: 'file', name: r.name, size: Number(r.size), mimeType: r.mime_type, sha256: r.sha256,
-    source: r.source, runId: r.run_id, kept: r.kept,
+    id: r.id, object: 'file', name: r.name, size: Number(r.size), mime_type: r.mime_type, sha256: r.sha256,
+    source: r.source, run_id: r.run_id, kept: r.kept,
     expiresAt: r.expires_at ? r.expires_at.toISOString() : null, createdAt: r.created_at.toISOString(),
   };
 }
@@ -117,7 +117,7 @@ async function inTransaction<T>(pool: pg.Pool, orgId: string, work: (client: pg.
 export interface NewUpload {
   name: string;
   size: number;
-  mimeType: string;
+  mime_type: string;
   sha256?: string;
 }
 
@@ -126,8 +126,8 @@ export interface UploadWire {
   object: 'upload';
   name: string;
   size: number;
-  mimeType: string;
-  uploadUrl: string;
+  mime_type: string;
+  upload_url: string;
   expiresAt: string;
 }
 
@@ -149,13 +149,13 @@ export async function createUpload(scope: SpaceScope, config: Config, secrets: S
     await checkQuota(client, config, scope.orgId, body.size);
     await client.query(
       `INSERT INTO uploads (id, org_id, space_id, actor, name, size, mime_type, sha256, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [id, scope.orgId, scope.spaceId, actor, body.name, body.size, body.mimeType, body.sha256?.toLowerCase() ?? null, expiresAt],
+      [id, scope.orgId, scope.spaceId, actor, body.name, body.size, body.mime_type, body.sha256?.toLowerCase() ?? null, expiresAt],
     );
   });
   const token = sealToken(secrets, 'upload', id, expiresAt);
   return {
-    id, object: 'upload', name: body.name, size: body.size, mimeType: body.mimeType,
-    uploadUrl: `${baseUrl}/api/uploads/_content?token=${encodeURIComponent(token)}`,
+    id, object: 'upload', name: body.name, size: body.size, mime_type: body.mime_type,
+    upload_url: `${baseUrl}/api/uploads/_content?token=${encodeURIComponent(token)}`,
     expiresAt: expiresAt.toISOString(),
   };
 }
@@ -283,7 +283,7 @@ export async function getFileWithPreview(scope: SpaceScope, config: Config, secr
   const file = await getFile(scope, id);
   const expiresAt = new Date(Date.now() + config.FILE_PREVIEW_TTL_SECONDS * 1000);
   const token = sealToken(secrets, 'preview', id, expiresAt);
-  return { ...file, previewUrl: `${baseUrl}/preview/files/${id}?token=${encodeURIComponent(token)}`, previewExpiresAt: expiresAt.toISOString() };
+  return { ...file, preview_url: `${baseUrl}/preview/files/${id}?token=${encodeURIComponent(token)}`, preview_expires_at: expiresAt.toISOString() };
 }
 
 /**

@@ -236,7 +236,7 @@ export async function publishRunFile(
 }
 
 /** A run's files, input then output, each with its workspace name. */
-export async function runFilesOf(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string): Promise<Array<FileWire & { role: 'input' | 'output'; workspaceName: string }>> {
+export async function runFilesOf(scope: SpaceScope, permissions: ReadonlySet<Permission>, runId: string): Promise<Array<FileWire & { role: 'input' | 'output'; workspace_name: string }>> {
   await getRunRow(scope, permissions, runId);
   const { rows } = await scope.pool.query<FileRow & { role: 'input' | 'output'; workspace_name: string }>(
     `SELECT ${FILE_COLUMNS.split(', ').map((c) => `f.${c}`).join(', ')}, rf.role, rf.name AS workspace_name
@@ -245,5 +245,5 @@ export async function runFilesOf(scope: SpaceScope, permissions: ReadonlySet<Per
       ORDER BY rf.role, rf.created_at, rf.name`,
     [runId, scope.orgId, scope.spaceId],
   );
-  return rows.map((r) => ({ ...toFileWire(r), role: r.role, workspaceName: r.workspace_name }));
+  return rows.map((r) => ({ ...toFileWire(r), role: r.role, workspace_name: r.workspace_name }));
 }

@@ -35,7 +35,7 @@ export const NOBODY: Me = { userId: null, orgRole: null, permissions: new Set(),
 export interface Known {
   userId: string;
   orgs: { id: string; role: string }[];
-  spaces: { id: string; roleKey: string | null }[];
+  spaces: { id: string; role_key: string | null }[];
 }
 
 export async function loadMe(known: Known): Promise<Me> {
@@ -63,7 +63,7 @@ async function fallbackMe({ userId, orgs, spaces }: Known): Promise<Me> {
   const orgRole = previewRole ?? actual;
   if (orgRole === 'owner' || orgRole === 'admin') return { userId, orgRole, permissions: 'all', source: 'fallback' };
   let roleKey: string | null = previewSpaceRole ?? null;
-  if (!roleKey && context.spaceId && !previewRole) roleKey = spaces.find((s) => s.id === context.spaceId)?.roleKey ?? null;
+  if (!roleKey && context.spaceId && !previewRole) roleKey = spaces.find((s) => s.id === context.spaceId)?.role_key ?? null;
   if (!roleKey) return { userId, orgRole, permissions: new Set(), source: 'fallback' };
   const roles = await unwrap(api.GET('/api/orgs/{orgId}/roles', { params: { path: { orgId: context.orgId } } })).catch(() => null);
   const held = roles?.data.find((r) => r.key === roleKey)?.permissions ?? [];

@@ -57,7 +57,7 @@ export function ApiKeysPage({ me }: { me: Me }) {
             {keys.data.data.map((k) => (
               <tr key={k.id}>
                 <td>{k.name}</td><td><code>{k.keyPrefix}</code></td><td class="wrap">{k.scopes.join(', ')}</td><td>{k.expiresAt ? when(k.expiresAt) : 'never'}</td><td>{when(k.createdAt)}</td>
-                <td>{can(me, 'api-keys:delete') || me.userId === k.createdBy ? <ConfirmButton label={`Revoke ${k.name}`} danger question={`Revoke the key ${k.name}? It stops working at once.`} onConfirm={async () => {
+                <td>{can(me, 'api-keys:delete') || me.userId === k.created_by ? <ConfirmButton label={`Revoke ${k.name}`} danger question={`Revoke the key ${k.name}? It stops working at once.`} onConfirm={async () => {
                   await api.DELETE('/api/api-keys/{id}', { params: { path: { id: k.id } } });
                   keys.reload();
                 }} /> : null}</td>

@@ -21,7 +21,7 @@ export function MembersPage({ me }: { me: Me }) {
   const setRole = (userId: string, role: (typeof ORG_ROLES)[number]) => action.run(() =>
     unwrap(api.PATCH('/api/orgs/{orgId}/members/{userId}', { params: { path: { orgId, userId } }, body: { role } })).finally(members.reload));
   const setSpaceRole = (userId: string, roleKey: string) => action.run(() =>
-    unwrap(api.PATCH('/api/spaces/{spaceId}/members/{userId}', { params: { path: { spaceId, userId } }, body: { roleKey } })).finally(spaceMembers.reload));
+    unwrap(api.PATCH('/api/spaces/{spaceId}/members/{userId}', { params: { path: { spaceId, userId } }, body: { role_key: roleKey } })).finally(spaceMembers.reload));
 
   return (
     <section>
@@ -55,10 +55,10 @@ export function MembersPage({ me }: { me: Me }) {
             <tr key={m.userId}>
               <td>{m.name}</td><td>{m.email}</td>
               <td>{writeSpace && roles.data ? (
-                <select aria-label={`Space role of ${m.email}`} value={m.roleKey} onChange={(e) => void setSpaceRole(m.userId, e.currentTarget.value)}>
+                <select aria-label={`Space role of ${m.email}`} value={m.role_key} onChange={(e) => void setSpaceRole(m.userId, e.currentTarget.value)}>
                   {roles.data.data.map((r) => <option key={r.key} value={r.key}>{r.name}</option>)}
                 </select>
-              ) : m.roleKey}</td>
+              ) : m.role_key}</td>
             </tr>
           ))}
         </tbody>

@@ -93,7 +93,7 @@ function RunFiles({ id }: { id: string }) {
   const files = useLoad(() => unwrap(api.GET('/api/runs/{id}/files', { params: { path: { id } } })), [id]);
   const open = async (fileId: string) => {
     const file = await unwrap(api.GET('/api/files/{id}', { params: { path: { id: fileId } } }));
-    window.open(file.previewUrl, '_blank', 'noopener');
+    window.open(file.preview_url, '_blank', 'noopener');
   };
   return (
     <>
@@ -102,7 +102,7 @@ function RunFiles({ id }: { id: string }) {
       {files.data && !files.data.data.length ? <p>No files.</p> : null}
       <ul>
         {(files.data?.data ?? []).map((f) => (
-          <li key={f.id}>{f.role}: {f.workspaceName} ({f.size} bytes) <button type="button" class="small" onClick={() => void open(f.id)}>Open {f.name}</button></li>
+          <li key={f.id}>{f.role}: {f.workspace_name} ({f.size} bytes) <button type="button" class="small" onClick={() => void open(f.id)}>Open {f.name}</button></li>
         ))}
       </ul>
     </>
