@@ -114,6 +114,7 @@ describe('approval of tool calls', () => {
       [forecastOf('Oslo'), forecastOf('Bergen'), { tool: 'output', arguments: { forecast: '{{result:0}} | {{result:1}}' } }], 10);
     const launch = await api.post('/api/agents/@acme/forecaster/run', { input: {} });
     assert.equal(launch.status, 201, launch.text);
+    assert.equal(launch.body.timeout_seconds, 10);
     const runId = launch.body.id;
 
     const [first] = await awaitingRequest(runId, 1);
