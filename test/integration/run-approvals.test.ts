@@ -13,6 +13,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import pg from 'pg';
 import { z } from 'zod';
 import { readBody } from '../../lib/outbound-http.ts';
+import { ABANDONED_MARGIN_SECONDS, reconcileAbandonedRuns } from '../../api/services/runs/reconciler.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { aKey, anOrg, type BuiltOrg } from '../support/builders.ts';
 import { client } from '../support/http.ts';
@@ -202,5 +203,27 @@ describe('approval of tool calls', () => {
       assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${res.text}`);
       assert.match(res.headers.get('content-type') ?? '', /application\/problem\+json/);
     }
+  });
+
+  test("the reconciler's far deadline moves by the time a run waited for approvals", async () => {
+    const { rows: [ended] } = await pool.query(`SELECT id, timeout_seconds FROM runs WHERE org_id = $1 ORDER BY created_at LIMIT 1`, [org.orgId]);
+    const runId = `${ended.id.slice(0, -4)}wait`;
+    const pastDeadline = ended.timeout_seconds + 1 + ABANDONED_MARGIN_SECONDS + 600;
+    await pool.query(
+      `INSERT INTO runs SELECT * FROM jsonb_populate_record(NULL::runs, to_jsonb(r) || jsonb_build_object('id', $2::text, 'status', 'running',
+         'created_at', now() - make_interval(secs => $3), 'finished_at', NULL, 'output', NULL, 'error', NULL)) FROM runs r WHERE r.id = $1`,
+      [ended.id, runId, pastDeadline],
+    );
+    // an hour of waiting for a decision: the run is within its deadline still
+    await pool.query(
+      `INSERT INTO run_approvals (id, org_id, space_id, run_id, sequence, tool, arguments, status, timeout_seconds, requested_at, decided_at)
+       SELECT 'apr_' || $1, org_id, space_id, id, 1, 'public_weather__forecast', '{}', 'approved', 86400, created_at + interval '1 second', created_at + interval '1 hour'
+         FROM runs WHERE id = $1`,
+      [runId],
+    );
+    assert.ok(!(await reconcileAbandonedRuns(pool, 1)).includes(runId));
+    // a second of waiting moves it by a second only: the run is abandoned
+    await pool.query(`UPDATE run_approvals SET decided_at = requested_at + interval '1 second' WHERE run_id = $1`, [runId]);
+    assert.ok((await reconcileAbandonedRuns(pool, 1)).includes(runId));
   });
 });
