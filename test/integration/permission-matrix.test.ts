@@ -50,7 +50,8 @@ const PRESET_HOLDS: Record<string, readonly string[]> = {
   space_admin: SPACE_SCOPES,
   // an editor works in the space but neither deletes nor changes the space itself
   editor: SPACE_SCOPES.filter((s) => action(s) !== 'delete' && s !== 'spaces:write'),
-  runner: SPACE_SCOPES.filter((s) => isRead(s) || ['agents:run', 'runs:cancel', 'integrations:connect', 'schedules:write'].includes(s)),
+  // a runner also decides its runs' approval requests (issue 33: the roles that run agents hold runs:approve)
+  runner: SPACE_SCOPES.filter((s) => isRead(s) || ['agents:run', 'runs:cancel', 'runs:approve', 'integrations:connect', 'schedules:write'].includes(s)),
   viewer: SPACE_SCOPES.filter((s) => isRead(s) && s !== 'runs:read-all'),
 };
 

@@ -210,8 +210,8 @@ describe('approval of tool calls', () => {
     const runId = `${ended.id.slice(0, -4)}wait`;
     const pastDeadline = ended.timeout_seconds + 1 + ABANDONED_MARGIN_SECONDS + 600;
     await pool.query(
-      `INSERT INTO runs SELECT * FROM jsonb_populate_record(NULL::runs, to_jsonb(r) || jsonb_build_object('id', $2::text, 'status', 'running',
-         'created_at', now() - make_interval(secs => $3), 'finished_at', NULL, 'output', NULL, 'error', NULL)) FROM runs r WHERE r.id = $1`,
+      `INSERT INTO runs SELECT (jsonb_populate_record(NULL::runs, to_jsonb(r) || jsonb_build_object('id', $2::text, 'status', 'running',
+         'created_at', now() - make_interval(secs => $3::int), 'finished_at', NULL, 'output', NULL, 'error', NULL))).* FROM runs r WHERE r.id = $1`,
       [ended.id, runId, pastDeadline],
     );
     // an hour of waiting for a decision: the run is within its deadline still
