@@ -127,6 +127,9 @@ describe('approval of tool calls', () => {
     const waiting = (await api.get(`/api/runs/${runId}`)).body;
     assert.equal(waiting.status, 'running');
     assert.deepEqual(waiting.awaiting, { kind: 'approval', approval_id: first.id, since: first.requested_at, parked: false });
+    // the event sink outlives the longest wait (a day, the default timeout_seconds)
+    const { rows: [sink] } = await pool.query(`SELECT sink_expires_at > now() + interval '1 day' AS outlives FROM runs WHERE id = $1`, [runId]);
+    assert.equal(sink.outlives, true);
     const told = await api.get('/api/notifications');
     assert.ok(told.body.data.some((n: any) => n.kind === 'approval_requested' && n.subject.approval_id === first.id), told.text);
 

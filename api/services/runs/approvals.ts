@@ -14,6 +14,7 @@ import { APPROVAL_WIRE as WIRE, signalApproval, stopAwaiting, type Approval, typ
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import { refuseBadJson } from '../../middleware/clean-input.ts';
 import { openSink, type IngestDeps } from './events.ts';
+import { SINK_TTL_SECONDS } from './launch.ts';
 import { getRunRow } from './records.ts';
 
 export type { Approval, ApprovalStatus };
@@ -70,8 +71,11 @@ export async function requestApproval(
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${WIRE} AS a, wire_time(a.requested_at) AS since`,
       [id, run.org_id, run.space_id, runId, seq, request.tool, JSON.stringify(request.arguments), request.timeoutSeconds],
     );
-    await db.query('UPDATE runs SET awaiting = $2 WHERE id = $1',
-      [runId, JSON.stringify({ kind: 'approval', approval_id: id, since: inserted.rows[0].since, parked: false })]);
+    // the sink outlives the longest wait by its usual span, so the run's events are taken after it
+    await db.query(
+      `UPDATE runs SET awaiting = $2, sink_expires_at = GREATEST(sink_expires_at, now() + make_interval(secs => $3::int + $4::int)) WHERE id = $1`,
+      [runId, JSON.stringify({ kind: 'approval', approval_id: id, since: inserted.rows[0].since, parked: false }), request.timeoutSeconds, SINK_TTL_SECONDS],
+    );
     if (run.actor_user_id && !run.end_user_id) {
       await db.query(
         `INSERT INTO notifications (id, org_id, space_id, user_id, kind, title, body, subject)
