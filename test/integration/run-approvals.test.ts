@@ -194,6 +194,34 @@ describe('approval of tool calls', () => {
     assert.deepEqual([request.status, request.decided_by, request.reason], ['expired', null, 'No decision was made within 2 seconds.']);
   });
 
+  test("an end-user decides on their own run's requests; another end-user does not reach them", async () => {
+    await anAgent('@acme/concierge', { tools: ['public_weather__forecast'] }, [forecastOf('Lima'), { tool: 'output', arguments: { forecast: '{{result:0}}' } }]);
+    const [ada, bob] = await Promise.all(['ada', 'bob'].map(async (externalId) => {
+      const made = await api.post('/api/end-users', { externalId, name: externalId });
+      assert.equal(made.status, 201, made.text);
+      return made.body.id as string;
+    }));
+    const as = (endUser: string) => ({ headers: { 'Service-User': endUser } });
+    const launch = await api.post('/api/agents/@acme/concierge/run', { input: {} }, as(ada));
+    assert.equal(launch.status, 201, launch.text);
+    const runId = launch.body.id;
+    const deadline = Date.now() + 60_000;
+    let request: any;
+    while (!request) {
+      request = (await api.get(`/api/runs/${runId}/approvals`, as(ada))).body.data?.find((a: any) => a.status === 'pending');
+      if (Date.now() > deadline) throw new Error(`no pending approval request of ${runId}`);
+      if (!request) await new Promise((r) => setTimeout(r, 100));
+    }
+    const foreign = [await api.get(`/api/runs/${runId}/approvals`, as(bob)), await api.post(`/api/runs/${runId}/approvals/${request.id}`, { decision: 'approve' }, as(bob))];
+    assert.deepEqual(foreign.map((r) => [r.status, r.body.code]), [[404, 'not_found'], [404, 'not_found']]);
+    const approved = await api.post(`/api/runs/${runId}/approvals/${request.id}`, { decision: 'approve' }, as(ada));
+    assert.equal(approved.status, 200, approved.text);
+    assert.deepEqual({ ...approved.body.decided_by, api_key_id: typeof approved.body.decided_by.api_key_id }, { userId: null, api_key_id: 'string', end_user_id: ada });
+    const run = await waitForStatus(api, runId, (s) => s !== 'pending' && s !== 'running', 60_000);
+    assert.equal(run.status, 'success', JSON.stringify(run));
+    assert.equal(run.result.output.forecast, 'Sunny in Lima');
+  });
+
   test('the routes answer problem documents: unknown run or request, bad decisions', async () => {
     const missing = await api.get('/api/runs/run_0000000000000000000000/approvals');
     assert.deepEqual([missing.status, missing.body.code], [404, 'not_found']);
