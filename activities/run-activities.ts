@@ -10,6 +10,7 @@ import { layeredSettings } from '../lib/model-settings.ts';
 import type { Logger } from '../lib/log.ts';
 import { runBudgetAtBoot } from '../db/budgets.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
+import { expireApproval } from '../db/run-approvals.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
 import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
@@ -208,6 +209,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           memoryUrl: `${base}/memory`,
           publishUrl: `${base}/files`,
           connectionsUrl: `${base}/connections`,
+          approvalsUrl: `${base}/approvals`,
+          approvals: manifest.approvals ? { tools: manifest.approvals.tools, timeoutSeconds: manifest.approvals.timeout_seconds } : null,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
           integrations: materials.integrations,
@@ -265,6 +268,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       if (sandboxId !== REMOTE) await o.adapter.stop(sandboxId);
       o.log.debug('run torn down', { run_id: runId });
     },
+
+    expireApproval: (runId, approvalId) => expireApproval(pool, runId, approvalId),
   };
   return activities;
 }

@@ -18,8 +18,12 @@ function textOf(content: unknown): string {
 /** Rewrites a tool's arguments in the agent runtime before they go to the sidecar (e.g. a workspace path read into content). */
 export type PrepareToolArgs = (toolName: string, args: Record<string, unknown>) => Record<string, unknown>;
 
+/** The longest delay a timer (and AbortSignal.timeout) takes: about 24.8 days. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 export async function connectSidecarTools(sidecarUrl: string, sidecarFetch?: typeof fetch, prepare?: PrepareToolArgs): Promise<SidecarTools> {
-  const client = await McpToolClient.connect(`${sidecarUrl}/mcp`, { clientInfo: { name: 'agent-runtime', version: '1.0.0' }, fetch: sidecarFetch });
+  // A tool call may wait for a person's approval (hours, days): the sidecar bounds each tool itself.
+  const client = await McpToolClient.connect(`${sidecarUrl}/mcp`, { clientInfo: { name: 'agent-runtime', version: '1.0.0' }, fetch: sidecarFetch, requestTimeoutMs: MAX_TIMER_MS });
   const listed = await client.listTools();
 
   const tools: ToolSet = {};

@@ -38,7 +38,11 @@ $$;
 -- (api/services/runs/records.ts), which builds it for a run still in memory; a test holds the two
 -- equal.
 CREATE OR REPLACE FUNCTION run_wire(r runs) RETURNS json LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT json_build_object(
+  -- `awaiting` (what a running run waits for) is appended only while it waits: absent otherwise.
+  SELECT CASE WHEN r.awaiting IS NULL THEN base.w
+    ELSE (left(base.w::text, -1) || ', "awaiting" : ' || json_build_object('kind', r.awaiting->>'kind',
+      'approval_id', r.awaiting->>'approval_id', 'since', r.awaiting->>'since', 'parked', r.awaiting->'parked')::text || '}')::json END
+  FROM (SELECT json_build_object(
     'id', r.id, 'object', 'run', 'status', r.status, 'kind', r.kind, 'packageId', r.agent_id,
     'agent_version', r.agent_version,
     'source', CASE WHEN r.kind = 'inline' THEN NULL WHEN r.draft_integrity IS NOT NULL THEN 'draft' ELSE 'published' END,
@@ -51,7 +55,7 @@ CREATE OR REPLACE FUNCTION run_wire(r runs) RETURNS json LANGUAGE sql STABLE PAR
     'cost', json_build_object('usd', r.cost_usd, 'prompt_tokens', r.prompt_tokens, 'completion_tokens', r.completion_tokens),
     'createdAt', wire_time(r.created_at), 'started_at', wire_time(r.started_at), 'finished_at', wire_time(r.finished_at),
     'duration_ms', ((extract(epoch FROM date_trunc('milliseconds', r.finished_at))
-      - extract(epoch FROM date_trunc('milliseconds', r.started_at))) * 1000)::bigint)
+      - extract(epoch FROM date_trunc('milliseconds', r.started_at))) * 1000)::bigint) AS w) base
 $$;
 
 -- Announces a run's status on the run_status channel, in the transaction that changes it, so every
@@ -229,7 +233,7 @@ BEGIN
          AND (w.space_id IS NULL OR w.space_id = NEW.space_id)
          AND ev = ANY (w.events)
          AND (w.package_id IS NULL OR w.package_id = NEW.agent_id)
-      ON CONFLICT (webhook_id, run_id, event) DO NOTHING;
+      ON CONFLICT (webhook_id, run_id, event) WHERE approval_id IS NULL DO NOTHING;
     GET DIAGNOSTICS added = ROW_COUNT;
     IF added > 0 THEN
       PERFORM pg_notify('webhook_deliveries', '');

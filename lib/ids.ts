@@ -15,7 +15,7 @@ export function randomBase62(n: number): string {
   return out;
 }
 
-export type IdPrefix = 'req' | 'eu' | 'spc' | 'wh' | 'sched' | 'run' | 'org' | 'usr' | 'key' | 'ses' | 'pkg' | 'role' | 'inv' | 'cred' | 'mdl' | 'msg' | 'log' | 'file' | 'upl' | 'oac' | 'prx' | 'chat' | 'cmsg' | 'mpair';
+export type IdPrefix = 'req' | 'eu' | 'spc' | 'wh' | 'sched' | 'run' | 'org' | 'usr' | 'key' | 'ses' | 'pkg' | 'role' | 'inv' | 'cred' | 'mdl' | 'msg' | 'log' | 'file' | 'upl' | 'oac' | 'prx' | 'chat' | 'cmsg' | 'mpair' | 'apr';
 
 function base62Fixed(n: number, width: number): string {
   let out = '';

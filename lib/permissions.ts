@@ -7,7 +7,7 @@ export const KEY_SCOPES = [
   'skills:read', 'skills:write', 'skills:delete',
   'mcp-servers:read', 'mcp-servers:write', 'mcp-servers:delete',
   'integrations:read', 'integrations:write', 'integrations:delete', 'integrations:install', 'integrations:uninstall', 'integrations:connect', 'integrations:disconnect',
-  'runs:read', 'runs:read-all', 'runs:cancel', 'runs:delete',
+  'runs:read', 'runs:read-all', 'runs:cancel', 'runs:approve', 'runs:delete',
   'files:read', 'files:delete',
   'schedules:read', 'schedules:write', 'schedules:delete',
   'models:read', 'models:write', 'models:delete', 'proxies:read', 'proxies:write', 'proxies:delete',
@@ -88,7 +88,7 @@ export const SPACE_ROLE_PRESETS: readonly SpaceRolePreset[] = [
   {
     key: 'runner',
     name: 'Runner',
-    permissions: SPACE_PERMISSIONS.filter((p) => isRead(p) || p === 'agents:run' || p === 'runs:cancel' || p === 'integrations:connect' || p === 'schedules:write'),
+    permissions: SPACE_PERMISSIONS.filter((p) => isRead(p) || p === 'agents:run' || p === 'runs:cancel' || p === 'runs:approve' || p === 'integrations:connect' || p === 'schedules:write'),
   },
   { key: 'viewer', name: 'Viewer', permissions: SPACE_PERMISSIONS.filter((p) => isRead(p) && p !== 'runs:read-all') },
 ];
@@ -133,10 +133,11 @@ export function describeNeed(need: Need): string {
 
 /**
  * The scopes a space-level (end-user) token can carry, and so the most it can do: read and run
- * the space's agents, read and cancel the end-user's own runs (and follow them on the realtime
- * streams), read the end-user's own files. Published in the README and the OpenAPI document.
+ * the space's agents, read, cancel and decide the approvals of the end-user's own runs (and follow
+ * them on the realtime streams), read the end-user's own files. Published in the README and the
+ * OpenAPI document.
  */
-export const SPACE_TOKEN_SCOPES = ['agents:read', 'agents:run', 'runs:read', 'runs:cancel', 'files:read'] as const satisfies readonly KeyScope[];
+export const SPACE_TOKEN_SCOPES = ['agents:read', 'agents:run', 'runs:read', 'runs:cancel', 'runs:approve', 'files:read'] as const satisfies readonly KeyScope[];
 
 /** A role's permissions cut to what a delegated credential was granted (no ceiling: a session). */
 export function withinCeiling(held: Iterable<Permission>, ceiling: ReadonlySet<string> | undefined): Set<Permission> {

@@ -1,9 +1,9 @@
-// Signals to a run's workflow (started, terminal, cancel) carry a MAC made with a key derived
+// Signals to a run's workflow (started, terminal, cancel, approvals) carry a MAC made with a key derived
 // from the instance key, so only the platform can resolve them: a process that merely reaches the
 // workflow engine's ingress (an unconfined agent on the same host) cannot end its own run.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-export type SignalKind = 'started' | 'terminal' | 'cancel';
+export type SignalKind = 'started' | 'terminal' | 'cancel' | 'approval_requested' | 'approval_decided';
 
 export function deriveSignalKey(instanceKey: Buffer): Buffer {
   return createHmac('sha256', instanceKey).update('run workflow signals v1').digest();

@@ -63,6 +63,10 @@ export interface SidecarAssignment {
   publishUrl?: string;
   /** base of the run's connection routes (`<base>/<connectionId>/refresh`), signed like the events */
   connectionsUrl?: string;
+  /** where an approval request is POSTed and its decision read (`<base>/<approvalId>`), signed like the events */
+  approvalsUrl?: string;
+  /** the tools whose calls wait for a person's approval, and how long a request waits; absent: none */
+  approvals?: { tools: string[]; timeoutSeconds: number } | null;
   /** folder publish_file writes into; absent means the tool answers that publishing is unavailable */
   filesDir?: string;
   /** absolute path of a unix socket to serve on as well: the way in for an agent in its own network namespace */
@@ -122,6 +126,14 @@ function httpUrl(v: unknown, field: string): string {
 
 function optionalUrl(v: unknown, field: string): string | undefined {
   return v === undefined || v === null || v === '' ? undefined : httpUrl(v, field);
+}
+
+function parseApprovals(v: unknown): SidecarAssignment['approvals'] {
+  if (v === null || v === undefined) return null;
+  if (!isObject(v)) fail('approvals must be an object or null');
+  if (!Array.isArray(v.tools) || !v.tools.every((t) => typeof t === 'string')) fail('approvals.tools must be an array of strings');
+  if (typeof v.timeoutSeconds !== 'number' || !Number.isInteger(v.timeoutSeconds) || v.timeoutSeconds < 1) fail('approvals.timeoutSeconds must be a positive integer');
+  return { tools: v.tools as string[], timeoutSeconds: v.timeoutSeconds };
 }
 
 /** Parses and checks the line; messages name fields only, never their (secret) values. */
@@ -205,6 +217,8 @@ export function parseAssignment(line: string): SidecarAssignment {
     memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
     publishUrl: optionalUrl(raw.publishUrl, 'publishUrl'),
     connectionsUrl: optionalUrl(raw.connectionsUrl, 'connectionsUrl'),
+    approvalsUrl: optionalUrl(raw.approvalsUrl, 'approvalsUrl'),
+    approvals: parseApprovals(raw.approvals),
     filesDir: (raw.filesDir as string | undefined) || undefined,
     socketPath: raw.socketPath as string | undefined,
     egressAllowInternalHosts: allowInternal as string[],

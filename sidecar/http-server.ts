@@ -9,6 +9,7 @@ import type { McpToolServer } from '../lib/mcp/tool-server.ts';
 import type { SidecarAssignment } from './assignment.ts';
 import { EventPoster, type EventPosterOptions } from './event-poster.ts';
 import { platformCredentialRefresh } from './connection-refresh.ts';
+import { gatedTools } from './approval-gate.ts';
 import { firstPartyTools } from './first-party-tools.ts';
 import { integrationTools, type IntegrationTools } from './integration-tools.ts';
 import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
@@ -158,7 +159,14 @@ export class SidecarHttpServer {
       }),
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];
-    const mcp = integrations.then((found) => mcpToolServer([...found.tools, ...tools]));
+    const gate = {
+      approvalsUrl: assignment.approvalsUrl,
+      secret: assignment.eventSecret,
+      tools: assignment.approvals?.tools ?? [],
+      timeoutSeconds: assignment.approvals?.timeoutSeconds ?? 86_400,
+      note: (message: string) => void events.emit('log', { level: 'info', message }),
+    };
+    const mcp = integrations.then((found) => mcpToolServer(gatedTools([...found.tools, ...tools], gate)));
     this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget) };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);

@@ -3,7 +3,7 @@ import { signalMac, type SignalKind } from '../lib/signal-mac.ts';
 import { randomUUID } from 'node:crypto';
 import * as clients from '@restatedev/restate-sdk-clients';
 import type { RunWorkflow } from './run.ts';
-import { RUN_WORKFLOW_NAME, type CancelSignal, type RunWorkflowResult, type SignalAck, type TerminalSignal } from './run-types.ts';
+import { RUN_WORKFLOW_NAME, type ApprovalDecidedSignal, type ApprovalRequestedSignal, type CancelSignal, type RunWorkflowResult, type SignalAck, type TerminalSignal } from './run-types.ts';
 
 export interface RunSubmission {
   invocationId: string;
@@ -19,6 +19,10 @@ export interface RunWorkflowClient {
   /** The runner reported its end (output already validated by the API); as started. */
   terminal(runId: string, payload: TerminalSignal): Promise<void>;
   cancel(runId: string, reason?: string): Promise<SignalAck>;
+  /** The run's sidecar asked for an approval: the workflow starts its expiry timer and pauses the run's timeout. */
+  approvalRequested(runId: string, request: ApprovalRequestedSignal): Promise<void>;
+  /** A person decided the approval: the workflow's wait for it ends. */
+  approvalDecided(runId: string, approvalId: string, status: ApprovalDecidedSignal['status']): Promise<void>;
   /** Waits for the workflow to finish and returns its result. */
   attach(runId: string): Promise<RunWorkflowResult>;
   /** The result if the workflow has finished, otherwise null (also when it was never submitted). */
@@ -48,7 +52,7 @@ export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: 
    * runner's next events are not held behind the engine's turn-around. Retried on network errors,
    * 429 and 5xx under the same idempotency key.
    */
-  async function send(runId: string, handler: 'started' | 'terminal', body: object): Promise<void> {
+  async function send(runId: string, handler: 'started' | 'terminal' | 'approvalRequested' | 'approvalDecided', body: object): Promise<void> {
     const url = `${base}/${RUN_WORKFLOW_NAME}/${encodeURIComponent(runId)}/${handler}/send`;
     const headers = { 'content-type': 'application/json', 'idempotency-key': randomUUID() };
     const payload = JSON.stringify(body);
@@ -89,6 +93,8 @@ export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: 
     },
     started: (runId) => send(runId, 'started', sign(runId, 'started', {})),
     terminal: (runId, payload) => send(runId, 'terminal', sign(runId, 'terminal', payload)),
+    approvalRequested: (runId, request) => send(runId, 'approvalRequested', sign(runId, 'approval_requested', request)),
+    approvalDecided: (runId, approvalId, status) => send(runId, 'approvalDecided', sign(runId, 'approval_decided', { approvalId, status })),
     cancel: async (runId, reason) =>
       workflow(runId).cancel(sign(runId, 'cancel', reason === undefined ? {} : { reason }), once<(CancelSignal & { mac?: string }) | undefined>()),
     async attach(runId) {

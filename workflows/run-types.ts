@@ -68,6 +68,8 @@ export interface RunActivities {
    */
   finalize(runId: string, ending: RunEnding): Promise<{ finalized: boolean; recorded?: RecordedEnding }>;
   teardown(runId: string, sandboxId: string): Promise<void>;
+  /** An approval request's timer ran out: it expires unless it was decided meanwhile (then false). */
+  expireApproval(runId: string, approvalId: string): Promise<boolean>;
 }
 
 /** An error shape activities throw to end the run without retries. */
@@ -92,6 +94,28 @@ export function isActivityFailure(value: unknown): value is ActivityFailure {
 export type TerminalSignal =
   | { status: 'success'; output: unknown }
   | { status: 'failed'; error: RunError };
+
+/** The run's sidecar asked for the approval of a tool call; the n-th request of the run. */
+export interface ApprovalRequestedSignal {
+  sequence: number;
+  approvalId: string;
+  timeoutSeconds: number;
+}
+
+/** A person decided an approval request. */
+export interface ApprovalDecidedSignal {
+  status: 'approved' | 'rejected';
+}
+
+/** The durable promise that hears of the run's n-th approval request. */
+export function approvalRequestedPromise(sequence: number): string {
+  return `approval-request-${sequence}`;
+}
+
+/** The durable promise a decision resolves: named for the approval, so an operator sees what the run waits for. */
+export function approvalPromise(approvalId: string): string {
+  return `approval ${approvalId}`;
+}
 
 export interface CancelSignal {
   reason?: string;

@@ -6,8 +6,8 @@ import {
   OPERATOR_CANCEL_CODE, RunEndedBadly, bootTimedOut, cancelled, failed, fromTerminalSignal, heartbeatLost, sandboxLost, terminalSignalProblem, timedOut,
 } from './run-endings.ts';
 import {
-  RESULT_STATE, RUN_WORKFLOW_NAME, isActivityFailure,
-  type BootCheck, type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
+  RESULT_STATE, RUN_WORKFLOW_NAME, approvalPromise, approvalRequestedPromise, isActivityFailure,
+  type ApprovalDecidedSignal, type ApprovalRequestedSignal, type BootCheck, type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
 } from './run-types.ts';
 
 type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown';
@@ -88,7 +88,10 @@ type Woken =
   | { by: 'terminal'; signal: TerminalSignal }
   | { by: 'cancel'; signal: CancelSignal }
   | { by: 'run timeout' }
-  | { by: 'liveness tick' };
+  | { by: 'liveness tick' }
+  | { by: 'approval requested'; request: ApprovalRequestedSignal }
+  | { by: 'approval decided' }
+  | { by: 'approval expired' };
 
 /** Builds the `run` workflow (key = run id) over the given activities. */
 export function createRunWorkflow(activities: RunActivities, options: RunWorkflowOptions = {}) {
@@ -242,7 +245,12 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
 
   /** Execution phase: a terminal or cancel signal, the run's timeout, or a failed liveness check. */
   async function watchExecution(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef, executionStartedAt: number): Promise<RunEnding> {
-    const timeout = ctx.sleep(seconds(sandbox.timeoutSeconds), 'run timeout');
+    // Time spent waiting for a person's approval does not count: the timeout restarts with what is left.
+    let timeoutLeftMs = seconds(sandbox.timeoutSeconds);
+    let timeoutFrom = executionStartedAt;
+    let timeout = ctx.sleep(timeoutLeftMs, 'run timeout');
+    let approvals = 1;
+    let nextApproval = ctx.promise<ApprovalRequestedSignal>(approvalRequestedPromise(approvals)).get();
     const heartbeatMs = seconds(sandbox.heartbeatSeconds);
     const view: LivenessView = {
       tickMs: heartbeatMs * 2,
@@ -257,11 +265,55 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
         signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
         timeout.map(() => ({ by: 'run timeout' })),
+        nextApproval.map((request) => ({ by: 'approval requested', request: request! })),
         ctx.sleep(view.tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
       ]);
       if (woken.by === 'terminal') return fromTerminalSignal(woken.signal);
       if (woken.by === 'cancel') return cancelled(woken.signal.reason);
       if (woken.by === 'run timeout') return timedOut(sandbox.timeoutSeconds);
+      if (woken.by === 'approval requested') {
+        const waitFrom = await ctx.date.now();
+        timeoutLeftMs -= waitFrom - timeoutFrom;
+        const ended = await awaitApproval(ctx, runId, signals, sandbox, view, woken.request);
+        if (ended) return ended;
+        timeoutFrom = await ctx.date.now();
+        timeout = ctx.sleep(Math.max(1, timeoutLeftMs), 'run timeout');
+        approvals += 1;
+        nextApproval = ctx.promise<ApprovalRequestedSignal>(approvalRequestedPromise(approvals)).get();
+        continue;
+      }
+      const lost = await checkLiveness(ctx, runId, sandbox, view);
+      if (lost === 'ended') return endedElsewhere(ctx, signals);
+      if (lost) return lost;
+    }
+  }
+
+  /**
+   * The run waits for a person's decision on a tool call: on the durable promise named for the
+   * approval (what an operator sees), bounded by the request's own timeout, a durable timer whose
+   * end expires the request. The sandbox is held meanwhile, so its liveness is still watched; the
+   * run's timeout is not. Answers the run's ending when it ended while waiting, else null.
+   */
+  async function awaitApproval(
+    ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef, view: LivenessView, request: ApprovalRequestedSignal,
+  ): Promise<RunEnding | null> {
+    const decided = ctx.promise<ApprovalDecidedSignal>(approvalPromise(request.approvalId)).get();
+    const expiry = ctx.sleep(seconds(request.timeoutSeconds), `approval ${request.approvalId} expiry`);
+    for (;;) {
+      const woken = await firstOf([
+        decided.map(() => ({ by: 'approval decided' })),
+        expiry.map(() => ({ by: 'approval expired' })),
+        signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
+        signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
+        ctx.sleep(view.tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
+      ]);
+      if (woken.by === 'approval decided') return null;
+      if (woken.by === 'terminal') return fromTerminalSignal(woken.signal);
+      if (woken.by === 'cancel') return cancelled(woken.signal.reason);
+      if (woken.by === 'approval expired') {
+        await ctx.run('expire approval', () => activities.expireApproval(runId, request.approvalId), retry.finalize);
+        return null;
+      }
       const lost = await checkLiveness(ctx, runId, sandbox, view);
       if (lost === 'ended') return endedElsewhere(ctx, signals);
       if (lost) return lost;
@@ -362,6 +414,24 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         if (problem) throw new TerminalError(`invalid terminal signal: ${problem}`, { errorCode: 400 });
         return signal(ctx, 'terminal', payload as TerminalSignal);
       },
+      /** The run's sidecar asked for a person's approval of a tool call (the API stored the request). */
+      approvalRequested: async (ctx: WorkflowSharedContext, signed: ApprovalRequestedSignal & SignedSignal): Promise<SignalAck> => {
+        const { mac, ...payload } = signed ?? ({} as ApprovalRequestedSignal & SignedSignal);
+        authenticate(ctx.key, 'approval_requested', payload, mac);
+        if (!Number.isInteger(payload.sequence) || payload.sequence < 1 || typeof payload.approvalId !== 'string' || !Number.isInteger(payload.timeoutSeconds)) {
+          throw new TerminalError('invalid approval request signal', { errorCode: 400 });
+        }
+        return resolvePromise(ctx, approvalRequestedPromise(payload.sequence), payload);
+      },
+      /** A person decided an approval request. */
+      approvalDecided: async (ctx: WorkflowSharedContext, signed: { approvalId: string; status: ApprovalDecidedSignal['status'] } & SignedSignal): Promise<SignalAck> => {
+        const { mac, ...payload } = signed ?? ({} as { approvalId: string; status: ApprovalDecidedSignal['status'] } & SignedSignal);
+        authenticate(ctx.key, 'approval_decided', payload, mac);
+        if (typeof payload.approvalId !== 'string' || (payload.status !== 'approved' && payload.status !== 'rejected')) {
+          throw new TerminalError('invalid approval decision signal', { errorCode: 400 });
+        }
+        return resolvePromise<ApprovalDecidedSignal>(ctx, approvalPromise(payload.approvalId), { status: payload.status });
+      },
       /** Someone asked to stop the run. */
       cancel: async (ctx: WorkflowSharedContext, request?: CancelSignal & SignedSignal): Promise<SignalAck> => {
         const body = typeof request?.reason === 'string' ? { reason: request.reason } : {};
@@ -383,7 +453,11 @@ function listen(ctx: WorkflowContext): Signals {
 }
 
 /** Resolves a signal's durable promise; only the first resolution counts. */
-async function signal<T>(ctx: WorkflowSharedContext, name: keyof Signals, value: T): Promise<SignalAck> {
+function signal<T>(ctx: WorkflowSharedContext, name: keyof Signals, value: T): Promise<SignalAck> {
+  return resolvePromise(ctx, name, value);
+}
+
+async function resolvePromise<T>(ctx: WorkflowSharedContext, name: string, value: T): Promise<SignalAck> {
   try {
     await ctx.promise<T>(name).resolve(value);
     return { accepted: true };

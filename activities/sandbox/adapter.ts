@@ -43,6 +43,10 @@ export interface SidecarAssignment {
   publishUrl?: string;
   /** base of the run's connection routes: the sidecar asks there for a refreshed OAuth credential */
   connectionsUrl?: string;
+  /** where the sidecar asks for a person's approval of a tool call and reads the decision (signed like the events) */
+  approvalsUrl?: string;
+  /** the tool calls that wait for a person's approval, and how long a request waits */
+  approvals?: { tools: string[]; timeoutSeconds: number } | null;
   /** host:port entries the model provider may be at although they resolve to internal addresses */
   egressAllowInternalHosts?: string[];
   /** the platform's own endpoints, never a model provider */

@@ -131,6 +131,7 @@ export async function relayedAssignment(assignment: SidecarAssignment, relays: L
     memoryUrl: await viaRelay(assignment.memoryUrl),
     publishUrl: await viaRelay(assignment.publishUrl),
     connectionsUrl: await viaRelay(assignment.connectionsUrl),
+    approvalsUrl: await viaRelay(assignment.approvalsUrl),
     model: assignment.model && { ...assignment.model, baseUrl: (await viaRelay(assignment.model.baseUrl))! },
   };
   const allow = [...(assignment.egressAllowInternalHosts ?? [])];

@@ -3,6 +3,7 @@ import type { RouteDef } from '../route.ts';
 import { endUserRoutes } from './end-users.ts';
 import { runRoutes } from './runs.ts';
 import { runSinkRoutes } from './run-sink.ts';
+import { runApprovalRoutes } from './run-approvals.ts';
 import { runsElsewhereRoutes } from './runs-elsewhere.ts';
 import { agentConfigRoutes } from './agent-config.ts';
 import { apiKeyRoutes } from './api-keys.ts';
@@ -30,6 +31,7 @@ export function allRoutes(): RouteDef<any, any, any>[] {
   return [
     ...endUserRoutes,
     ...runRoutes,
+    ...runApprovalRoutes,
     ...runSinkRoutes,
     ...runsElsewhereRoutes,
     ...agentConfigRoutes,

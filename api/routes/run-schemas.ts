@@ -56,7 +56,29 @@ export const RunSchema = z.object({
   started_at: z.string().nullable(),
   finished_at: z.string().nullable(),
   duration_ms: z.number().nullable(),
+  awaiting: z.object({
+    kind: z.literal('approval'),
+    approval_id: z.string(),
+    since: z.string(),
+    parked: z.boolean().describe('always false on this platform: the sandbox is held while the run waits'),
+  }).optional().describe('what the running run waits for (a person\'s approval of a tool call); absent when nothing is awaited'),
 }).meta({ id: 'Run' });
+
+export const ApprovalSchema = z.object({
+  id: z.string().describe('apr_...'),
+  object: z.literal('approval'),
+  run_id: z.string(),
+  tool: z.string().describe('the tool as the agent sees it'),
+  arguments: z.unknown().describe('the arguments of the call awaiting approval'),
+  status: z.enum(['pending', 'approved', 'rejected', 'expired']),
+  requested_at: z.string(),
+  decided_at: z.string().nullable(),
+  decided_by: z.object({ userId: z.string().nullable(), api_key_id: z.string().nullable(), end_user_id: z.string().nullable() }).nullable()
+    .describe('who decided; null while pending and when the request expired'),
+  reason: z.string().nullable(),
+}).meta({ id: 'Approval' });
+
+export const ApprovalListSchema = z.object({ object: z.literal('list'), data: z.array(ApprovalSchema), hasMore: z.boolean() });
 
 export const RunListSchema = z.object({
   object: z.literal('list'), data: z.array(RunSchema), hasMore: z.boolean(),

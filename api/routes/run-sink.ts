@@ -2,7 +2,9 @@
 // No user credential: every request is signed with the run's secret (Standard Webhooks headers).
 import { z } from 'zod';
 import { readRawBody } from '../middleware/body.ts';
-import { noContent, ok, route } from '../route.ts';
+import { created, noContent, ok, route } from '../route.ts';
+import { approvalForSidecar, requestApproval } from '../services/runs/approvals.ts';
+import { ApprovalSchema } from './run-schemas.ts';
 import { ingestRunEvent, openSink } from '../services/runs/events.ts';
 import { publishRunEvent } from '../services/realtime/publish.ts';
 import { integrationDepsOf } from '../services/integrations/context.ts';
@@ -37,7 +39,33 @@ function signatureHeaders(h: Record<string, string | string[] | undefined>): Rec
   return { 'webhook-id': pick('webhook-id'), 'webhook-timestamp': pick('webhook-timestamp'), 'webhook-signature': pick('webhook-signature') };
 }
 
+const ApprovalParams = z.object({ id: z.string(), approval_id: z.string() });
+const MAX_APPROVAL_BODY_BYTES = 262_144;
+
 export const runSinkRoutes = [
+  route({
+    method: 'post', path: '/internal/runs/{id}/approvals', summary: "Ask for a person's approval of a tool call (sidecar, before it makes the call)", tag: 'Run sink',
+    stage: 'internal', rateLimit: PER_RUN, params: IdParams, rawBody: true, headers: SIGNATURE_HEADERS,
+    bodyContent: { 'application/json': z.object({ tool: z.string(), arguments: z.record(z.string(), z.unknown()), timeout_seconds: z.number().int().min(1) }) },
+    responses: {
+      201: { description: 'The pending request', schema: ApprovalSchema },
+      401: { description: 'Signature missing or wrong' },
+      409: { description: 'run_not_running' },
+    },
+    handler: async ({ params, req, deps }) => {
+      const raw = await readRawBody(req, MAX_APPROVAL_BODY_BYTES);
+      const approval = await requestApproval({ pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs, log: deps.log }, params.id, signatureHeaders(req.headers), raw);
+      if (deps.runReads) deps.runReads.changed((await deps.database.pool.query<{ space_id: string }>('SELECT space_id FROM runs WHERE id = $1', [params.id])).rows[0]?.space_id ?? '');
+      return created(approval);
+    },
+  }),
+  route({
+    method: 'get', path: '/internal/runs/{id}/approvals/{approval_id}', summary: 'Read an approval request of the run: its decision (sidecar, while it waits)', tag: 'Run sink',
+    stage: 'internal', rateLimit: { perMinute: 600, by: 'run' as const }, params: ApprovalParams, headers: SIGNATURE_HEADERS,
+    responses: { 200: { description: 'The request', schema: ApprovalSchema }, 401: { description: 'Signature missing or wrong' }, 404: { description: 'No such run or request' } },
+    handler: async ({ params, req, deps }) =>
+      ok(await approvalForSidecar({ pool: deps.database.pool, secrets: deps.secrets }, params.id, signatureHeaders(req.headers), params.approval_id), NO_STORE),
+  }),
   route({
     method: 'post', path: '/internal/runs/{id}/events', summary: 'Post one signed run event (runner to platform)', tag: 'Run sink',
     stage: 'internal', rateLimit: PER_RUN, params: IdParams, rawBody: true, headers: SIGNATURE_HEADERS,

@@ -6,7 +6,7 @@ import type { SpaceScope } from '../../db/tenant.ts';
 import { problem } from '../../lib/problem.ts';
 import { cursorCondition, type CursorPage } from '../lists.ts';
 
-export type NotificationKind = 'run_ended' | 'schedule_disabled' | 'connection_needs_reconnection';
+export type NotificationKind = 'run_ended' | 'schedule_disabled' | 'connection_needs_reconnection' | 'approval_requested';
 
 /** Ids of what a notification is about. */
 export interface NotificationSubject {
@@ -14,6 +14,7 @@ export interface NotificationSubject {
   schedule_id?: string;
   connection_id?: string;
   package_id?: string;
+  approval_id?: string;
 }
 
 export interface Notification {

@@ -28,6 +28,8 @@ export const runs = pgTable('runs', {
   modelId: text('model_id'),
   /** the run's own model settings ({ temperature, reasoning_effort }), checked at launch; null: the model's defaults */
   modelSettings: jsonb('model_settings'),
+  /** what the running run waits for ({ kind: 'approval', approval_id, since, parked }); null: nothing */
+  awaiting: jsonb('awaiting'),
   timeoutSeconds: integer('timeout_seconds').notNull(),
   /** the run's sealed event-signing secret */
   eventSecret: text('event_secret').notNull(),
@@ -114,3 +116,26 @@ export const agentConfigs = pgTable('agent_configs', {
   modelId: text('model_id'),
   updatedAt: ts('updated_at').notNull().defaultNow(),
 }, (t) => [primaryKey({ columns: [t.orgId, t.spaceId, t.agentId] })]);
+
+/** A request for a person's approval of one tool call of a run (apr_...). */
+export const runApprovals = pgTable('run_approvals', {
+  id: text('id').primaryKey(),
+  orgId: uuid('org_id').notNull(),
+  spaceId: text('space_id').notNull(),
+  runId: text('run_id').notNull().references(() => runs.id, { onDelete: 'cascade' }),
+  /** 1, 2, ... within the run: names the workflow's durable promise that hears of the request */
+  sequence: integer('sequence').notNull(),
+  tool: text('tool').notNull(),
+  arguments: jsonb('arguments').notNull(),
+  /** pending, approved, rejected or expired */
+  status: text('status').notNull().default('pending'),
+  timeoutSeconds: integer('timeout_seconds').notNull(),
+  requestedAt: ts('requested_at').notNull().defaultNow(),
+  decidedAt: ts('decided_at'),
+  /** who decided: { kind, userId, api_key_id, end_user_id }; null while pending or when it expired */
+  decidedBy: jsonb('decided_by'),
+  reason: text('reason'),
+}, (t) => [
+  uniqueIndex('run_approvals_run_sequence_uq').on(t.runId, t.sequence),
+  index('run_approvals_tenant_idx').on(t.orgId, t.spaceId, t.runId),
+]);

@@ -49,8 +49,11 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   dispatchedAt: ts('dispatched_at'),
   createdAt: ts('created_at').notNull().defaultNow(),
   finishedAt: ts('finished_at'),
+  /** the approval request a run.approval_* delivery reports (a run may ask more than once) */
+  approvalId: text('approval_id'),
 }, (t) => [
-  uniqueIndex('webhook_deliveries_once_uq').on(t.webhookId, t.runId, t.event),
+  uniqueIndex('webhook_deliveries_once_uq').on(t.webhookId, t.runId, t.event).where(sql`approval_id IS NULL`),
+  uniqueIndex('webhook_deliveries_approval_once_uq').on(t.webhookId, t.approvalId, t.event).where(sql`approval_id IS NOT NULL`),
   index('webhook_deliveries_webhook_idx').on(t.webhookId, sql`${t.id} COLLATE "C"`),
   index('webhook_deliveries_undispatched_idx').on(sql`${t.id} COLLATE "C"`).where(sql`status = 'pending' AND dispatched_at IS NULL`),
   index('webhook_deliveries_open_idx').on(t.dispatchedAt).where(sql`status = 'pending' AND next_attempt_at IS NULL`),

@@ -3,7 +3,17 @@ import { isJsonObject, withoutUndefined, type FieldReader, type JsonObject } fro
 import { checkPackageIdKey, readSchemaHolder, readToolNames, readVersionRange } from './manifest-common.ts';
 import { RUNTIME_TOOLS, type AgentManifest, type RuntimeTool } from './manifest-types.ts';
 
-export const AGENT_KEYS = ['timeout', 'input', 'output', 'dependencies', 'integrations_configuration', 'runtime_tools'] as const;
+export const AGENT_KEYS = ['timeout', 'input', 'output', 'dependencies', 'integrations_configuration', 'runtime_tools', 'approvals'] as const;
+
+/** The platform's own tools every agent has besides its runtime tools (sidecar/first-party-tools.ts). */
+export const FIRST_PARTY_TOOLS = ['run_history', 'recall_memory'] as const;
+/** How long an approval request waits for a decision unless the manifest says otherwise. */
+export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 86_400;
+
+/** The name an integration's tool has for the agent: `<scope>_<name>__<tool>` (scope without "@"). */
+export function integrationToolName(packageId: string, tool: string): string {
+  return `${packageId.replace(/^@/, '').replace('/', '_')}__${tool}`;
+}
 
 type AgentMembers = Omit<AgentManifest, 'name' | 'version' | 'type' | 'schema_version' | 'display_name' | 'description' | 'author' | '$schema'>;
 
@@ -56,6 +66,19 @@ export function readAgentMembers(r: FieldReader, raw: JsonObject, timeoutCeiling
     if (!listed.includes('output')) {
       r.fail('runtime_tools', 'invalid_value', 'must include output when output.schema is declared');
     }
+  }
+
+  const approvals = r.object('approvals', raw.approvals, ['tools', 'timeout_seconds']);
+  if (approvals) {
+    // Only tools the agent has can be gated: its runtime tools, the first-party ones and the tools it selected of its integrations.
+    const known = new Set<string>([...(out.runtime_tools ?? []), ...FIRST_PARTY_TOOLS]);
+    for (const [id, { tools }] of Object.entries(out.integrations_configuration ?? {})) for (const tool of tools) known.add(integrationToolName(id, tool));
+    const tools = r.stringList('approvals.tools', approvals.tools, {
+      required: true,
+      element: (path, tool) => known.has(tool) || (r.fail(path, 'invalid_value', `names no tool of this agent (${tool}); its tools are ${[...known].join(', ')}`), false),
+    });
+    const timeoutSeconds = r.integer('approvals.timeout_seconds', approvals.timeout_seconds, { min: 1, max: 30 * 86_400 });
+    if (tools) out.approvals = { tools, timeout_seconds: timeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS };
   }
 
   return withoutUndefined(out);

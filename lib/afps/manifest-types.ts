@@ -38,6 +38,8 @@ export interface AgentManifest extends ManifestBase {
   /** integration id → the tools of it the agent uses */
   integrations_configuration?: Record<PackageId, { tools: string[] }>;
   runtime_tools?: RuntimeTool[];
+  /** tool calls a person must approve before they are made (names as the agent sees them) */
+  approvals?: { tools: string[]; timeout_seconds: number };
 }
 
 export interface SkillManifest extends ManifestBase {

@@ -15,7 +15,13 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, aMember, anOrg, aSession, type BuiltOrg } from '../support/builders.ts';
 import { call } from '../support/http.ts';
 
-const SPEC: Array<{ group: string; scope: string }> = JSON.parse(readFileSync(new URL('../fixtures/spec/scopes.json', import.meta.url), 'utf8'));
+const SPEC_TABLE: Array<{ group: string; scope: string }> = JSON.parse(readFileSync(new URL('../fixtures/spec/scopes.json', import.meta.url), 'utf8'));
+// Scopes this platform adds to the spec's table, each documented in the README beside the feature
+// it guards, and placed in the catalog after the spec scope named here.
+const EXTENSIONS: Array<{ group: string; scope: string; after: string }> = [
+  { group: 'Runs', scope: 'runs:approve', after: 'runs:cancel' }, // human approval of tool calls
+];
+const SPEC = SPEC_TABLE.flatMap((row) => [row, ...EXTENSIONS.filter((e) => e.after === row.scope).map(({ group, scope }) => ({ group, scope }))]);
 const SCOPES = SPEC.map((s) => s.scope);
 
 // The copy is the spec's extract verbatim; where the shared spec folder sits beside the checkout
@@ -50,7 +56,8 @@ const PRESET_HOLDS: Record<string, readonly string[]> = {
   space_admin: SPACE_SCOPES,
   // an editor works in the space but neither deletes nor changes the space itself
   editor: SPACE_SCOPES.filter((s) => action(s) !== 'delete' && s !== 'spaces:write'),
-  runner: SPACE_SCOPES.filter((s) => isRead(s) || ['agents:run', 'runs:cancel', 'integrations:connect', 'schedules:write'].includes(s)),
+  // a runner also decides its runs' approval requests (issue 33: the roles that run agents hold runs:approve)
+  runner: SPACE_SCOPES.filter((s) => isRead(s) || ['agents:run', 'runs:cancel', 'runs:approve', 'integrations:connect', 'schedules:write'].includes(s)),
   viewer: SPACE_SCOPES.filter((s) => isRead(s) && s !== 'runs:read-all'),
 };
 

@@ -25,6 +25,7 @@ function aHealthySandbox() {
       return { finalized: finalizeCalls.length === 1 };
     },
     teardown: async (_runId, sandboxId) => { teardowns.push(sandboxId); },
+    expireApproval: async () => false,
   };
   return { activities, finalizeCalls, teardowns };
 }

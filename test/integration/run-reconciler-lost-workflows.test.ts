@@ -36,6 +36,7 @@ const activities: RunActivities = {
   bootCheck: async () => ({ run: 'pending', sandbox: 'running' }),
   finalize: async () => ({ finalized: false }),
   teardown: async () => undefined,
+  expireApproval: async () => false,
 };
 
 before(async () => {

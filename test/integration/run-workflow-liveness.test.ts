@@ -60,6 +60,7 @@ describe('run workflow liveness under platform faults', { concurrency: true }, (
     }),
     finalize: async () => ({ finalized: true }),
     teardown: async () => undefined,
+    expireApproval: async () => false,
   };
   let baseDir: string;
   let server: RestateServer;

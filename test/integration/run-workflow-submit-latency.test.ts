@@ -21,6 +21,7 @@ const idleSandbox: RunActivities = {
   bootCheck: async () => ({ run: 'pending', sandbox: 'running' }),
   finalize: async () => ({ finalized: true }),
   teardown: async () => {},
+  expireApproval: async () => false,
 };
 
 test('submitting a run workflow is fast enough for the launch path', async (t) => {

@@ -56,6 +56,8 @@ export const CASES: Record<string, Case> = {
   'GET /api/runs/{id}': {},
   'GET /api/runs/{id}/logs': {},
   'POST /api/runs/{id}/cancel': { body: () => ({}) },
+  'GET /api/runs/{id}/approvals': {},
+  'POST /api/runs/{id}/approvals/{approval_id}': { body: () => ({ decision: 'approve' }) },
   'DELETE /api/runs/{id}': {},
   'PATCH /api/runs/{id}/sink/extend': { body: () => ({ seconds: 3600 }) },
   'POST /api/agents/{scope}/{name}/schedules': { body: () => ({ name: 'Probe', cron_expression: '0 3 * * *', timezone: 'UTC', input: {} }) },
@@ -70,6 +72,8 @@ export const CASES: Record<string, Case> = {
   'POST /internal/runs/{id}/events': { runner: true },
   'GET /internal/runs/{id}/history': { runner: true },
   'GET /internal/runs/{id}/memory': { runner: true },
+  'POST /internal/runs/{id}/approvals': { runner: true },
+  'GET /internal/runs/{id}/approvals/{approval_id}': { runner: true, own: { status: 404, code: 'not_found' } },
   'GET /internal/runs/{id}/connections/{connectionId}': { runner: true, own: { status: 400, code: 'connection_not_in_run' } },
   'POST /internal/runs/{id}/connections/{connectionId}/refresh': { runner: true, own: { status: 400, code: 'connection_not_in_run' } },
   'POST /api/runs/inline': OWN_SPACE,
@@ -252,7 +256,7 @@ export function fillPath(path: string, a: Tenant): string {
     'model-provider-credentials/{id}': a.credentialId, 'model-provider-pairings/{id}': a.pairingId, 'models/{id}': a.modelId, 'proxies/{id}': a.proxyId, 'o/{org}': a.orgId,
     'schedules/{id}': a.scheduleId,
     'webhooks/{id}': a.webhookId, 'notifications/{id}': a.notificationId, 'clients/{id}': a.oauthClientId,
-    'files/{id}': a.fileId, 'sessions/{id}': a.chatSessionId,
+    'files/{id}': a.fileId, 'sessions/{id}': a.chatSessionId, 'approvals/{approval_id}': 'apr_probe',
   };
   return segs.map((s, i) => {
     if (!/^\{\w+\}$/.test(s)) return s;

@@ -124,7 +124,7 @@ test("neither organization B nor A's other space reads, changes or lists A's res
 
 test("a runner holding one run's secret is refused every other run's events, history, memory, files and connections", async () => {
   const runnerRoutes = routes.filter((r) => (CASES[keyOf(r)] as { runner?: true } | undefined)?.runner);
-  assert.equal(runnerRoutes.length, 6);
+  assert.equal(runnerRoutes.length, 8);
   // a connection no run of either tenant bound: the run's own secret reaches the lookup, which refuses it
   const probeConnection = '3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
   const wrong: string[] = [];
@@ -133,6 +133,7 @@ test("a runner holding one run's secret is refused every other run's events, his
     const method = r.method.toUpperCase();
     const raw = method !== 'POST' ? ''
       : r.path.endsWith('/files') ? JSON.stringify({ name: 'probe.txt', mimeType: 'text/plain', content: '' })
+        : r.path.endsWith('/approvals') ? JSON.stringify({ tool: 'acme_probe__api_call', arguments: {}, timeout_seconds: 60 })
         : JSON.stringify({ sequence: 1, at: new Date().toISOString(), type: 'heartbeat' });
     const pathOf = (runId: string) => r.path.includes('{connectionId}')
       ? `${r.path.replace('{id}', runId).replace('{connectionId}', probeConnection)}?integration=@acme/probe`

@@ -78,6 +78,8 @@ export function aSandboxWorld() {
       if (record.script.teardownFails) throw new Error('docker daemon unreachable');
       record.teardowns.push(sandboxId);
     },
+    // these scripted runs make no approval requests
+    expireApproval: async () => false,
   };
   function aRun(overrides: Partial<RunScript> & { timings?: Partial<typeof TIMINGS> } = {}) {
     const runId = `run_${randomUUID()}`;

@@ -114,3 +114,34 @@ describe('manifest: agent members', () => {
     assert.deepEqual(errors.map((e) => e.field).sort(), ['input.schema', 'model', 'name', 'runtime_tools', 'timeout']);
   });
 });
+
+describe('manifest: approvals', () => {
+  const withGmail = (approvals: unknown) => anAgent({
+    dependencies: { integrations: { '@acme/gmail': '^2.0.0' } },
+    integrations_configuration: { '@acme/gmail': { tools: ['api_call'] } },
+    runtime_tools: ['publish_file'],
+    approvals,
+  });
+
+  test("the agent's own tools are accepted, as it sees them; timeout_seconds defaults to a day", () => {
+    const parsed = parseManifest(withGmail({ tools: ['acme_gmail__api_call', 'publish_file', 'run_history'] }), OPTS) as AgentManifest;
+    assert.deepEqual(parsed.approvals, { tools: ['acme_gmail__api_call', 'publish_file', 'run_history'], timeout_seconds: 86_400 });
+    assert.equal((parseManifest(withGmail({ tools: ['publish_file'], timeout_seconds: 60 }), OPTS) as AgentManifest).approvals?.timeout_seconds, 60);
+  });
+
+  test('a tool the agent does not have is refused, naming the field', () => {
+    // a tool of the integration that the agent did not select, a runtime tool it did not list, an unknown name
+    assert.deepEqual(codesByField(withGmail({ tools: ['acme_gmail__send_message', 'output', 'rm_rf'] })), {
+      'approvals.tools[0]': 'invalid_value', 'approvals.tools[1]': 'invalid_value', 'approvals.tools[2]': 'invalid_value',
+    });
+    const [error] = manifestErrors(withGmail({ tools: ['acme_gmail__send_message'] }));
+    assert.match(error.message, /names no tool of this agent \(acme_gmail__send_message\)/);
+  });
+
+  test('its shape is checked: tools required, timeout_seconds a positive integer, no other member', () => {
+    assert.deepEqual(codesByField(withGmail({ timeout_seconds: 0, when: 'always' })), {
+      'approvals.tools': 'required', 'approvals.timeout_seconds': 'out_of_range', 'approvals.when': 'unknown_field',
+    });
+    assert.deepEqual(codesByField(withGmail('publish_file')), { approvals: 'invalid_type' });
+  });
+});

@@ -9,7 +9,7 @@ import { created, noContent, ok, route } from '../../route.ts';
 import * as webhooks from './webhooks.ts';
 import { PAYLOAD_MODES, WEBHOOK_EVENTS, type WebhooksDeps } from './webhooks.ts';
 
-const EventName = z.enum(WEBHOOK_EVENTS).describe('run.started, run.success, run.failed, run.timeout, run.cancelled');
+const EventName = z.enum(WEBHOOK_EVENTS).describe('run.started, run.success, run.failed, run.timeout, run.cancelled, run.approval_requested, run.approval_decided (payload: { run, approval })');
 
 const Webhook = z.object({
   id: z.string(),

@@ -14,7 +14,7 @@ import { cursorCondition, type CursorPage } from '../../lists.ts';
 import { reachSpace } from '../../services/space-access.ts';
 import { newWebhookSecret } from './signing.ts';
 
-export const WEBHOOK_EVENTS = ['run.started', 'run.success', 'run.failed', 'run.timeout', 'run.cancelled'] as const;
+export const WEBHOOK_EVENTS = ['run.started', 'run.success', 'run.failed', 'run.timeout', 'run.cancelled', 'run.approval_requested', 'run.approval_decided'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 export const PAYLOAD_MODES = ['summary', 'full'] as const;
 

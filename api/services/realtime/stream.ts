@@ -55,11 +55,12 @@ export function mayRead(a: StreamAudience, run: RunMeta): boolean {
   return run.actorUserId === a.userId && run.endUserId === null;
 }
 
-/** run_update without verbose: status and timing. */
+/** run_update without verbose: status and timing, and what the run awaits while it does. */
 export function briefRun(wire: Record<string, unknown>): Record<string, unknown> {
   return {
     id: wire.id, object: 'run', status: wire.status, packageId: wire.packageId, spaceId: wire.spaceId,
     createdAt: wire.createdAt, started_at: wire.started_at, finished_at: wire.finished_at, duration_ms: wire.duration_ms,
+    ...(wire.awaiting === undefined ? {} : { awaiting: wire.awaiting }),
   };
 }
 

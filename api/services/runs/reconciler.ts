@@ -15,12 +15,19 @@ import { runEvery, type Periodic } from '../../../lib/periodic.ts';
 /** Finalization retries last up to 10 minutes (workflows/run.ts); a minute more for clocks and queues. */
 export const ABANDONED_MARGIN_SECONDS = 11 * 60;
 
-/** Fails the abandoned runs found (at most 100 a call); answers their ids. */
+/**
+ * Fails the abandoned runs found (at most 100 a call); answers their ids. Time a run spent waiting
+ * for approvals does not count towards its timeout (the workflow pauses it), so it moves the
+ * deadline too; a pending request counts up to its own timeout.
+ */
 export async function reconcileAbandonedRuns(pool: pg.Pool, bootSeconds: number): Promise<string[]> {
   const { rows } = await pool.query<{ id: string }>(
     `SELECT id FROM runs
       WHERE status IN ('pending', 'running')
         AND created_at < now() - make_interval(secs => timeout_seconds + $1::int)
+        AND created_at < now() - make_interval(secs => timeout_seconds + $1::int) - COALESCE((
+          SELECT sum(LEAST(COALESCE(a.decided_at, now()), a.requested_at + make_interval(secs => a.timeout_seconds)) - a.requested_at)
+            FROM run_approvals a WHERE a.run_id = runs.id), interval '0')
       ORDER BY created_at LIMIT 100`,
     [bootSeconds + ABANDONED_MARGIN_SECONDS],
   );
