@@ -10,6 +10,7 @@ import { layeredSettings } from '../lib/model-settings.ts';
 import type { Logger } from '../lib/log.ts';
 import { runBudgetAtBoot } from '../db/budgets.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
+import { readCheckpoint } from '../db/run-checkpoints.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
 import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
@@ -73,6 +74,7 @@ interface BootRow {
   inline_manifest: AgentManifest | null;
   inline_prompt: string | null;
   draft_snapshot: unknown;
+  resumed_from: string | null;
 }
 
 const REMOTE = 'remote';
@@ -115,6 +117,15 @@ function localServerRefusal(o: RunActivityOptions, servers: LocalServerSpec[]): 
 export function createRunActivities(o: RunActivityOptions): RunActivities {
   const { pool } = o;
 
+  /** A resumed run's workspace: its materials as the original's start had them, then the files its checkpoint carries. */
+  async function restoreCheckpointFiles(row: BootRow, workspace: WorkspaceFile[]): Promise<void> {
+    const state = await readCheckpoint(pool, o.secrets, { orgId: row.org_id, spaceId: row.space_id }, row.resumed_from!);
+    if (!state) throw activityFailure('no_checkpoint', `The checkpoint of run ${row.resumed_from} is gone.`);
+    const replaced = new Set([...state.removed, ...state.files.map((f) => f.path)]);
+    for (let i = workspace.length - 1; i >= 0; i--) if (replaced.has(workspace[i].path)) workspace.splice(i, 1);
+    for (const f of state.files) workspace.push({ path: f.path, content: Buffer.from(f.content, 'base64') });
+  }
+
   async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[]; integrations: IntegrationAssignment[]; localServers: LocalServerSpec[] }> {
     const scope: SpaceScope = {
       pool, db: o.db, orgId: row.org_id, spaceId: row.space_id,
@@ -140,6 +151,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       input = placed.input;
     }
     workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(input, null, 2)) });
+    if (row.resumed_from) await restoreCheckpointFiles(row, workspace);
     const integrations = o.materials.integrations ? await o.materials.integrations(scope, row.id, manifest) : [];
     const localServers = o.materials.localServers ? await o.materials.localServers(scope, `${row.agent_id}@${row.agent_version}`, manifest) : [];
     return { manifest, workspace, integrations, localServers };
@@ -149,7 +161,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
     async boot(runId): Promise<SandboxRef> {
       const { rows } = await pool.query<BootRow>(
         `SELECT id, org_id, space_id, agent_id, agent_version, status, kind, input, model_id, model_settings, timeout_seconds, event_secret,
-                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot
+                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot, resumed_from
            FROM runs WHERE id = $1`,
         [runId],
       );
@@ -202,6 +214,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           historyUrl: `${base}/history`,
           memoryUrl: `${base}/memory`,
           publishUrl: `${base}/files`,
+          checkpointUrl: `${base}/checkpoint`,
           connectionsUrl: `${base}/connections`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],

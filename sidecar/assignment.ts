@@ -51,6 +51,8 @@ export interface SidecarAssignment {
   memoryUrl?: string;
   /** where publish_file posts each file, signed like the events, to make it a durable file of the run */
   publishUrl?: string;
+  /** where the agent's checkpoints go after each completed step, and where a resumed run reads the one it starts from; signed like the events */
+  checkpointUrl?: string;
   /** base of the run's connection routes (`<base>/<connectionId>/refresh`), signed like the events */
   connectionsUrl?: string;
   /** folder publish_file writes into; absent means the tool answers that publishing is unavailable */
@@ -183,6 +185,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     historyUrl: optionalUrl(raw.historyUrl, 'historyUrl'),
     memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
     publishUrl: optionalUrl(raw.publishUrl, 'publishUrl'),
+    checkpointUrl: optionalUrl(raw.checkpointUrl, 'checkpointUrl'),
     connectionsUrl: optionalUrl(raw.connectionsUrl, 'connectionsUrl'),
     filesDir: (raw.filesDir as string | undefined) || undefined,
     socketPath: raw.socketPath as string | undefined,

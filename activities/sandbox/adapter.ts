@@ -41,6 +41,8 @@ export interface SidecarAssignment {
   memoryUrl?: string;
   /** where publish_file posts a file (signed like the events): it becomes a durable file of the run */
   publishUrl?: string;
+  /** where the sidecar posts the agent's checkpoint after each completed step, and reads the one a resumed run starts from (signed like the events) */
+  checkpointUrl?: string;
   /** base of the run's connection routes: the sidecar asks there for a refreshed OAuth credential */
   connectionsUrl?: string;
   /** host:port entries the model provider may be at although they resolve to internal addresses */
