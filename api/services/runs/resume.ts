@@ -66,7 +66,7 @@ export async function resumeRun(scope: SpaceScope, ctx: LaunchContext, runId: st
     await scope.pool.query(
       `INSERT INTO run_connections (run_id, org_id, integration_package_id, integration_version, auth_key, connection_id)
        SELECT $1, org_id, integration_package_id, integration_version, auth_key, connection_id FROM run_connections WHERE run_id = $2 AND org_id = $3`,
-      [row.id, scope.orgId, previous.id],
+      [row.id, previous.id, scope.orgId],
     );
     await scope.pool.query(
       `INSERT INTO run_files (run_id, file_id, org_id, space_id, role, name)
