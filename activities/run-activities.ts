@@ -215,6 +215,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           memoryUrl: `${base}/memory`,
           publishUrl: `${base}/files`,
           checkpointUrl: `${base}/checkpoint`,
+          resumes: row.resumed_from !== null,
           connectionsUrl: `${base}/connections`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],

@@ -53,6 +53,8 @@ export interface SidecarAssignment {
   publishUrl?: string;
   /** where the agent's checkpoints go after each completed step, and where a resumed run reads the one it starts from; signed like the events */
   checkpointUrl?: string;
+  /** the run continues from another run's checkpoint, which checkpointUrl answers; else its agent starts afresh */
+  resumes: boolean;
   /** base of the run's connection routes (`<base>/<connectionId>/refresh`), signed like the events */
   connectionsUrl?: string;
   /** folder publish_file writes into; absent means the tool answers that publishing is unavailable */
@@ -186,6 +188,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
     publishUrl: optionalUrl(raw.publishUrl, 'publishUrl'),
     checkpointUrl: optionalUrl(raw.checkpointUrl, 'checkpointUrl'),
+    resumes: raw.resumes === true,
     connectionsUrl: optionalUrl(raw.connectionsUrl, 'connectionsUrl'),
     filesDir: (raw.filesDir as string | undefined) || undefined,
     socketPath: raw.socketPath as string | undefined,

@@ -50,7 +50,7 @@ export async function relayCheckpoint(res: ServerResponse, raw: Buffer, url: str
   sendJson(res, 502, { error: `checkpoint not recorded: ${last}` });
 }
 
-/** GET /runtime/checkpoint: the checkpoint a resumed run starts from (200), or 204 when it starts afresh. */
+/** GET /runtime/checkpoint: the checkpoint a resumed run starts from (200), or 204 when it starts afresh (url absent: the platform is not asked). */
 export async function fetchResumeCheckpoint(res: ServerResponse, url: string | undefined, secret: string): Promise<void> {
   if (!url) {
     res.writeHead(204).end();

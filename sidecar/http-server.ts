@@ -1,6 +1,7 @@
 // The sidecar's HTTP surface on 127.0.0.1: the model endpoint, the MCP endpoint, the agent
-// runtime's checkpoints and its end-of-run report. Everything answers 503 until the run assignment arrives, then 401
-// to any request without the run's token: whoever else reaches the port gets nothing proxied.
+// runtime's checkpoints and its end-of-run report. Everything answers 503 until the run
+// assignment arrives, then 401 to any request without the run's token: whoever else reaches the
+// port gets nothing proxied.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -203,7 +204,7 @@ export class SidecarHttpServer {
     if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);
     if (path === '/runtime/events' && method === 'POST') return acceptRuntimeEvent(res, body, run.events);
     if (path === '/runtime/checkpoint' && method === 'POST') return relayCheckpoint(res, body, run.assignment.checkpointUrl, run.assignment.eventSecret);
-    if (path === '/runtime/checkpoint' && method === 'GET') return fetchResumeCheckpoint(res, run.assignment.checkpointUrl, run.assignment.eventSecret);
+    if (path === '/runtime/checkpoint' && method === 'GET') return fetchResumeCheckpoint(res, run.assignment.resumes ? run.assignment.checkpointUrl : undefined, run.assignment.eventSecret);
     sendJson(res, 404, { error: `no route ${method} ${path}` });
   }
 }

@@ -43,6 +43,8 @@ export interface SidecarAssignment {
   publishUrl?: string;
   /** where the sidecar posts the agent's checkpoint after each completed step, and reads the one a resumed run starts from (signed like the events) */
   checkpointUrl?: string;
+  /** the run continues from another run's checkpoint: its agent asks for it at the start */
+  resumes?: boolean;
   /** base of the run's connection routes: the sidecar asks there for a refreshed OAuth credential */
   connectionsUrl?: string;
   /** host:port entries the model provider may be at although they resolve to internal addresses */
