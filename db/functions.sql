@@ -165,6 +165,20 @@ CREATE OR REPLACE TRIGGER runs_wire_changed
     prompt_tokens, completion_tokens, cost_usd, created_at, started_at, finished_at
   ON runs FOR EACH ROW EXECUTE FUNCTION announce_run_wire_change();
 
+-- A run that ended success or cancelled cannot be resumed: its checkpoint (db/run-checkpoints.ts)
+-- goes in the transaction of the ending, whichever writer ends it (finalizeRun, record_run_event).
+CREATE OR REPLACE FUNCTION drop_unresumable_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM run_checkpoints WHERE run_id = NEW.id;
+  RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER runs_checkpoint_dropped
+  AFTER UPDATE OF status ON runs FOR EACH ROW
+  WHEN (NEW.status IN ('success', 'cancelled') AND OLD.status IS DISTINCT FROM NEW.status)
+  EXECUTE FUNCTION drop_unresumable_checkpoint();
+
 -- Every model call recorded in a run's cost ledger (run_usage: the sidecar's metrics and the LLM
 -- proxy's calls) also counts toward its organization's usage of the calendar month (UTC), which the
 -- organization's monthly budget is checked against (api/services/budgets.ts).

@@ -155,8 +155,9 @@ describe('resuming a failed run from its last checkpoint', () => {
     const called = seen.filter((m: any) => m.role === 'assistant').flatMap((m: any) => m.tool_calls ?? []).map((c: any) => c.function.name);
     assert.deepEqual(called, ['workspace_write', 'acme_crm__api_call']);
     assert.ok(seen.some((m: any) => m.role === 'tool' && String(m.content).includes('contacts')), 'the model saw the api_call result');
-    // the resumed run counts on from the steps it inherited: read, output and the closing answer
-    assert.equal((await checkpointOf(resumed.id)).step, 5);
+    // a run that succeeded cannot be resumed: its checkpoint went with its ending; the original keeps its own
+    assert.equal(await checkpointOf(resumed.id), undefined);
+    assert.equal((await checkpointOf(failed.id)).step, 2);
   });
 
   test('a run that ended success is refused (run_not_resumable); the checkpoint route is closed after the end', async () => {
@@ -180,6 +181,32 @@ describe('resuming a failed run from its last checkpoint', () => {
     assert.equal(refused.status, 409, refused.text);
     assert.equal(refused.body.code, 'no_checkpoint');
     assert.match(refused.headers.get('content-type')!, /application\/problem\+json/);
+  });
+
+  test('the checkpoint route keeps the latest step of an open run, refuses a malformed one, and a cancelled run drops its checkpoint', async () => {
+    const launch = await world.api.post('/api/agents/@acme/resumer/run', { input: {} });
+    const runId = launch.body.id;
+    const secret = await world.runSecret(runId);
+    const post = (body: unknown) => {
+      const raw = JSON.stringify(body);
+      return call(world.app.url, 'POST', `/internal/runs/${runId}/checkpoint`, {
+        headers: { ...signedRunEventHeaders(secret, raw), 'content-type': 'application/json' }, rawBody: raw,
+      });
+    };
+    const at = (step: number) => ({ step, messages: [{ role: 'user', content: `step ${step}` }], files: [{ path: 'a.txt', content: Buffer.from(`${step}`).toString('base64') }], removed: [] });
+    assert.equal((await post(at(2))).status, 204);
+    assert.equal((await post(at(1))).status, 204, 'an earlier step is no failure');
+    assert.equal((await checkpointOf(runId)).step, 2, 'but the later one stays');
+    const bad = await post({ ...at(3), files: [{ path: '../../etc/passwd', content: '' }] });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.body.code, 'invalid_request');
+    assert.equal((await checkpointOf(runId)).step, 2);
+    const cancelled = await world.api.post(`/api/runs/${runId}/cancel`, {});
+    assert.equal(cancelled.status, 200, cancelled.text);
+    assert.equal(await checkpointOf(runId), undefined, 'a cancelled run cannot be resumed: its checkpoint is dropped');
+    const refused = await world.api.post(`/api/runs/${runId}/resume`);
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.body.code, 'run_not_resumable');
   });
 
   test("another organization's caller gets 404; a key without agents:run 403; a body with unknown fields 400", async () => {
