@@ -10,7 +10,7 @@ import { layeredSettings } from '../lib/model-settings.ts';
 import type { Logger } from '../lib/log.ts';
 import { runBudgetAtBoot } from '../db/budgets.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
-import { readCheckpoint } from '../db/run-checkpoints.ts';
+import { startingCheckpoint } from '../db/run-checkpoints.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
 import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
@@ -118,15 +118,20 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
   const { pool } = o;
 
   /** A resumed run's workspace: its materials as the original's start had them, then the files its checkpoint carries. */
-  async function restoreCheckpointFiles(row: BootRow, workspace: WorkspaceFile[]): Promise<void> {
-    const state = await readCheckpoint(pool, o.secrets, { orgId: row.org_id, spaceId: row.space_id }, row.resumed_from!);
-    if (!state) throw activityFailure('no_checkpoint', `The checkpoint of run ${row.resumed_from} is gone.`);
+  async function restoreCheckpointFiles(row: BootRow, workspace: WorkspaceFile[]): Promise<boolean> {
+    const found = await startingCheckpoint(pool, o.secrets, row.id);
+    if (!found) {
+      if (row.resumed_from) throw activityFailure('no_checkpoint', `The checkpoint of run ${row.resumed_from} is gone.`);
+      return false;
+    }
+    const { state } = found;
     const replaced = new Set([...state.removed, ...state.files.map((f) => f.path)]);
     for (let i = workspace.length - 1; i >= 0; i--) if (replaced.has(workspace[i].path)) workspace.splice(i, 1);
     for (const f of state.files) workspace.push({ path: f.path, content: Buffer.from(f.content, 'base64') });
+    return true;
   }
 
-  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[]; integrations: IntegrationAssignment[]; localServers: LocalServerSpec[] }> {
+  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[]; integrations: IntegrationAssignment[]; localServers: LocalServerSpec[]; resumes: boolean }> {
     const scope: SpaceScope = {
       pool, db: o.db, orgId: row.org_id, spaceId: row.space_id,
       actor: { userId: row.actor_user_id ?? '', apiKeyId: row.api_key_id ?? undefined, endUserId: row.end_user_id ?? undefined },
@@ -151,10 +156,10 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       input = placed.input;
     }
     workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(input, null, 2)) });
-    if (row.resumed_from) await restoreCheckpointFiles(row, workspace);
+    const resumes = await restoreCheckpointFiles(row, workspace);
     const integrations = o.materials.integrations ? await o.materials.integrations(scope, row.id, manifest) : [];
     const localServers = o.materials.localServers ? await o.materials.localServers(scope, `${row.agent_id}@${row.agent_version}`, manifest) : [];
-    return { manifest, workspace, integrations, localServers };
+    return { manifest, workspace, integrations, localServers, resumes };
   }
 
   const activities: RunActivities = {
@@ -215,7 +220,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           memoryUrl: `${base}/memory`,
           publishUrl: `${base}/files`,
           checkpointUrl: `${base}/checkpoint`,
-          resumes: row.resumed_from !== null,
+          resumes: materials.resumes,
           connectionsUrl: `${base}/connections`,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],

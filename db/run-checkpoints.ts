@@ -37,3 +37,18 @@ export async function readCheckpoint(pool: pg.Pool, secrets: SecretBox, where: {
     'SELECT state FROM run_checkpoints WHERE run_id = $1 AND org_id = $2 AND space_id = $3', [runId, where.orgId, where.spaceId]);
   return rows[0] ? (JSON.parse(secrets.open(rows[0].state)) as CheckpointState) : null;
 }
+
+/**
+ * The checkpoint a run starts from, and whose it is: for a resumed run, the last checkpoint of the
+ * run it resumes; null when the run starts afresh. Boot restores its files and the agent continues
+ * its conversation: this is the one place that decides, so a run booted again from its own
+ * checkpoint (parked, then woken) needs only a rule here.
+ */
+export async function startingCheckpoint(pool: pg.Pool, secrets: SecretBox, runId: string): Promise<{ fromRunId: string; state: CheckpointState } | null> {
+  const { rows } = await pool.query<{ org_id: string; space_id: string; resumed_from: string | null }>(
+    'SELECT org_id, space_id, resumed_from FROM runs WHERE id = $1', [runId]);
+  const run = rows[0];
+  if (!run?.resumed_from) return null;
+  const state = await readCheckpoint(pool, secrets, { orgId: run.org_id, spaceId: run.space_id }, run.resumed_from);
+  return state ? { fromRunId: run.resumed_from, state } : null;
+}

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import { problem } from '../../../lib/problem.ts';
 import { parseCheckpointState } from '../../../lib/run-checkpoints.ts';
-import { readCheckpoint, storeCheckpoint } from '../../../db/run-checkpoints.ts';
+import { startingCheckpoint, storeCheckpoint } from '../../../db/run-checkpoints.ts';
 import { openSink } from './events.ts';
 import { isTerminal } from './records.ts';
 
@@ -43,11 +43,8 @@ export async function recordRunCheckpoint(deps: CheckpointDeps, runId: string, h
  */
 export async function checkpointToResumeFrom(deps: CheckpointDeps, runId: string, headers: Record<string, string | undefined>) {
   await openSink(deps, runId, headers, Buffer.alloc(0));
-  const { rows } = await deps.pool.query<{ org_id: string; space_id: string; resumed_from: string | null }>(
-    'SELECT org_id, space_id, resumed_from FROM runs WHERE id = $1', [runId]);
-  const run = rows[0];
-  if (!run?.resumed_from) return null;
-  const state = await readCheckpoint(deps.pool, deps.secrets, { orgId: run.org_id, spaceId: run.space_id }, run.resumed_from);
-  if (!state) return null;
-  return { object: 'run_checkpoint' as const, resumed_from: run.resumed_from, step: state.step, messages: state.messages, files: state.files.map((f) => f.path), removed: state.removed };
+  const found = await startingCheckpoint(deps.pool, deps.secrets, runId);
+  if (!found) return null;
+  const { state } = found;
+  return { object: 'run_checkpoint' as const, from_run: found.fromRunId, step: state.step, messages: state.messages, files: state.files.map((f) => f.path), removed: state.removed };
 }
