@@ -11,6 +11,7 @@ import type { Logger } from '../lib/log.ts';
 import { runBudgetAtBoot } from '../db/budgets.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
 import { expireApproval } from '../db/run-approvals.ts';
+import { startingCheckpoint } from '../db/run-checkpoints.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
 import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
@@ -76,6 +77,7 @@ interface BootRow {
   inline_manifest: AgentManifest | null;
   inline_prompt: string | null;
   draft_snapshot: unknown;
+  resumed_from: string | null;
 }
 
 const REMOTE = 'remote';
@@ -118,7 +120,21 @@ function localServerRefusal(o: RunActivityOptions, servers: LocalServerSpec[]): 
 export function createRunActivities(o: RunActivityOptions): RunActivities {
   const { pool } = o;
 
-  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[]; integrations: IntegrationAssignment[]; localServers: LocalServerSpec[] }> {
+  /** A resumed run's workspace: its materials as the original's start had them, then the files its checkpoint carries. */
+  async function restoreCheckpointFiles(row: BootRow, workspace: WorkspaceFile[]): Promise<boolean> {
+    const found = await startingCheckpoint(pool, o.secrets, row.id);
+    if (!found) {
+      if (row.resumed_from) throw activityFailure('no_checkpoint', `The checkpoint of run ${row.resumed_from} is gone.`);
+      return false;
+    }
+    const { state } = found;
+    const replaced = new Set([...state.removed, ...state.files.map((f) => f.path)]);
+    for (let i = workspace.length - 1; i >= 0; i--) if (replaced.has(workspace[i].path)) workspace.splice(i, 1);
+    for (const f of state.files) workspace.push({ path: f.path, content: Buffer.from(f.content, 'base64') });
+    return true;
+  }
+
+  async function materialsFor(row: BootRow): Promise<{ manifest: AgentManifest; workspace: WorkspaceFile[]; integrations: IntegrationAssignment[]; localServers: LocalServerSpec[]; resumes: boolean }> {
     const scope: SpaceScope = {
       pool, db: o.db, orgId: row.org_id, spaceId: row.space_id,
       actor: { userId: row.actor_user_id ?? '', apiKeyId: row.api_key_id ?? undefined, endUserId: row.end_user_id ?? undefined },
@@ -143,16 +159,17 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       input = placed.input;
     }
     workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(input, null, 2)) });
+    const resumes = await restoreCheckpointFiles(row, workspace);
     const integrations = o.materials.integrations ? await o.materials.integrations(scope, row.id, manifest) : [];
     const localServers = o.materials.localServers ? await o.materials.localServers(scope, `${row.agent_id}@${row.agent_version}`, manifest) : [];
-    return { manifest, workspace, integrations, localServers };
+    return { manifest, workspace, integrations, localServers, resumes };
   }
 
   const activities: RunActivities = {
     async boot(runId): Promise<SandboxRef> {
       const { rows } = await pool.query<BootRow>(
         `SELECT id, org_id, space_id, agent_id, agent_version, status, kind, input, model_id, model_settings, timeout_seconds, event_secret,
-                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot
+                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot, resumed_from
            FROM runs WHERE id = $1`,
         [runId],
       );
@@ -208,6 +225,8 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           historyUrl: `${base}/history`,
           memoryUrl: `${base}/memory`,
           publishUrl: `${base}/files`,
+          checkpointUrl: `${base}/checkpoint`,
+          resumes: materials.resumes,
           connectionsUrl: `${base}/connections`,
           approvalsUrl: `${base}/approvals`,
           approvals: manifest.approvals ? { tools: manifest.approvals.tools, timeoutSeconds: manifest.approvals.timeout_seconds } : null,

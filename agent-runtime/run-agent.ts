@@ -1,7 +1,9 @@
 // The agent loop: the workspace's prompt, the sidecar's model and tools, and one corrective
-// re-prompt when an output tool is offered but the model ended without calling it.
+// re-prompt when an output tool is offered but the model ended without calling it. Each completed
+// step is checkpointed; a resumed run continues the conversation of the checkpoint it starts from.
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
+import { CheckpointRecorder, readResumePoint } from './checkpoints.ts';
 import { connectSidecarTools, type PrepareToolArgs } from './mcp-tools.ts';
 import { buildSystemPrompt, buildUserMessage, OUTPUT_REMINDER } from './system-prompt.ts';
 import { readWorkspace } from './workspace.ts';
@@ -29,30 +31,40 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
   // the sidecar swaps in the real model name and key: the runtime names neither
   const provider = createOpenAICompatible({ baseURL: `${opts.sidecarUrl}/v1`, name: 'sidecar', fetch: opts.fetch });
   const model = provider.chatModel('run-model');
+  // a resumed run starts from its checkpoint: the conversation so far (boot restored the files)
+  const resumed = await readResumePoint(opts.sidecarUrl, opts.fetch ?? fetch);
+  const checkpoints = new CheckpointRecorder({ workspace: ws.dir, sidecarUrl: opts.sidecarUrl, fetch: opts.fetch ?? fetch, resumed });
+  await checkpoints.begin();
   const sidecarTools = await connectSidecarTools(opts.sidecarUrl, opts.fetch, publishFromWorkspace(ws.dir));
   try {
-    const stopWhen = stepCountIs(opts.maxSteps ?? DEFAULT_MAX_STEPS);
+    const maxSteps = opts.maxSteps ?? DEFAULT_MAX_STEPS;
+    // the steps the run made before it was resumed count towards its bound
+    const stopWhen = stepCountIs(Math.max(1, maxSteps - checkpoints.completedSteps));
     const clash = sidecarTools.names.find((n) => n.startsWith(WORKSPACE_TOOL_PREFIX));
     if (clash) throw new Error(`the sidecar offers a tool named ${clash}, a name the workspace tools keep`);
     const tools = { ...sidecarTools.tools, ...workspaceTools({ workspace: ws.dir, shell: opts.shell ?? null }) };
     const toolNames = Object.keys(tools);
     const system = buildSystemPrompt(ws, toolNames);
-    const messages: ModelMessage[] = [{ role: 'user', content: buildUserMessage(ws) }];
-    const first = await generateText({ model, system, messages, tools, stopWhen });
+    const messages: ModelMessage[] = resumed?.messages ?? [{ role: 'user', content: buildUserMessage(ws) }];
+    // each completed step is checkpointed before the next model call
+    const checkpointAfter = (before: ModelMessage[]) => async (step: { response: { messages: ModelMessage[] } }) => {
+      await checkpoints.record([...before, ...step.response.messages]);
+    };
+    const first = await generateText({ model, system, messages, tools, stopWhen, onStepFinish: checkpointAfter(messages) });
     const calledOutput = (r: typeof first) => r.steps.some((s) => s.toolCalls.some((c) => c.toolName === 'output'));
-    if (!sidecarTools.names.includes('output') || calledOutput(first)) return { type: 'completed', text: first.text };
+    if (!sidecarTools.names.includes('output') || calledOutput(first) || outputCalledIn(messages)) return { type: 'completed', text: first.text };
 
-    const second = await generateText({
-      model,
-      system,
-      messages: [...messages, ...first.response.messages, { role: 'user', content: OUTPUT_REMINDER }],
-      tools,
-      stopWhen,
-    });
+    const reminded: ModelMessage[] = [...messages, ...first.response.messages, { role: 'user', content: OUTPUT_REMINDER }];
+    const second = await generateText({ model, system, messages: reminded, tools, stopWhen, onStepFinish: checkpointAfter(reminded) });
     return { type: 'completed', text: second.text || first.text };
   } finally {
     await sidecarTools.close().catch(() => undefined);
   }
+}
+
+/** Whether the conversation already holds a call of the output tool (a resumed run's earlier steps). */
+function outputCalledIn(messages: ModelMessage[]): boolean {
+  return messages.some((m) => m.role === 'assistant' && Array.isArray(m.content) && m.content.some((p) => p.type === 'tool-call' && p.toolName === 'output'));
 }
 
 /** Largest file publish_file takes from the workspace (the sidecar enforces the same ceiling). */

@@ -131,6 +131,7 @@ function printRun(out: Out, run: Record<string, any>): void {
     ['id', run.id], ['agent', `${run.packageId}@${run.agent_version}`], ['status', statusWord(out, String(run.status))],
     ['created', when(run.createdAt)], ['duration', seconds(run.duration_ms)],
     ['triggered by', run.triggered_by?.kind], ...(run.rerun_of ? [['rerun of', run.rerun_of] as [string, unknown]] : []),
+    ...(run.resumed_from ? [['resumed from', run.resumed_from] as [string, unknown]] : []),
     ...(run.error ? [['error', `${run.error.code}: ${run.error.message}`] as [string, unknown]] : []),
   ]);
   if (run.result && run.result.output !== undefined) {
@@ -475,6 +476,17 @@ export const COMMANDS: Command[] = [
         body: { rerun_from: id, ...(input ? { input } : {}) }, headers: { 'idempotency-key': crypto.randomUUID() },
       });
       if ((ctx.values.wait || ctx.values.follow) && !ctx.out.json) ctx.out.error(paint(ctx.out, 'dim', `launched ${run.id}`));
+      return waitOrFollow(ctx, s, run);
+    },
+  },
+  {
+    words: ['runs', 'resume'], params: 'RUN_ID', flags: ['wait', 'follow'],
+    summary: 'start a new run from the last checkpoint of a failed or timed-out run (its completed steps are not made again)',
+    async run(ctx) {
+      const id = arg(ctx, 0, 'the run id');
+      const s = await ctx.session();
+      const run = await call(s, 'POST', `/api/runs/${encodeURIComponent(id)}/resume`, { body: {}, headers: { 'idempotency-key': crypto.randomUUID() } });
+      if ((ctx.values.wait || ctx.values.follow) && !ctx.out.json) ctx.out.error(paint(ctx.out, 'dim', `resumed as ${run.id}`));
       return waitOrFollow(ctx, s, run);
     },
   },

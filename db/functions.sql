@@ -51,7 +51,7 @@ CREATE OR REPLACE FUNCTION run_wire(r runs) RETURNS json LANGUAGE sql STABLE PAR
     'error', r.error,
     'triggered_by', json_build_object('kind', r.trigger_kind, 'userId', r.actor_user_id, 'api_key_id', r.api_key_id,
       'end_user_id', r.end_user_id, 'schedule_id', r.schedule_id),
-    'rerun_of', r.rerun_of, 'model_id', r.model_id, 'model_settings', r.model_settings, 'timeout_seconds', r.timeout_seconds,
+    'rerun_of', r.rerun_of, 'resumed_from', r.resumed_from, 'model_id', r.model_id, 'model_settings', r.model_settings, 'timeout_seconds', r.timeout_seconds,
     'cost', json_build_object('usd', r.cost_usd, 'prompt_tokens', r.prompt_tokens, 'completion_tokens', r.completion_tokens),
     'createdAt', wire_time(r.created_at), 'started_at', wire_time(r.started_at), 'finished_at', wire_time(r.finished_at),
     'duration_ms', ((extract(epoch FROM date_trunc('milliseconds', r.finished_at))
@@ -165,9 +165,23 @@ $$;
 
 CREATE OR REPLACE TRIGGER runs_wire_changed
   AFTER INSERT OR DELETE OR UPDATE OF id, org_id, space_id, agent_id, agent_version, status, kind, input, output, error,
-    trigger_kind, actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, model_id, model_settings, timeout_seconds,
+    trigger_kind, actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, resumed_from, model_id, model_settings, timeout_seconds,
     prompt_tokens, completion_tokens, cost_usd, created_at, started_at, finished_at
   ON runs FOR EACH ROW EXECUTE FUNCTION announce_run_wire_change();
+
+-- A run that ended success or cancelled cannot be resumed: its checkpoint (db/run-checkpoints.ts)
+-- goes in the transaction of the ending, whichever writer ends it (finalizeRun, record_run_event).
+CREATE OR REPLACE FUNCTION drop_unresumable_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM run_checkpoints WHERE run_id = NEW.id;
+  RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER runs_checkpoint_dropped
+  AFTER UPDATE OF status ON runs FOR EACH ROW
+  WHEN (NEW.status IN ('success', 'cancelled') AND OLD.status IS DISTINCT FROM NEW.status)
+  EXECUTE FUNCTION drop_unresumable_checkpoint();
 
 -- Every model call recorded in a run's cost ledger (run_usage: the sidecar's metrics and the LLM
 -- proxy's calls) also counts toward its organization's usage of the calendar month (UTC), which the

@@ -237,6 +237,8 @@ export const errorCatalog = {
   org_budget_exceeded: { status: 402, title: 'The organization used up its monthly model token or cost budget' },
   chat_turn_in_progress: { status: 409, title: 'A turn of this chat session is still streaming' },
   approval_already_decided: { status: 409, title: 'Approval request already decided or expired' },
+  no_checkpoint: { status: 409, title: 'The run recorded no checkpoint to resume from' },
+  run_not_resumable: { status: 409, title: 'Only a failed or timed-out run can be resumed' },
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ErrorCode = keyof typeof errorCatalog;

@@ -61,6 +61,10 @@ export interface SidecarAssignment {
   memoryUrl?: string;
   /** where publish_file posts each file, signed like the events, to make it a durable file of the run */
   publishUrl?: string;
+  /** where the agent's checkpoints go after each completed step, and where a resumed run reads the one it starts from; signed like the events */
+  checkpointUrl?: string;
+  /** the run continues from another run's checkpoint, which checkpointUrl answers; else its agent starts afresh */
+  resumes: boolean;
   /** base of the run's connection routes (`<base>/<connectionId>/refresh`), signed like the events */
   connectionsUrl?: string;
   /** where an approval request is POSTed and its decision read (`<base>/<approvalId>`), signed like the events */
@@ -216,6 +220,8 @@ export function parseAssignment(line: string): SidecarAssignment {
     historyUrl: optionalUrl(raw.historyUrl, 'historyUrl'),
     memoryUrl: optionalUrl(raw.memoryUrl, 'memoryUrl'),
     publishUrl: optionalUrl(raw.publishUrl, 'publishUrl'),
+    checkpointUrl: optionalUrl(raw.checkpointUrl, 'checkpointUrl'),
+    resumes: raw.resumes === true,
     connectionsUrl: optionalUrl(raw.connectionsUrl, 'connectionsUrl'),
     approvalsUrl: optionalUrl(raw.approvalsUrl, 'approvalsUrl'),
     approvals: parseApprovals(raw.approvals),

@@ -1,6 +1,7 @@
-// The sidecar's HTTP surface on 127.0.0.1: the model endpoint, the MCP endpoint and the agent
-// runtime's end-of-run report. Everything answers 503 until the run assignment arrives, then 401
-// to any request without the run's token: whoever else reaches the port gets nothing proxied.
+// The sidecar's HTTP surface on 127.0.0.1: the model endpoint, the MCP endpoint, the agent
+// runtime's checkpoints and its end-of-run report. Everything answers 503 until the run
+// assignment arrives, then 401 to any request without the run's token: whoever else reaches the
+// port gets nothing proxied.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +9,7 @@ import type { EgressOptions } from '../lib/egress.ts';
 import type { McpToolServer } from '../lib/mcp/tool-server.ts';
 import type { SidecarAssignment } from './assignment.ts';
 import { EventPoster, type EventPosterOptions } from './event-poster.ts';
+import { fetchResumeCheckpoint, relayCheckpoint } from './checkpoint-relay.ts';
 import { platformCredentialRefresh } from './connection-refresh.ts';
 import { gatedTools } from './approval-gate.ts';
 import { firstPartyTools } from './first-party-tools.ts';
@@ -217,6 +219,8 @@ export class SidecarHttpServer {
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
     if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);
     if (path === '/runtime/events' && method === 'POST') return acceptRuntimeEvent(res, body, run.events);
+    if (path === '/runtime/checkpoint' && method === 'POST') return relayCheckpoint(res, body, run.assignment.checkpointUrl, run.assignment.eventSecret);
+    if (path === '/runtime/checkpoint' && method === 'GET') return fetchResumeCheckpoint(res, run.assignment.resumes ? run.assignment.checkpointUrl : undefined, run.assignment.eventSecret);
     sendJson(res, 404, { error: `no route ${method} ${path}` });
   }
 }

@@ -41,6 +41,10 @@ export interface SidecarAssignment {
   memoryUrl?: string;
   /** where publish_file posts a file (signed like the events): it becomes a durable file of the run */
   publishUrl?: string;
+  /** where the sidecar posts the agent's checkpoint after each completed step, and reads the one a resumed run starts from (signed like the events) */
+  checkpointUrl?: string;
+  /** the run continues from another run's checkpoint: its agent asks for it at the start */
+  resumes?: boolean;
   /** base of the run's connection routes: the sidecar asks there for a refreshed OAuth credential */
   connectionsUrl?: string;
   /** where the sidecar asks for a person's approval of a tool call and reads the decision (signed like the events) */

@@ -130,6 +130,7 @@ export async function relayedAssignment(assignment: SidecarAssignment, relays: L
     historyUrl: await viaRelay(assignment.historyUrl),
     memoryUrl: await viaRelay(assignment.memoryUrl),
     publishUrl: await viaRelay(assignment.publishUrl),
+    checkpointUrl: await viaRelay(assignment.checkpointUrl),
     connectionsUrl: await viaRelay(assignment.connectionsUrl),
     approvalsUrl: await viaRelay(assignment.approvalsUrl),
     model: assignment.model && { ...assignment.model, baseUrl: (await viaRelay(assignment.model.baseUrl))! },

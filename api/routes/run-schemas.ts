@@ -47,6 +47,7 @@ export const RunSchema = z.object({
     schedule_id: z.string().nullable(),
   }),
   rerun_of: z.string().nullable(),
+  resumed_from: z.string().nullable().describe('the failed or timed-out run this one was resumed from (POST /api/runs/{id}/resume): it started from that run\'s last checkpoint; else null'),
   model_id: z.string().nullable(),
   model_settings: z.object({ temperature: z.number().nullable(), reasoning_effort: z.string().nullable() }).nullable()
     .describe('the model settings the launch asked for (null: none, the model\'s defaults apply)'),

@@ -6,6 +6,8 @@ import { created, noContent, ok, route } from '../route.ts';
 import { approvalForSidecar, requestApproval } from '../services/runs/approvals.ts';
 import { ApprovalSchema } from './run-schemas.ts';
 import { ingestRunEvent, openSink } from '../services/runs/events.ts';
+import { checkpointToResumeFrom, recordRunCheckpoint } from '../services/runs/checkpoints.ts';
+import { MAX_CHECKPOINT_BODY_BYTES } from '../../lib/run-checkpoints.ts';
 import { publishRunEvent } from '../services/realtime/publish.ts';
 import { integrationDepsOf } from '../services/integrations/context.ts';
 import { refreshRunConnection, runConnectionCredential } from '../services/integrations/run-connections.ts';
@@ -77,6 +79,29 @@ export const runSinkRoutes = [
       if (changedSpaceId) deps.runReads?.changed(changedSpaceId);
       if (recorded) await publishRunEvent(deps, params.id, recorded);
       return noContent();
+    },
+  }),
+  route({
+    method: 'post', path: '/internal/runs/{id}/checkpoint', summary: "Record the run's checkpoint after a completed step (runner to platform; the latest step is kept)", tag: 'Run sink',
+    stage: 'internal', rateLimit: PER_RUN, params: IdParams, rawBody: true, headers: SIGNATURE_HEADERS,
+    bodyLimit: () => MAX_CHECKPOINT_BODY_BYTES,
+    responses: {
+      204: { description: 'Kept' }, 400: { description: 'invalid_request: not a checkpoint' }, 401: { description: 'Signature missing or wrong' },
+      410: { description: 'run_sink_closed or run_sink_expired' },
+    },
+    handler: async ({ params, req, deps }) => {
+      const raw = await readRawBody(req, MAX_CHECKPOINT_BODY_BYTES);
+      await recordRunCheckpoint({ pool: deps.database.pool, secrets: deps.secrets }, params.id, signatureHeaders(req.headers), raw);
+      return noContent();
+    },
+  }),
+  route({
+    method: 'get', path: '/internal/runs/{id}/checkpoint', summary: 'The checkpoint a resumed run starts from: its conversation, and the workspace paths boot restored or removed', tag: 'Run sink',
+    stage: 'internal', rateLimit: PER_RUN, params: IdParams, headers: SIGNATURE_HEADERS,
+    responses: { 200: { description: 'The checkpoint of the run this one resumes' }, 204: { description: 'The run starts afresh' }, 401: { description: 'Signature missing or wrong' } },
+    handler: async ({ params, req, deps }) => {
+      const found = await checkpointToResumeFrom({ pool: deps.database.pool, secrets: deps.secrets }, params.id, signatureHeaders(req.headers));
+      return found ? ok(found, NO_STORE) : noContent();
     },
   }),
   route({

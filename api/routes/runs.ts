@@ -8,6 +8,7 @@ import type { AppDeps } from '../deps.ts';
 import { created, noContent, ok, route } from '../route.ts';
 import { cancelRun, deleteRun, extendSink, readRun, readRunLogs, waitSeconds } from '../services/runs/control.ts';
 import { launchAgentRun, type LaunchContext } from '../services/runs/launch.ts';
+import { resumeRun } from '../services/runs/resume.ts';
 import { integrationDepsOf } from '../services/integrations/context.ts';
 import { listRunWire } from '../services/runs/records.ts';
 import { requirePackageInSpace } from '../services/packages/placement.ts';
@@ -132,6 +133,20 @@ export const runRoutes = [
     responses: { 200: { description: 'The cancelled run', schema: RunSchema } },
     handler: async ({ ctx, params, body, deps }) =>
       ok(runChanged(deps, ctx, await cancelRun(spaceScopeOf(ctx, deps.database), ctx.permissions, params.id, deps.runs, body.reason))),
+  }),
+  route({
+    method: 'post', path: '/api/runs/{id}/resume', tag: 'Runs',
+    summary: 'Resume a failed or timed-out run from its last checkpoint, as a new run (resumed_from)',
+    location: (b) => `/api/runs/${b.id}`,
+    // the authority of a launch, in the run's space (a run is found only in the request's space)
+    permission: 'agents:run', rateLimit: { perMinute: 20 }, idempotent: true, params: IdParams,
+    body: z.object({}).strict().optional(),
+    responses: {
+      201: { description: 'The new run, pending: same agent version, input, model, model settings and actor; resumed_from names the original', schema: RunSchema },
+      409: { description: 'no_checkpoint: the run completed no step; run_in_progress: it is pending or running; run_not_resumable: it ended success or cancelled' },
+    },
+    handler: async ({ ctx, params, deps }) =>
+      created(runChanged(deps, ctx, await resumeRun(spaceScopeOf(ctx, deps.database), launchContext(ctx, deps), params.id))),
   }),
   route({
     method: 'delete', path: '/api/runs/{id}', summary: 'Delete a finished run and its logs', tag: 'Runs',

@@ -24,6 +24,8 @@ export const runs = pgTable('runs', {
   /** the schedule tick that launched the run: one run per (schedule, tick) */
   scheduleFireAt: ts('schedule_fire_at'),
   rerunOf: text('rerun_of'),
+  /** the failed or timed-out run whose last checkpoint this run starts from */
+  resumedFrom: text('resumed_from'),
   kind: text('kind').notNull().default('agent'),
   modelId: text('model_id'),
   /** the run's own model settings ({ temperature, reasoning_effort }), checked at launch; null: the model's defaults */
@@ -88,6 +90,20 @@ export const runUsage = pgTable('run_usage', {
   costUsd: doublePrecision('cost_usd').notNull().default(0),
   createdAt: ts('created_at').notNull().defaultNow(),
 }, (t) => [primaryKey({ columns: [t.runId, t.sequence] })]);
+
+/**
+ * A run's latest checkpoint (one per run): the step it completed and its state (the conversation
+ * and the workspace files changed since the start, sealed with the secret box), for a resume.
+ */
+export const runCheckpoints = pgTable('run_checkpoints', {
+  runId: text('run_id').primaryKey().references(() => runs.id, { onDelete: 'cascade' }),
+  orgId: uuid('org_id').notNull(),
+  spaceId: text('space_id').notNull(),
+  step: integer('step').notNull(),
+  state: text('state').notNull(),
+  bytes: integer('bytes').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
 
 /**
  * webhook-ids already accepted for a run: a second delivery is 409 message_replayed. Kept only

@@ -62,6 +62,7 @@ const cases: Array<[string, Record<string, unknown>]> = [
     status: 'timeout', trigger_kind: 'end_user', end_user_id: 'eu_1', api_key_id: null, schedule_id: 'sched_1', rerun_of: 'run_0', model_id: 'mdl_1', kind: 'inline',
     input: { text: 'quotes " and \\ backslashes, unicode é ✓, and a newline\n' },
   }],
+  ['a run resumed from another', { status: 'running', resumed_from: 'run_failed_0', started_at: '2026-11-24T10:00:00Z' }],
   ['a run with its own model settings', { status: 'pending', model_id: 'mdl_1', model_settings: { temperature: 0.25, reasoning_effort: null } }],
 ];
 

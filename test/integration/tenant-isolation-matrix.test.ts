@@ -122,9 +122,9 @@ test("neither organization B nor A's other space reads, changes or lists A's res
   assert.deepEqual(await orgSnapshot(app, a.orgId), before, "organization A's rows are unchanged");
 });
 
-test("a runner holding one run's secret is refused every other run's events, history, memory, files and connections", async () => {
+test("a runner holding one run's secret is refused every other run's events, checkpoints, approvals, history, memory, files and connections", async () => {
   const runnerRoutes = routes.filter((r) => (CASES[keyOf(r)] as { runner?: true } | undefined)?.runner);
-  assert.equal(runnerRoutes.length, 8);
+  assert.equal(runnerRoutes.length, 10);
   // a connection no run of either tenant bound: the run's own secret reaches the lookup, which refuses it
   const probeConnection = '3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
   const wrong: string[] = [];

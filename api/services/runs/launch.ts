@@ -108,7 +108,7 @@ export function checkInput(manifest: AgentManifest, given: Record<string, unknow
 export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
   agentId: string; agentVersion: string; input: unknown; kind: RunRow['kind']; modelId: string | null; timeoutSeconds: number;
   modelSettings?: RunModelSettings | null;
-  rerunOf?: string | null; eventSecret: string; inlineManifest?: unknown; inlinePrompt?: string | null;
+  rerunOf?: string | null; resumedFrom?: string | null; eventSecret: string; inlineManifest?: unknown; inlinePrompt?: string | null;
   draft?: DraftSnapshot | null;
 }): NewRunRow {
   const now = new Date();
@@ -127,6 +127,7 @@ export function newRunRow(scope: SpaceScope, ctx: LaunchContext, fields: {
     schedule_id: ctx.scheduleId ?? null,
     schedule_fire_at: ctx.scheduleFireAt ?? null,
     rerun_of: fields.rerunOf ?? null,
+    resumed_from: fields.resumedFrom ?? null,
     kind: fields.kind,
     model_id: fields.modelId,
     model_settings: fields.modelSettings ?? null,

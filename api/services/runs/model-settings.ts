@@ -56,7 +56,7 @@ export type RunWithSettings = RunWire & { model_settings: RunModelSettings | nul
 
 export function runWireWithSettings(row: RunRow & { model_settings?: unknown }): RunWithSettings {
   // in run_wire()'s key order (model_settings after model_id), so both writers give the same bytes
-  const { id, object, status, kind, packageId, agent_version, source, draft_integrity, spaceId, input, result, error, triggered_by, rerun_of, model_id, ...tail } = toRunWire(row);
+  const { id, object, status, kind, packageId, agent_version, source, draft_integrity, spaceId, input, result, error, triggered_by, rerun_of, resumed_from, model_id, ...tail } = toRunWire(row);
   const model_settings = (row.model_settings as RunModelSettings | null | undefined) ?? null;
-  return { id, object, status, kind, packageId, agent_version, source, draft_integrity, spaceId, input, result, error, triggered_by, rerun_of, model_id, model_settings, ...tail };
+  return { id, object, status, kind, packageId, agent_version, source, draft_integrity, spaceId, input, result, error, triggered_by, rerun_of, resumed_from, model_id, model_settings, ...tail };
 }

@@ -26,6 +26,8 @@ export interface RunRow {
   end_user_id: string | null;
   schedule_id: string | null;
   rerun_of: string | null;
+  /** the failed or timed-out run whose last checkpoint this run starts from */
+  resumed_from: string | null;
   kind: 'agent' | 'inline' | 'remote';
   model_id: string | null;
   timeout_seconds: number;
@@ -43,7 +45,7 @@ export interface RunRow {
 }
 
 export const RUN_COLUMNS = `id, org_id, space_id, agent_id, agent_version, status, input, output, error, trigger_kind,
-  actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, kind, model_id, timeout_seconds, prompt_tokens,
+  actor_user_id, api_key_id, end_user_id, schedule_id, rerun_of, resumed_from, kind, model_id, timeout_seconds, prompt_tokens,
   completion_tokens, cost_usd, sink_expires_at, created_at, started_at, finished_at, draft_integrity, model_settings`;
 
 export interface RunWire {
@@ -63,6 +65,7 @@ export interface RunWire {
   error: RunRow['error'];
   triggered_by: { kind: RunRow['trigger_kind']; userId: string | null; api_key_id: string | null; end_user_id: string | null; schedule_id: string | null };
   rerun_of: string | null;
+  resumed_from: string | null;
   model_id: string | null;
   timeout_seconds: number;
   cost: { usd: number; prompt_tokens: number; completion_tokens: number };
@@ -92,6 +95,7 @@ export function toRunWire(r: RunRow): RunWire {
     error: r.error ?? null,
     triggered_by: { kind: r.trigger_kind, userId: r.actor_user_id, api_key_id: r.api_key_id, end_user_id: r.end_user_id, schedule_id: r.schedule_id },
     rerun_of: r.rerun_of,
+    resumed_from: r.resumed_from ?? null,
     model_id: r.model_id,
     timeout_seconds: r.timeout_seconds,
     cost: { usd: Number(r.cost_usd), prompt_tokens: Number(r.prompt_tokens), completion_tokens: Number(r.completion_tokens) },

@@ -1,5 +1,5 @@
-// What the caller may do to a run, each behind a confirmation. One entry per action: resume from
-// a checkpoint and approving a pending tool call join this list when the API offers them.
+// What the caller may do to a run, each behind a confirmation. One entry per action: approving a
+// pending tool call joins this list when the API offers it.
 import type { ComponentChildren } from 'preact';
 import { agentParams, api, idempotencyKey, unwrap, type Schemas } from '../api/client.ts';
 import { can, type Me } from '../api/me.ts';
@@ -34,6 +34,21 @@ export const RUN_ACTIONS: RunAction[] = [
           const next = await unwrap(api.POST('/api/agents/{scope}/{name}/run', {
             params: { path: agentParams(run.packageId), header: { 'Idempotency-Key': idempotencyKey() } },
             body: { rerun_from: run.id },
+          }));
+          navigate(['runs', next.id]);
+        }} />
+    ),
+  },
+  {
+    key: 'resume',
+    // the API answers no_checkpoint for a run that completed no step: the refusal is shown as it comes
+    offered: (run, me) => (run.status === 'failed' || run.status === 'timeout') && can(me, 'agents:run'),
+    render: (run) => (
+      <ConfirmButton label="Resume" question={`Start a new run from the last checkpoint of run ${run.id}? Steps it completed are not made again.`}
+        onConfirm={async () => {
+          const next = await unwrap(api.POST('/api/runs/{id}/resume', {
+            params: { path: { id: run.id }, header: { 'Idempotency-Key': idempotencyKey() } },
+            body: {},
           }));
           navigate(['runs', next.id]);
         }} />

@@ -59,7 +59,8 @@ export function RunPage({ id, me }: { id: string; me: Me }) {
         <dt>Created</dt><dd>{when(r.createdAt)}</dd>
         <dt>Duration</dt><dd>{duration(r.duration_ms)}</dd>
         <dt>Cost</dt><dd>{cost(r.cost.usd)} ({r.cost.prompt_tokens} prompt tokens, {r.cost.completion_tokens} completion tokens)</dd>
-        <dt>Lineage</dt><dd>{r.rerun_of ? <>rerun of <a href={href(['runs', r.rerun_of])}><code>{r.rerun_of}</code></a></> : 'first launch'}</dd>
+        <dt>Lineage</dt><dd>{r.resumed_from ? <>resumed from <a href={href(['runs', r.resumed_from])}><code>{r.resumed_from}</code></a></>
+          : r.rerun_of ? <>rerun of <a href={href(['runs', r.rerun_of])}><code>{r.rerun_of}</code></a></> : 'first launch'}</dd>
       </dl>
       <RunActions run={r} me={me} changed={(next) => run.update(() => next)} />
       {r.error ? (
