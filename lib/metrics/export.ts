@@ -1,11 +1,10 @@
 // Loaded only when metrics are on (index.ts imports it dynamically): the OpenTelemetry meter
-// provider and its instruments, read by a pull reader that serves Prometheus text on the operator's
-// own listener, and by a periodic OTLP/HTTP export when an endpoint is set.
+// provider and its instruments, read by a pull reader that serves Prometheus text (exposition.ts)
+// on the operator's own listener, and by a periodic OTLP/HTTP export when an endpoint is set.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Attributes, ObservableResult } from '@opentelemetry/api';
-import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, MetricReader, PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import type { Config } from '../config.ts';
@@ -13,6 +12,7 @@ import type { Logger } from '../log.ts';
 import { errorCatalog } from '../error-catalog.ts';
 import { newRequestId } from '../ids.ts';
 import { problem, problemBody } from '../problem.ts';
+import { prometheusText } from './exposition.ts';
 import { gaugeReaders, otlpMetricsUrl, type GaugeName, type MetricsRecorder } from './index.ts';
 
 const PREFIX = 'agent_platform_';
@@ -129,7 +129,6 @@ export async function startMetricsExport(config: Config, log: Logger): Promise<S
     },
   };
 
-  const serializer = new PrometheusSerializer(undefined, false, undefined, false, true);
   let server: http.Server | null = null;
   let url: string | null = null;
   if (config.METRICS_PORT) {
@@ -144,7 +143,7 @@ export async function startMetricsExport(config: Config, log: Logger): Promise<S
       try {
         const { resourceMetrics, errors } = await pull.collect();
         for (const err of errors) log.warn('metrics collection error', { error: String(err) });
-        const text = serializer.serialize(resourceMetrics);
+        const text = prometheusText(resourceMetrics);
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
         res.end(req.method === 'HEAD' ? undefined : text);
       } catch (err) {
