@@ -2,9 +2,11 @@
 // loopback serving GET /metrics in Prometheus text that an independent parser reads; a started
 // platform's run and API figures move as a run is launched and ends, with no tenant id in a label.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { loadConfig } from '../../lib/config.ts';
@@ -14,6 +16,8 @@ import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { client } from '../support/http.ts';
 import { freePort, startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
 import { aDefaultModel, importFixture, waitForStatus } from '../support/runs.ts';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 
 type Families = ReturnType<typeof parsePrometheusTextFormat>;
 
@@ -154,6 +158,14 @@ test("a started platform's /metrics parses as Prometheus text and its run and HT
   const duration = families.find((f) => f.name === 'agent_platform_run_duration_seconds');
   assert.equal(duration?.type, 'HISTOGRAM');
   assert.ok(duration.metrics[0].buckets?.['+Inf'], 'the +Inf bucket is read');
+
+  // the README's metric table names every family exposed, and the dashboard uses only those
+  const documented = new Set([...fs.readFileSync(path.join(root, 'README.md'), 'utf8').matchAll(/^\| `(agent_platform_\w+)` \|/gm)].map((m) => m[1]));
+  for (const f of families) assert.ok(documented.has(f.name), `${f.name} is not in the README's metric table`);
+  const dashboard = fs.readFileSync(path.join(root, 'docs/grafana/agent-platform.json'), 'utf8');
+  const used = new Set([...dashboard.matchAll(/agent_platform_\w+/g)].map((m) => m[0].replace(/_bucket$/, '')));
+  assert.ok(used.size >= 10);
+  for (const name of used) assert.ok(documented.has(name), `the dashboard uses ${name}, which the README's metric table does not name`);
 
   const tenantIds = [redeem.body.org_id, redeem.body.space_id, runId, packageId].map(String);
   const labelValues = families.flatMap((f) => f.metrics.flatMap((m) => Object.values(m.labels ?? {})));
