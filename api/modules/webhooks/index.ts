@@ -38,6 +38,7 @@ export async function loadWebhooks(deps: AppDeps): Promise<ApiModule> {
       const dispatcher = startDispatcher({ delivery: deliveryDepsOf(deps), databaseUrl: deps.database.url, ingressUrl: engine.ingressUrl, log: deps.log });
       const unwatch = metrics.watch('webhook_backlog', cachedReader(5_000, () => webhookBacklog(deps.database.pool)));
       return {
+        ...dispatcher,
         async stop() {
           unwatch();
           await dispatcher.stop();
