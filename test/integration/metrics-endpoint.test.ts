@@ -3,6 +3,7 @@
 // platform's run and API figures move as a run is launched and ends, with no tenant id in a label.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
@@ -102,16 +103,27 @@ test('the listener binds to loopback by default and answers anything but GET /me
 let platform: PlatformProcess;
 let fake: Awaited<ReturnType<typeof startFakeModel>>;
 let metricsUrl: string;
+let receiver: http.Server;
+let received = 0;
 
 before(async () => {
   fake = await startFakeModel();
+  receiver = http.createServer((req, res) => {
+    req.resume();
+    received++;
+    res.end();
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const port = await freePort();
   metricsUrl = `http://127.0.0.1:${port}/metrics`;
-  platform = await startPlatformProcess({ env: { METRICS_PORT: String(port), SANDBOX_WARM_POOL: '1', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
+  const receiverHost = `127.0.0.1:${(receiver.address() as net.AddressInfo).port}`;
+  platform = await startPlatformProcess({ env: { METRICS_PORT: String(port), SANDBOX_WARM_POOL: '1', EGRESS_ALLOW_INTERNAL_HOSTS: `${new URL(fake.url).host},${receiverHost}` } });
 });
 after(async () => {
   await platform?.stop();
   await fake?.close();
+  receiver?.closeAllConnections();
+  await new Promise((resolve) => receiver?.close(resolve));
 });
 
 test("a started platform's /metrics parses as Prometheus text and its run and HTTP figures move, with no tenant id in a label", async () => {
@@ -127,6 +139,10 @@ test("a started platform's /metrics parses as Prometheus text and its run and HT
   await aDefaultModel(platform.url, key, fake.url);
   const { packageId } = await importFixture(platform.url, key, 'agent-echo');
   const api = client(platform.url, { key });
+  const hook = await api.post('/api/webhooks', {
+    level: 'space', spaceId: redeem.body.space_id, url: `http://${(receiver.address() as net.AddressInfo).address}:${(receiver.address() as net.AddressInfo).port}/hook`, events: ['run.success'],
+  });
+  assert.equal(hook.status, 201, hook.text);
 
   const { families: before, text: textBefore } = await scrape(metricsUrl);
   const launch = await api.post(`/api/agents/${packageId}/run`, { input: { message: 'counted' } });
@@ -136,7 +152,16 @@ test("a started platform's /metrics parses as Prometheus text and its run and HT
   assert.equal(ended.status, 'success', JSON.stringify(ended));
   // the run's own requests (its reads above) are counted once answered: one more read, then the scrape
   assert.equal((await api.get(`/api/runs/${runId}`)).status, 200);
-  const { text, families } = await scrape(metricsUrl);
+  for (const deadline = Date.now() + 20_000; received < 1; ) {
+    assert.ok(Date.now() < deadline, 'the run.success webhook did not arrive');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  let { text, families } = await scrape(metricsUrl);
+  // the attempt is counted once its answer is judged, a moment after the receiver has it
+  for (const deadline = Date.now() + 5_000; figure(families, 'agent_platform_webhook_deliveries_total', { outcome: 'succeeded' }) < 1 && Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 50));
+    ({ text, families } = await scrape(metricsUrl));
+  }
 
   const moved = (name: string, where: Record<string, string> = {}) => figure(families, name, where) - figure(before, name, where);
   assert.equal(moved('agent_platform_runs_launched_total', { kind: 'agent' }), 1);
@@ -153,6 +178,8 @@ test("a started platform's /metrics parses as Prometheus text and its run and HT
   assert.deepEqual(inFlight?.metrics.map((m) => m.labels?.status).sort(), ['pending', 'running']);
   assert.ok(families.some((f) => f.name === 'agent_platform_sandbox_pool_size'), 'the warm pool gauge is exposed');
   assert.equal(figure(families, 'agent_platform_realtime_subscribers'), 0);
+  assert.equal(moved('agent_platform_webhook_deliveries_total', { outcome: 'succeeded' }), 1);
+  assert.ok(families.some((f) => f.name === 'agent_platform_webhook_backlog'), 'the webhook backlog gauge is exposed');
 
   // the histograms read as histograms: buckets up to +Inf, then _sum and _count
   const duration = families.find((f) => f.name === 'agent_platform_run_duration_seconds');
