@@ -100,6 +100,32 @@ test('the listener binds to loopback by default and answers anything but GET /me
   await assert.rejects(fetch(`http://127.0.0.1:${port}/metrics`), 'the listener outlived its stop');
 });
 
+test('with an OTLP endpoint the figures are exported over OTLP/HTTP, the last of them when metrics stop', async () => {
+  const bodies: string[] = [];
+  const collector = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      if (req.method === 'POST' && req.url === '/v1/metrics') bodies.push(body);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  const endpoint = `http://127.0.0.1:${(collector.address() as net.AddressInfo).port}`;
+  try {
+    const handle = await startMetrics(loadConfig({ NODE_ENV: 'test', OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }), createLogger('silent'));
+    assert.equal(handle?.url, null, 'no listener without METRICS_PORT');
+    metrics.runLaunched('inline');
+    await handle!.stop();
+    const exported = bodies.join('\n');
+    assert.match(exported, /agent_platform_runs_launched/);
+    assert.match(exported, /"inline"/);
+  } finally {
+    collector.closeAllConnections();
+    await new Promise((resolve) => collector.close(resolve));
+  }
+});
+
 let platform: PlatformProcess;
 let fake: Awaited<ReturnType<typeof startFakeModel>>;
 let metricsUrl: string;
