@@ -5,8 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Attributes, ObservableResult } from '@opentelemetry/api';
-import { MeterProvider, MetricReader, PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
-import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import type { IMetricReader } from '@opentelemetry/sdk-metrics';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { errorCatalog } from '../error-catalog.ts';
@@ -23,12 +22,6 @@ const RUN_DURATION_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600]
 /** the event-loop delay figures are of this window, so a stall shows and then passes */
 const LOOP_WINDOW_MS = 15_000;
 
-/** Reads the provider on demand: each scrape is one collection. */
-class PullReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
-
 export interface StartedExport {
   recorder: MetricsRecorder;
   url: string | null;
@@ -36,6 +29,15 @@ export interface StartedExport {
 }
 
 export async function startMetricsExport(config: Config, log: Logger): Promise<StartedExport> {
+  // imported here, not at the top: the platform's bundle would hoist a static import of a package
+  // to its own top, loading the SDK in every process, metrics on or off
+  const { DataPointType, MeterProvider, MetricReader, PeriodicExportingMetricReader } = await import('@opentelemetry/sdk-metrics');
+  const { defaultResource, detectResources, envDetector, resourceFromAttributes } = await import('@opentelemetry/resources');
+  /** Reads the provider on demand: each scrape is one collection. */
+  class PullReader extends MetricReader {
+    protected async onForceFlush(): Promise<void> {}
+    protected async onShutdown(): Promise<void> {}
+  }
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': 'agent-platform', 'agent_platform.role': config.ROLE }))
     .merge(detectResources({ detectors: [envDetector] }));
@@ -143,7 +145,7 @@ export async function startMetricsExport(config: Config, log: Logger): Promise<S
       try {
         const { resourceMetrics, errors } = await pull.collect();
         for (const err of errors) log.warn('metrics collection error', { error: String(err) });
-        const text = prometheusText(resourceMetrics);
+        const text = prometheusText(resourceMetrics, DataPointType);
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
         res.end(req.method === 'HEAD' ? undefined : text);
       } catch (err) {

@@ -2,7 +2,8 @@
 // than with the exporter's serializer: that one puts a histogram's _count and _sum before its
 // buckets and adds OpenMetrics-only lines (# UNIT), which stricter readers of the 0.0.4 format
 // refuse; here each histogram reads as Prometheus' own clients write it (buckets, _sum, _count).
-import { DataPointType, type MetricData, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+// types only: the SDK is imported by export.ts, when metrics are on
+import type { DataPointType as DataPointTypes, MetricData, ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { Attributes } from '@opentelemetry/api';
 
 const escapeHelp = (s: string) => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
@@ -21,7 +22,7 @@ function labels(attributes: Attributes, extra?: Record<string, string>): string 
   return pairs.length ? `{${pairs.join(',')}}` : '';
 }
 
-function family(metric: MetricData): string {
+function family(metric: MetricData, DataPointType: typeof DataPointTypes): string {
   let name = metric.descriptor.name.replace(/[^a-zA-Z0-9_:]/g, '_');
   const counter = metric.dataPointType === DataPointType.SUM && metric.isMonotonic;
   if (counter && !name.endsWith('_total')) name += '_total';
@@ -48,7 +49,7 @@ function family(metric: MetricData): string {
 }
 
 /** Every metric of the collection, one family each, in the text format. */
-export function prometheusText(collected: ResourceMetrics): string {
-  const families = collected.scopeMetrics.flatMap((s) => s.metrics).filter((m) => m.dataPoints.length > 0).map(family).filter(Boolean);
+export function prometheusText(collected: ResourceMetrics, DataPointType: typeof DataPointTypes): string {
+  const families = collected.scopeMetrics.flatMap((s) => s.metrics).filter((m) => m.dataPoints.length > 0).map((m) => family(m, DataPointType)).filter(Boolean);
   return families.length ? `${families.join('\n')}\n` : '';
 }

@@ -65,6 +65,10 @@ test('metrics are off by default: nothing is loaded and no listener starts', asy
   assert.equal(otelLoaded(), false, 'the OpenTelemetry SDK was loaded with metrics off');
   // counting while off is a no-op, not an error
   metrics.runLaunched('agent');
+  // the platform runs from its bundle (made by the start in before()): the metrics SDK must not be imported at its top
+  const bundle = fs.readFileSync(path.join(root, 'dist/platform.js'), 'utf8');
+  assert.doesNotMatch(bundle, /^import [^;]* from "@opentelemetry\/(sdk-metrics|exporter-metrics-otlp-http)";/m);
+  assert.match(bundle, /await import\("@opentelemetry\/sdk-metrics"\)/);
 });
 
 test('the listener binds to loopback by default and answers anything but GET /metrics with a problem', async () => {
