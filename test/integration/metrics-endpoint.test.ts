@@ -93,7 +93,16 @@ test('the listener binds to loopback by default and answers anything but GET /me
     assert.equal(posted.status, 405);
     assert.equal(posted.headers.get('allow'), 'GET, HEAD');
     assert.equal(((await posted.json()) as { code: string }).code, 'method_not_allowed');
-    const { families } = await scrape(handle!.url!);
+    // label values come from fixed sets: a code or method the platform does not know is `other`/`OTHER`
+    metrics.runEnded('failed', 'boot_timeout', 3);
+    metrics.runEnded('failed', 'acme_tenant_specific_code', 3);
+    metrics.runEnded('success', undefined, 3);
+    metrics.httpRequest('BREW', '/api/runs/{id}', 400, 0.001);
+    const { families, text } = await scrape(handle!.url!);
+    const endings = families.find((f) => f.name === 'agent_platform_runs_ended_total')!.metrics.map((m) => `${m.labels?.status}:${m.labels?.error_code}`).sort();
+    assert.deepEqual(endings, ['failed:boot_timeout', 'failed:other', 'success:']);
+    assert.doesNotMatch(text, /acme_tenant_specific_code|BREW/);
+    assert.equal(figure(families, 'agent_platform_http_requests_total', { method: 'OTHER', status: '400' }), 1);
     const loop = families.find((f) => f.name === 'agent_platform_event_loop_delay_seconds');
     assert.equal(loop?.type, 'GAUGE');
     assert.deepEqual(loop.metrics.map((m) => m.labels?.quantile).sort(), ['max', 'p50', 'p90', 'p99']);
