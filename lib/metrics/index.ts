@@ -82,13 +82,16 @@ export const metrics = {
 
 /** A reader answering its last figures for `ms` (database gauges: one query per window, whatever the scrapers). */
 export function cachedReader(ms: number, read: GaugeReader): GaugeReader {
-  let last: { at: number; figures: ReturnType<GaugeReader> } | null = null;
+  let last: { at: number; figures: Promise<Awaited<ReturnType<GaugeReader>>> } | null = null;
   return () => {
     if (!last || performance.now() - last.at > ms) {
       const figures = Promise.resolve(read());
+      const entry = { at: performance.now(), figures };
       // a failed read is not kept: the next collection asks again
-      figures.catch(() => (last = null));
-      last = { at: performance.now(), figures };
+      figures.catch(() => {
+        if (last === entry) last = null;
+      });
+      last = entry;
     }
     return last.figures;
   };

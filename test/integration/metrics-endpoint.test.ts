@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
-import { metrics, startMetrics } from '../../lib/metrics/index.ts';
+import { cachedReader, metrics, startMetrics } from '../../lib/metrics/index.ts';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { client } from '../support/http.ts';
 import { freePort, startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
@@ -98,7 +98,14 @@ test('the listener binds to loopback by default and answers anything but GET /me
     metrics.runEnded('failed', 'acme_tenant_specific_code', 3);
     metrics.runEnded('success', undefined, 3);
     metrics.httpRequest('BREW', '/api/runs/{id}', 400, 0.001);
+    // a database gauge is read once per window, however often it is scraped
+    let reads = 0;
+    const unwatch = metrics.watch('webhook_backlog', cachedReader(60_000, async () => ++reads && 7));
+    await scrape(handle!.url!);
     const { families, text } = await scrape(handle!.url!);
+    unwatch();
+    assert.equal(reads, 1);
+    assert.equal(figure(families, 'agent_platform_webhook_backlog'), 7);
     const endings = families.find((f) => f.name === 'agent_platform_runs_ended_total')!.metrics.map((m) => `${m.labels?.status}:${m.labels?.error_code}`).sort();
     assert.deepEqual(endings, ['failed:boot_timeout', 'failed:other', 'success:']);
     assert.doesNotMatch(text, /acme_tenant_specific_code|BREW/);
