@@ -25,6 +25,7 @@ import { createAssetServer } from './static-assets.ts';
 import { createDashboardServer } from './dashboard-assets.ts';
 import type { Logger } from '../lib/log.ts';
 import { mailerFor } from '../lib/mail.ts';
+import { metrics } from '../lib/metrics/index.ts';
 
 /** Answers a request it serves (true) or leaves it to the 404 (false). */
 export type ModuleHandler = (req: Request, res: Response) => Promise<boolean>;
@@ -60,6 +61,12 @@ export function parseTrustProxy(value: string): boolean | number | string[] {
   return value.split(',').map((s) => s.trim()).filter(Boolean);
 }
 
+/** Counts the request once its response is done (or its client gone), under its route's template. */
+function countRequest(req: Request, res: Response): void {
+  const t0 = performance.now();
+  res.once('close', () => metrics.httpRequest(req.method, req.route ?? 'unmatched', res.statusCode, (performance.now() - t0) / 1000));
+}
+
 export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: RouteDef<any, any, any>[] } {
   const { config } = deps;
   const trust = compileTrust(parseTrustProxy(config.TRUST_PROXY));
@@ -93,19 +100,28 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
     } catch {
       throw problem('invalid_request', { detail: 'The request path is not valid percent-encoding.' });
     }
+    if (found) req.route = found.pattern;
     checkDeclaredLength(req, found?.value.bodyLimit ?? bodyLimit);
     if (found) refuseBadParams(found.params);
     if (found && found.value.stage === 'public') {
       req.params = found.params;
       return found.value.handle(req, res);
     }
-    if (!found && (serveAsset(req, res) || serveDashboard(req, res))) return;
+    if (!found && (serveAsset(req, res) || serveDashboard(req, res))) {
+      req.route = 'static';
+      return;
+    }
     gate(req, res);
     if (found) {
       req.params = found.params;
       return found.value.handle(req, res);
     }
-    for (const h of moduleHandlers) if (await h(req, res)) return;
+    for (const h of moduleHandlers) {
+      if (await h(req, res)) {
+        req.route ??= 'module';
+        return;
+      }
+    }
     if (req.method === 'OPTIONS') {
       const allowed = table.methodsFor(req.path);
       if (allowed.length) {
@@ -122,6 +138,7 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
 
   const app: App = async (raw, res) => {
     const req = decorate(raw);
+    if (metrics.enabled) countRequest(req, res);
     try {
       requestContext(req, res, trust);
       await route(req, res);

@@ -24,6 +24,8 @@ export interface Request extends IncomingMessage {
   path: string;
   /** the request target as received (path and query) */
   originalUrl: string;
+  /** the template of the route that answered (/api/runs/{id}), for metrics; never the raw path */
+  route?: string;
 }
 
 export type Response = ServerResponse<IncomingMessage>;

@@ -38,6 +38,8 @@ import { runEvery } from '../lib/periodic.ts';
 import { findSetpriv, unboundReason } from '../lib/parent-bound.ts';
 import { purgeConnectSessions } from '../api/services/integrations/connect.ts';
 import { sweepExpiredFiles } from '../api/services/files/files.ts';
+import { runsInFlight } from '../api/services/runs/records.ts';
+import { cachedReader, metrics, startMetrics } from '../lib/metrics/index.ts';
 
 export const PLATFORM_VERSION = '1.0.0-beta.1';
 
@@ -88,6 +90,14 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     if ((!config.DATABASE_URL || !config.RESTATE_INGRESS_URL || !config.RESTATE_ADMIN_URL) && !findSetpriv()) {
       log.warn(`the embedded servers cannot be bound to this process (${unboundReason()}): if it is killed (SIGKILL), they keep running until the next start on this data directory ends them`);
     }
+    // first, so that a metrics port already taken refuses the start before anything else begins
+    const metricsExport = await startMetrics(config, log).catch((err: Error) => {
+      throw new StartRefused(err.message);
+    });
+    if (metricsExport) {
+      stops.push(() => metricsExport.stop());
+      if (metricsExport.url) announce(`Metrics:     ${metricsExport.url}`);
+    }
     let embeddedPg: EmbeddedPostgresHandle | null = null;
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
@@ -133,6 +143,15 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       realtime,
       platformEndpoints: platformEndpoints(config, ports, databaseUrl),
     };
+
+    if (metricsExport && config.ROLE !== 'worker') {
+      // platform-wide figures from the database, exposed by API processes only (workers would repeat them)
+      const unwatch = [
+        metrics.watch('runs_in_flight', cachedReader(5_000, () => runsInFlight(database.pool))),
+        metrics.watch('realtime_subscribers', () => realtime.stats().streams),
+      ];
+      stops.push(async () => unwatch.forEach((u) => u()));
+    }
 
     // Modules add routes (API roles) and durable services (worker roles).
     const modules = await loadModules(config.MODULES, deps);

@@ -2,6 +2,7 @@
 // The committed change is announced on run_status, which drives long polls and streams.
 import type pg from 'pg';
 import { recordProblemCode } from '../lib/problem-log.ts';
+import { metrics } from '../lib/metrics/index.ts';
 
 export type RunEndingRecord =
   | { status: 'success'; output: unknown }
@@ -18,10 +19,14 @@ export async function finalizeRun(pool: pg.Pool, runId: string, ending: RunEndin
   const error = ending.status === 'success' ? null : JSON.stringify(ending.error);
   if (ending.status !== 'success') recordProblemCode(ending.error.code);
   // The trigger runs_status_announced (db/functions.sql) announces the change in this transaction.
-  const { rowCount } = await pool.query(
+  const { rows } = await pool.query<{ seconds: number }>(
     `UPDATE runs SET status = $2, output = $3::jsonb, error = $4::jsonb, finished_at = now()
-      WHERE id = $1 AND status = ANY($5::text[])`,
+      WHERE id = $1 AND status = ANY($5::text[])
+      RETURNING EXTRACT(EPOCH FROM finished_at - created_at)::float8 AS seconds`,
     [runId, ending.status, output, error, from],
   );
-  return { finalized: (rowCount ?? 0) > 0 };
+  if (!rows[0]) return { finalized: false };
+  // counted here, after the one update that ends the run, so each ending counts once whoever finalized it
+  metrics.runEnded(ending.status, ending.status === 'success' ? undefined : ending.error.code, rows[0].seconds);
+  return { finalized: true };
 }

@@ -245,6 +245,18 @@ export const ConfigSchema = z.object({
   CHAT_ENFORCED_SKILLS_BUDGET_BYTES: z.coerce.number().int().positive().default(32 * 1024),
   /** chat module: model calls one turn may make (each tool round is one) */
   CHAT_MAX_MODEL_CALLS_PER_TURN: z.coerce.number().int().positive().max(50).default(8),
+  /** the operator's metrics listener (GET /metrics, Prometheus text, no authentication); unset: no listener */
+  METRICS_PORT: optionalIntFromEnv,
+  /** where the metrics listener binds: loopback unless the operator opens it to a scraper's network */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** OTLP/HTTP receiver (metrics go to {endpoint}/v1/metrics); also read by tracing */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /** OTLP/HTTP receiver of metrics only, used as given (overrides OTEL_EXPORTER_OTLP_ENDPOINT for metrics) */
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: z.string().url().optional(),
+  /** the OpenTelemetry exporter list: metrics go over OTLP only when it names otlp (none: not); the listener stays as METRICS_PORT says */
+  OTEL_METRICS_EXPORTER: csv.transform((names) => (names.length ? names : ['otlp'])),
+  /** milliseconds between two OTLP exports of metrics */
+  OTEL_METRIC_EXPORT_INTERVAL: z.coerce.number().int().min(1000).default(60_000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

@@ -18,6 +18,7 @@
 //   and the sidecar's state folder, never from a stream only the starting worker saw.
 // - A warm pool (warmPool, SANDBOX_WARM_POOL) keeps pairs made up to their assignment; a run of the
 //   pool's memory ceiling and no local integrations claims one (docker-warm-pool.ts).
+import { metrics } from '../../lib/metrics/index.ts';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import Docker from 'dockerode';
@@ -134,6 +135,7 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     workDir, images, relays, limits: poolLimits, heapMb: poolHeapMb, remove: stop,
   }), opts.log);
   pool.fill();
+  const unwatchPool = metrics.watch('sandbox_pool_size', () => [{ value: pool.warm, labels: { backend: 'docker' } }]);
 
   /** A waiting pair for this run, if one fits and is fresh; one that is not is removed, never handed out. */
   const claimable = async (spec: SandboxSpec): Promise<PooledDockerPair | undefined> => {
@@ -202,7 +204,9 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     for (const server of spec.localServers ?? []) serverImage(server, opts.agentImage, opts.localIntegrationImages ?? []);
     const pooled = await claimable(spec);
     try {
-      return await (pooled ? startPooled(spec, pooled) : startCold(spec));
+      const started = await (pooled ? startPooled(spec, pooled) : startCold(spec));
+      metrics.sandboxStarted('docker', pooled ? 'warm' : 'cold');
+      return started;
     } finally {
       // as in the process backend: while another pair waits, the refill waits for a run's end
       if (pool.warm === 0) pool.fill();
@@ -241,6 +245,7 @@ export async function createDockerAdapter(opts: DockerAdapterOptions): Promise<D
     },
     async close() {
       closed = true;
+      unwatchPool();
       // the waiting pairs are no run's: removed (a pair being made is removed once it is)
       await pool.drain();
       // the runs' containers stay: a worker that restarts adopts them (the reaper removes those of ended runs)

@@ -2,6 +2,7 @@
 // claimed from a warm pool. The agent runs under bubblewrap (own namespaces, no network, a
 // read-only view of the system) when bwrap is available, and under per-sandbox cgroup v2
 // ceilings when the host allows; otherwise it is an ordinary process with a V8 heap ceiling.
+import { metrics } from '../../lib/metrics/index.ts';
 import { mkdir, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
@@ -172,6 +173,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
   };
   process.once('exit', killAll);
   pool.fill();
+  const unwatchPool = metrics.watch('sandbox_pool_size', () => [{ value: pool.warm, labels: { backend: 'process' } }]);
 
   const stop = async (sandboxId: string): Promise<void> => {
     const pair = active.get(sandboxId);
@@ -190,7 +192,8 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
       if (closed) throw new Error('the process sandbox adapter is closed');
       checkWorkspacePaths(spec.workspace);
       const heapMb = agentHeapMb(spec.limits.memoryMb);
-      const pair = pool.take(heapMb) ?? (await spawnPair(heapMb));
+      const warm = pool.take(heapMb);
+      const pair = warm ?? (await spawnPair(heapMb));
       if (closed) {
         await pair.stop();
         throw new Error('the process sandbox adapter is closed');
@@ -207,6 +210,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
         // refill waits for this run's end (stop), so the two do not share the cores.
         if (pool.warm === 0) pool.fill();
       }
+      metrics.sandboxStarted('process', warm ? 'warm' : 'cold');
       opts.log?.debug('sandbox started', { runId: spec.runId, sandboxId: pair.id });
       return { sandboxId: pair.id };
     },
@@ -226,6 +230,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
 
     async close() {
       closed = true;
+      unwatchPool();
       await Promise.all([pool.drain(), ...[...active.keys()].map(stop)]);
       process.off('exit', killAll);
     },

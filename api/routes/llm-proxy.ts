@@ -3,6 +3,7 @@
 // organization's provider key, which the runner never holds. Every call names its run (X-Run-Id):
 // its usage lands in that run's cost ledger, and the run's and the organization's budgets are
 // checked before the provider is called (api/services/llm-proxy/).
+import { metrics } from '../../lib/metrics/index.ts';
 import { z } from 'zod';
 import { spaceScopeOf } from '../../db/tenant.ts';
 import { problem } from '../../lib/problem.ts';
@@ -56,7 +57,10 @@ async function proxied(rules: EndpointRules, deps: AppDeps, ctx: RequestContext,
   rules.prepare(body, run, model);
   const answer = await callProvider(deps, model, rules.endpoint, body, res);
   const used = usageOf(answer.usage);
-  if (used) await recordUsage(deps, run, budget, model.model, used);
+  if (used) {
+    await recordUsage(deps, run, budget, model.model, used);
+    metrics.modelUsage(model.provider, used.prompt, used.completion, used.cost);
+  }
   // ended after the ledger is written: a caller that reads the run next sees this call in it
   res.end(answer.text);
   return handled();

@@ -6,6 +6,7 @@
 // is recorded before it is sent, so one under way when its sender died still shows (interrupted)
 // in the delivery's attempts and attempt_count. 2xx succeeds; 410 disables the webhook; other 4xx
 // except 408 and 429 fail at once; everything else is retried on the backoff schedule.
+import { metrics } from '../../../lib/metrics/index.ts';
 import * as restate from '@restatedev/restate-sdk';
 import type { WorkflowContext } from '@restatedev/restate-sdk';
 import type pg from 'pg';
@@ -127,6 +128,7 @@ export async function sendAttempt(dd: DeliveryDeps, t: Target, attempt: number, 
     outcome = { done: false, delayMs };
   } else outcome = { done: true, status: 'failed' };
   const status = outcome.done ? (outcome.status as 'succeeded' | 'failed') : 'pending';
+  metrics.webhookAttempt(status === 'pending' ? 'retrying' : status);
   return { record: { deliveryId: t.id, attempt, startedAt, statusCode: answer.statusCode, durationMs, error, nextAt, status, webhookId: t.webhook_id }, outcome };
 }
 

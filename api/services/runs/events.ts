@@ -9,6 +9,7 @@ import { verifyRunEventSignature } from '../../../lib/run-events.ts';
 import { finalizeRun } from '../../../db/run-finalization.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import type { TerminalSignal } from '../../../workflows/run-types.ts';
+import { metrics } from '../../../lib/metrics/index.ts';
 import { isTerminal } from './records.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 
@@ -156,6 +157,31 @@ async function recordEvent(pool: pg.Pool, runId: string, messageId: string, even
   return { recorded: true };
 }
 
+const providerOfRun = new Map<string, string | null>();
+
+/** The figures an event moves (metrics on only): queue and boot time at 'started', model usage at 'metric'. */
+async function countForMetrics(pool: pg.Pool, runId: string, type: string, data: Record<string, unknown>): Promise<void> {
+  if (type === 'started') {
+    const { rows } = await pool.query<{ seconds: number }>(
+      'SELECT EXTRACT(EPOCH FROM started_at - created_at)::float8 AS seconds FROM runs WHERE id = $1 AND started_at IS NOT NULL',
+      [runId],
+    );
+    if (rows[0]) metrics.runStarted(rows[0].seconds);
+    return;
+  }
+  let provider = providerOfRun.get(runId);
+  if (provider === undefined) {
+    const { rows } = await pool.query<{ provider: string }>(
+      `SELECT c.provider FROM runs r JOIN models m ON m.id = r.model_id JOIN model_provider_credentials c ON c.id = m.credential_id WHERE r.id = $1`,
+      [runId],
+    );
+    provider = rows[0]?.provider ?? null;
+    if (providerOfRun.size >= 1000) providerOfRun.delete(providerOfRun.keys().next().value!);
+    providerOfRun.set(runId, provider);
+  }
+  metrics.modelUsage(provider, Number(data.prompt_tokens), Number(data.completion_tokens), Number(data.cost_usd));
+}
+
 /** A log entry or usage just recorded, for the realtime streams. */
 export interface RecordedRunEvent {
   spaceId: string;
@@ -192,6 +218,10 @@ export async function ingestRunEvent(
   const signal = await recordEvent(deps.pool, runId, messageId, event, data);
   const changed: { changedSpaceId?: string; recorded?: RecordedRunEvent } = WIRE_EVENTS.has(event.type) ? { changedSpaceId: spaceId } : {};
   if (signal.recorded && (event.type === 'log' || event.type === 'metric')) changed.recorded = { spaceId, type: event.type, sequence: event.sequence, data };
+  if (metrics.enabled && (signal.started || (signal.recorded && event.type === 'metric'))) {
+    // off the event's path: a figure is not worth delaying the sandbox
+    void countForMetrics(deps.pool, runId, event.type, data).catch(() => {});
+  }
 
   // The ending is recorded here, where it is known, so readers see it without waiting for the
   // engine's turn-around; the workflow then only tears down (its own finalize finds the run ended).

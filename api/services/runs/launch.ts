@@ -14,6 +14,7 @@ import type { PackageScope } from '../packages/access.ts';
 import { resolveRunnableAgent } from '../packages/dependencies.ts';
 import { resolveDraftAgent, type DraftSnapshot } from '../packages/draft-runs.ts';
 import { admitRun, type NewRunRow } from './admission.ts';
+import { metrics } from '../../../lib/metrics/index.ts';
 import { getRunRow, type RunRow } from './records.ts';
 import { checkLaunchModelSettings, launchSettingsOf, runWireWithSettings, type LaunchModelSettings, type RunModelSettings, type RunWithSettings } from './model-settings.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
@@ -155,6 +156,7 @@ export async function admitAndSubmit(
   afterAdmit?: () => Promise<void>,
 ): Promise<RunWithSettings> {
   await admitRun(scope, ctx.config, row);
+  metrics.runLaunched(String(row.kind));
   // recorded before the engine hears of the run: its boot reads them (connections, input files)
   if (connections.length) await recordRunConnections(scope.pool, scope.orgId, row.id, connections);
   await afterAdmit?.();

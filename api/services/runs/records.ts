@@ -1,6 +1,7 @@
 // The run record as stored and as it goes on the wire, and the visibility rules for reading it:
 // runs:read-all sees every run of the space, runs:read only the caller's own, an end-user only
 // theirs.
+import type pg from 'pg';
 import type { Permission } from '../../../lib/permissions.ts';
 import { problem } from '../../../lib/problem.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
@@ -228,4 +229,13 @@ export async function listRunWire(
   if (!cache) return load();
   // Stryker disable next-line ArithmeticOperator: a page's weight bounds the cache's memory; no reader sees it
   return cache.through(scope.spaceId, cacheKey(sql, pageParams), load, (p) => p.items.reduce((n, item) => n + item.length, 0));
+}
+
+/** Runs pending and running, platform-wide, for the metrics gauge: one count over the open runs' partial index. */
+export async function runsInFlight(pool: pg.Pool): Promise<Array<{ value: number; labels: { status: string } }>> {
+  const { rows } = await pool.query<{ status: string; n: string }>(
+    `SELECT status, count(*) AS n FROM runs WHERE status IN ('pending', 'running') GROUP BY status`,
+  );
+  const count = (status: string) => Number(rows.find((r) => r.status === status)?.n ?? 0);
+  return [{ value: count('pending'), labels: { status: 'pending' } }, { value: count('running'), labels: { status: 'running' } }];
 }
