@@ -2,14 +2,25 @@
 // each one the agent selected tools of. An integration naming an mcp-server package runs that
 // package's server.command from its files; one naming a command runs it in its image (checked
 // against LOCAL_INTEGRATION_IMAGES at launch and again at boot). The server's environment is the
-// manifests' env only: the mcp-server package's, overridden by the integration's. No credential
-// and no platform secret reaches it (the spec names no way for a local server to receive one).
+// manifests' env only: the mcp-server package's, overridden by the integration's, beside the proxy
+// variables its runner adds. No credential and no platform secret reaches it. Its requests may reach
+// the literal authorized_uris of the integration's auths, through the sidecar's egress proxy.
+import { parseAuthorizedUri } from '../../../lib/afps/authorized-uri.ts';
 import type { LocalServerSpec } from '../../../lib/afps/integration-assignment.ts';
 import type { AgentManifest, IntegrationManifest, McpServerManifest } from '../../../lib/afps/manifest-types.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { resolveAgentIntegrations } from '../packages/dependencies.ts';
 import { selectedTools } from './readiness.ts';
 import { toolPrefixOf } from './run-credentials.ts';
+
+/** Every auth's authorized_uris that need no credential to render (a local server holds none). */
+function literalAuthorizedUris(manifest: IntegrationManifest): string[] {
+  const uris = Object.values(manifest.auths ?? {}).flatMap((auth) => auth.authorized_uris ?? []);
+  return [...new Set(uris.filter((uri) => {
+    const parsed = parseAuthorizedUri(uri);
+    return typeof parsed !== 'string' && parsed.literal;
+  }))];
+}
 
 export async function runLocalServers(scope: SpaceScope, owner: string, agent: AgentManifest): Promise<LocalServerSpec[]> {
   const declared = Object.keys(agent.dependencies?.integrations ?? {});
@@ -22,7 +33,7 @@ export async function runLocalServers(scope: SpaceScope, owner: string, agent: A
     if (source.kind !== 'local') continue;
     const tools = selectedTools(agent, { id: integration.id, version: integration.version, manifest });
     if (tools.length === 0) continue;
-    const base = { packageId: integration.id, toolPrefix: toolPrefixOf(integration.id), tools };
+    const base = { packageId: integration.id, toolPrefix: toolPrefixOf(integration.id), tools, authorizedUris: literalAuthorizedUris(manifest) };
     if ('server' in source) {
       const server = mcpServers.find((s) => s.id === source.server.name)!;
       const { command, env } = (server.manifest as McpServerManifest).server;
