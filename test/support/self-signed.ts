@@ -1,5 +1,6 @@
 // A self-signed certificate for a test's HTTPS server (a fake vendor), which the test's client trusts.
 import { generateKeyPairSync } from 'node:crypto';
+import { isIP } from 'node:net';
 import forge from 'node-forge';
 
 export function aSelfSignedCert(hostname: string): { key: string; cert: string } {
@@ -13,7 +14,7 @@ export function aSelfSignedCert(hostname: string): { key: string; cert: string }
   const subject = [{ name: 'commonName', value: hostname }];
   cert.setSubject(subject);
   cert.setIssuer(subject);
-  cert.setExtensions([{ name: 'subjectAltName', altNames: [{ type: 2, value: hostname }] }, { name: 'basicConstraints', cA: true }]);
+  cert.setExtensions([{ name: 'subjectAltName', altNames: [isIP(hostname) ? { type: 7, ip: hostname } : { type: 2, value: hostname }] }, { name: 'basicConstraints', cA: true }]);
   cert.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
   return { key: keyPem, cert: forge.pki.certificateToPem(cert) };
 }
