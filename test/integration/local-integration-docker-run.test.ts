@@ -122,7 +122,9 @@ describe('a local integration through the platform on the docker backend', { ski
     assert.equal(run.status, 'success', JSON.stringify(run.error));
     assert.equal(run.result.output.echo, 'hello from the integration: ping', 'the tool answered, with the integration env over the package env');
     const seen = JSON.parse(run.result.output.environment);
-    assert.deepEqual(Object.keys(seen.env).sort(), ['GREETING', 'HOME', 'PATH'], 'no platform secret reaches the server');
+    assert.deepEqual(Object.keys(seen.env).sort(), ['GREETING', 'HOME', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'PATH', 'http_proxy', 'https_proxy', 'no_proxy'],
+      'no platform secret reaches the server: the manifests\' env and the proxy variables naming the sidecar\'s egress proxy');
+    assert.match(seen.env.HTTP_PROXY, /^http:\/\/mcp:[A-Za-z0-9_-]{43}@sidecar:3128$/);
     assert.equal(seen.cwd, '/server');
 
     // the reaper's pass over this run's sandbox
