@@ -18,6 +18,7 @@ export const Organization = z.object({
   role: z.string(),
   defaultSpaceId: z.string().nullable(),
   apiVersion: z.string().nullable().describe('the API version pinned on the organization (used when a request sends no Service-Version); null follows the current version'),
+  localCredentialEnv: z.boolean().describe("whether local MCP servers may receive their connection's credential in their environment (an auth's delivery.env, an extension of the spec); off by default"),
   deleting: z.boolean(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -62,12 +63,13 @@ export const orgRoutes = [
     },
   }),
   route({
-    method: 'patch', path: '/api/orgs/{orgId}', summary: 'Rename an organization, change its slug or pin its API version', tag: TAG,
+    method: 'patch', path: '/api/orgs/{orgId}', summary: 'Rename an organization, change its slug, pin its API version or let local MCP servers receive credentials in their environment', tag: TAG,
     tenant: 'none', permission: 'org:write', params: OrgParams,
     body: z.object({
       name: z.string().trim().min(1).max(200).optional(),
       slug: Slug.optional(),
       apiVersion: z.string().nullable().optional().describe('YYYY-MM-DD, a version this instance serves; null unpins'),
+      localCredentialEnv: z.boolean().optional().describe("let local MCP servers receive their connection's credential in their environment (delivery.env)"),
     }).strict(),
     responses: { 200: { description: 'The organization', schema: Organization }, 400: { description: 'invalid_api_version or unsupported_api_version' } },
     handler: async ({ ctx, req, deps, params, body }) => {

@@ -3,7 +3,8 @@
 // package's server.command from its files; one naming a command runs it in its image (checked
 // against LOCAL_INTEGRATION_IMAGES at launch and again at boot). The server's environment is the
 // manifests' env only: the mcp-server package's, overridden by the integration's, beside the proxy
-// variables its runner adds. No credential and no platform secret reaches it. Its requests may reach
+// variables its runner adds. No platform secret reaches it, and its connection's credential only
+// where the auth declares delivery.env and the organization allows it (runCredentialEnv). Its requests may reach
 // the literal authorized_uris of the integration's auths, through the sidecar's egress proxy.
 import { parseAuthorizedUri } from '../../../lib/afps/authorized-uri.ts';
 import type { LocalServerSpec } from '../../../lib/afps/integration-assignment.ts';
@@ -22,7 +23,11 @@ function literalAuthorizedUris(manifest: IntegrationManifest): string[] {
   }))];
 }
 
-export async function runLocalServers(scope: SpaceScope, owner: string, agent: AgentManifest): Promise<LocalServerSpec[]> {
+/**
+ * `credentialEnv`: by package, the variables its server receives its credential in (delivery.env,
+ * runCredentialEnv); set over the manifests' env.
+ */
+export async function runLocalServers(scope: SpaceScope, owner: string, agent: AgentManifest, credentialEnv: Record<string, Record<string, string>> = {}): Promise<LocalServerSpec[]> {
   const declared = Object.keys(agent.dependencies?.integrations ?? {});
   if (declared.length === 0) return [];
   const { integrations, mcpServers } = await resolveAgentIntegrations(scope, owner, agent);
@@ -38,9 +43,9 @@ export async function runLocalServers(scope: SpaceScope, owner: string, agent: A
       const server = mcpServers.find((s) => s.id === source.server.name)!;
       const { command, env } = (server.manifest as McpServerManifest).server;
       const files = [...server.files].map(([path, content]) => ({ path, content }));
-      out.push({ ...base, command, image: null, env: { ...env, ...source.env }, files });
+      out.push({ ...base, command, image: null, env: { ...env, ...source.env, ...credentialEnv[integration.id] }, files });
     } else {
-      out.push({ ...base, command: source.command, image: source.image ?? null, env: { ...source.env }, files: null });
+      out.push({ ...base, command: source.command, image: source.image ?? null, env: { ...source.env, ...credentialEnv[integration.id] }, files: null });
     }
   }
   return out;
