@@ -9,6 +9,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { localEgressProxy, type LocalEgressProxy } from '../../sidecar/local-egress-proxy.ts';
+import { startConnectProxy } from '../support/connect-proxy.ts';
 import { aSelfSignedCert } from '../support/self-signed.ts';
 
 const SECRET = 's'.repeat(43);
@@ -187,6 +188,32 @@ describe('the egress proxy of local MCP servers', () => {
     assert.equal(own.status, 403);
     assert.match(own.body, /platform's own endpoints/);
     assert.equal((await connect(proxyPort, `${VENDOR}:${platformPort}`)).status, 403);
+  });
+
+  test("with an organization proxy, both kinds of request travel through it, to the address the guard checked", async () => {
+    const org = await startConnectProxy({ credentials: { username: 'corp', password: 'corp-secret' } });
+    const through = localEgressProxy({
+      clients: [{ packageId: '@acme/vendor-tools', secret: SECRET, authorizedUris: [`http://${VENDOR}:${port}/api/*`, `https://${VENDOR}:${securePort}/*`] }],
+      egress: {
+        allowInternalHosts: [`${VENDOR}:${port}`, `${VENDOR}:${securePort}`, `127.0.0.1:${org.port}`],
+        resolve: async (host) => (host === VENDOR ? ['127.0.0.1'] : []),
+      },
+      proxy: { url: org.url, username: 'corp', password: 'corp-secret' },
+    });
+    const throughPort = await through.listen('127.0.0.1', 0);
+    try {
+      const res = await viaProxy(throughPort, `http://${VENDOR}:${port}/api/via-org`);
+      assert.equal(res.status, 200, res.body);
+      assert.deepEqual(JSON.parse(res.body), { vendor: 'http', path: '/api/via-org' });
+      const tunnel = await connect(throughPort, `${VENDOR}:${securePort}`);
+      assert.equal(tunnel.status, 200);
+      tunnel.socket!.destroy();
+      assert.deepEqual(org.connects.map((c) => c.authority), [`127.0.0.1:${port}`, `127.0.0.1:${securePort}`]);
+      assert.ok(org.connects.every((c) => c.authorization === `Basic ${Buffer.from('corp:corp-secret').toString('base64')}`));
+    } finally {
+      await through.close();
+      await org.close();
+    }
   });
 
   test('a redirect is handed back to the server, not followed', async () => {
