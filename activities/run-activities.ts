@@ -33,7 +33,7 @@ export interface RunMaterials {
   /** the connections the run recorded at launch, decrypted for its sidecar (absent: the run uses none) */
   integrations?(scope: SpaceScope, runId: string, agent: AgentManifest): Promise<IntegrationAssignment[]>;
   /** the local integrations' servers the runner starts (absent: none) */
-  localServers?(scope: SpaceScope, owner: string, agent: AgentManifest): Promise<LocalServerSpec[]>;
+  localServers?(scope: SpaceScope, owner: string, agent: AgentManifest, runId: string): Promise<LocalServerSpec[]>;
   /** the files the input names, as input/<name>, and the input as the agent sees it (file fields point there) */
   inputFiles?(runId: string, inputSchema: unknown, input: Record<string, unknown>): Promise<{ files: WorkspaceFile[]; input: Record<string, unknown> }>;
 }
@@ -161,7 +161,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
     workspace.push({ path: 'input.json', content: Buffer.from(JSON.stringify(input, null, 2)) });
     const resumes = await restoreCheckpointFiles(row, workspace);
     const integrations = o.materials.integrations ? await o.materials.integrations(scope, row.id, manifest) : [];
-    const localServers = o.materials.localServers ? await o.materials.localServers(scope, `${row.agent_id}@${row.agent_version}`, manifest) : [];
+    const localServers = o.materials.localServers ? await o.materials.localServers(scope, `${row.agent_id}@${row.agent_version}`, manifest, row.id) : [];
     return { manifest, workspace, integrations, localServers, resumes };
   }
 

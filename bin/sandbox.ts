@@ -8,7 +8,7 @@ import { resolveDeclaredSkills, resolveRunnableAgent } from '../api/services/pac
 import { loadDraftSnapshot, type DraftSnapshot } from '../api/services/packages/draft-runs.ts';
 import type { RunMaterials } from '../activities/run-activities.ts';
 import { createRunActivities } from '../activities/run-activities.ts';
-import { runIntegrations } from '../api/services/integrations/run-credentials.ts';
+import { runCredentialEnv, runIntegrations } from '../api/services/integrations/run-credentials.ts';
 import { runLocalServers } from '../api/services/integrations/local-servers.ts';
 import { allowedLocalImages } from '../lib/local-integration-images.ts';
 import { inputFilesForWorkspace } from '../api/services/files/run-files.ts';
@@ -79,7 +79,9 @@ export function runMaterialsFor(deps: Pick<AppDeps, 'secrets' | 'config' | 'plat
     integrations: (scope, runId, agent) => runIntegrations(scope, deps.secrets, {
       allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints,
     }, runId, agent),
-    localServers: (scope, owner, agent) => runLocalServers(scope, owner, agent),
+    localServers: async (scope, owner, agent, runId) => runLocalServers(scope, owner, agent, await runCredentialEnv(scope, deps.secrets, {
+      allowInternalHosts: deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, platformEndpoints: deps.platformEndpoints,
+    }, runId)),
     inputFiles: (runId, schema, input) => inputFilesForWorkspace(deps.database.pool, deps.config, runId, schema, input),
   };
 }

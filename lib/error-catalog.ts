@@ -233,6 +233,7 @@ export const errorCatalog = {
   view_as_unsupported: { status: 400, title: 'Role preview is not available with this credential' },
   connect_link_invalid: { status: 410, title: 'Connect link unknown, expired or already used' },
   local_integration_unavailable: { status: 409, title: 'Integration runs a local MCP server, which this execution backend cannot start' },
+  local_credential_env_disabled: { status: 403, title: "Integration hands its credential to its local MCP server's environment (delivery.env), which the organization does not allow" },
   run_budget_exceeded: { status: 402, title: "The run used up its organization's per-run model token or cost budget" },
   org_budget_exceeded: { status: 402, title: 'The organization used up its monthly model token or cost budget' },
   chat_turn_in_progress: { status: 409, title: 'A turn of this chat session is still streaming' },

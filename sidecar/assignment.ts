@@ -267,7 +267,14 @@ function parseLocalIntegration(v: unknown, field: string): LocalIntegrationAssig
   if (!isObject(bridge) || typeof bridge.host !== 'string' || bridge.host === '') fail(`${field}.bridge.host must be a host`);
   if (!Number.isInteger(bridge.port) || (bridge.port as number) <= 0 || (bridge.port as number) >= 65536) fail(`${field}.bridge.port must be a port`);
   if (typeof bridge.token !== 'string' || !TOKEN_PATTERN.test(bridge.token)) fail(`${field}.bridge.token must be at least 43 base64url characters`);
-  return { packageId, toolPrefix, tools: [...new Set(tools)], bridge: { host: bridge.host, port: bridge.port as number, token: bridge.token } };
+  const parsed: LocalIntegrationAssignment = { packageId, toolPrefix, tools: [...new Set(tools)], bridge: { host: bridge.host, port: bridge.port as number, token: bridge.token } };
+  const egress = v.egress;
+  if (egress !== undefined && egress !== null) {
+    if (!isObject(egress) || typeof egress.secret !== 'string' || !TOKEN_PATTERN.test(egress.secret)) fail(`${field}.egress.secret must be at least 43 base64url characters`);
+    if (!stringList(egress.authorizedUris)) fail(`${field}.egress.authorizedUris must be an array of strings`);
+    parsed.egress = { secret: egress.secret, authorizedUris: egress.authorizedUris };
+  }
+  return parsed;
 }
 
 /** One entry of integrations; messages name fields, never values (credentials are secret). */

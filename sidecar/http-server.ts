@@ -7,7 +7,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { EgressOptions } from '../lib/egress.ts';
 import type { McpToolServer } from '../lib/mcp/tool-server.ts';
+import { LOCAL_EGRESS_PROXY_PORT } from '../lib/afps/integration-assignment.ts';
 import type { SidecarAssignment } from './assignment.ts';
+import { localEgressProxy, type LocalEgressProxy } from './local-egress-proxy.ts';
 import { EventPoster, type EventPosterOptions } from './event-poster.ts';
 import { fetchResumeCheckpoint, relayCheckpoint } from './checkpoint-relay.ts';
 import { platformCredentialRefresh } from './connection-refresh.ts';
@@ -96,6 +98,8 @@ function presentsToken(req: IncomingMessage, tokenDigest: Buffer): boolean {
 export interface SidecarServerOptions {
   /** name resolution of the model provider's host; the system resolver when absent (tests pin answers) */
   resolve?: EgressOptions['resolve'];
+  /** the local servers' egress proxy's port; LOCAL_EGRESS_PROXY_PORT when absent (tests take 0: any) */
+  localEgressPort?: number;
 }
 
 export class SidecarHttpServer {
@@ -103,6 +107,8 @@ export class SidecarHttpServer {
   readonly server: Server;
   private socketServer: Server | null = null;
   private port: number | undefined;
+  private listenHost = '127.0.0.1';
+  private localEgress: LocalEgressProxy | null = null;
 
   constructor(private readonly opts: SidecarServerOptions = {}) {
     this.server = createServer(this.handle);
@@ -117,6 +123,7 @@ export class SidecarHttpServer {
 
   /** host: 127.0.0.1 unless the sandbox puts the agent elsewhere (the docker backend: its run network) */
   listen(host = '127.0.0.1'): Promise<number> {
+    this.listenHost = host;
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(0, host, () => {
@@ -169,6 +176,7 @@ export class SidecarHttpServer {
       note: (message: string) => void events.emit('log', { level: 'info', message }),
     };
     const mcp = integrations.then((found) => mcpToolServer(gatedTools([...found.tools, ...tools], gate)));
+    this.startLocalEgress(assignment, egress, (message) => events.emit('log', { level: 'warn', message }));
     this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget) };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
@@ -179,13 +187,33 @@ export class SidecarHttpServer {
   private egressOptions(assignment: SidecarAssignment): EgressOptions {
     return {
       allowInternalHosts: assignment.egressAllowInternalHosts,
-      platformEndpoints: [...assignment.egressPlatformEndpoints, ...(this.port ? [{ host: '127.0.0.1', port: this.port }] : [])],
+      platformEndpoints: [
+        ...assignment.egressPlatformEndpoints,
+        ...(this.port ? [{ host: '127.0.0.1', port: this.port }] : []),
+        { host: '127.0.0.1', port: this.opts.localEgressPort ?? LOCAL_EGRESS_PROXY_PORT },
+      ],
       resolve: this.opts.resolve,
     };
   }
 
-  /** Closes the remote integrations' sessions. */
+  /**
+   * The egress proxy of the run's local servers (those the runner gave a way out), on the address
+   * the sidecar serves its run on (the docker backend: every network of the sidecar; only a server
+   * presenting its own secret is served).
+   */
+  private startLocalEgress(assignment: SidecarAssignment, egress: EgressOptions, note: (message: string) => void): void {
+    const clients = assignment.localIntegrations.flatMap((l) => (l.egress ? [{ packageId: l.packageId, ...l.egress }] : []));
+    if (clients.length === 0) return;
+    const proxy = localEgressProxy({ clients, egress, proxy: assignment.proxy ?? null, note });
+    this.localEgress = proxy;
+    proxy.listen(this.listenHost, this.opts.localEgressPort ?? LOCAL_EGRESS_PROXY_PORT).catch((err: Error) => {
+      note(`the local MCP servers' egress proxy could not listen: ${(err as { code?: string }).code ?? err.message}`);
+    });
+  }
+
+  /** Closes the remote integrations' sessions, and the local servers' egress proxy. */
   async close(): Promise<void> {
+    await this.localEgress?.close();
     await (await this.run?.integrations)?.close();
   }
 

@@ -3,8 +3,11 @@
 // (bin/mcp-bridge.ts). Their network is a second --internal network of the run whose only other
 // member is the sidecar: the agent (on the first one) cannot reach them, they reach nothing else,
 // and the host's ports are closed to its bridge. The sidecar connects to each bridge with a token
-// of its own, per server.
+// of its own, per server. A server's one way out is the sidecar's egress proxy (its alias `sidecar`
+// on that network), named by the standard proxy variables with a secret of its own: it reaches its
+// integration's authorized_uris through it, under the egress guard, and nothing else.
 import { randomBytes } from 'node:crypto';
+import { localEgressEnv } from '../../lib/afps/integration-assignment.ts';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -12,7 +15,7 @@ import type Docker from 'dockerode';
 import type { LocalIntegrationAssignment, LocalServerSpec } from './adapter.ts';
 import { AttachedProgram } from './docker-attached-program.ts';
 import { closeHostPorts } from './docker-network.ts';
-import { MCP_BRIDGE_PORT, mcpNetworkSpec, mcpServerContainerSpec, names } from './docker-specs.ts';
+import { MCP_BRIDGE_PORT, mcpNetworkSpec, mcpServerContainerSpec, names, SIDECAR_MCP_ALIAS } from './docker-specs.ts';
 import { writeWorkspace } from './workspace-writer.ts';
 
 const READY_TIMEOUT_MS = 30_000;
@@ -65,26 +68,28 @@ export async function startLocalServers(docker: Docker, opts: {
   const n = names(opts.sandboxId);
   const started = await Promise.all(opts.servers.map(async (server, index) => {
     const token = randomBytes(32).toString('base64url');
+    const egress = { secret: randomBytes(32).toString('base64url'), authorizedUris: server.authorizedUris ?? [] };
     const container = await docker.createContainer(mcpServerContainerSpec({
       sandboxId: opts.sandboxId, runId: opts.runId, index, packageId: server.packageId,
       image: serverImage(server, opts.agentImage, opts.allowedImages),
       serverDir: server.files ? serverDir(opts.sandboxDir, index) : null,
-      bridge: { token, command: server.command, env: server.env },
+      // the proxy variables last: the manifest cannot point the server elsewhere
+      bridge: { token, command: server.command, env: { ...server.env, ...localEgressEnv(SIDECAR_MCP_ALIAS, egress.secret) } },
       limits: opts.limits,
     }));
     const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Duplex;
     const program = new AttachedProgram(`the MCP server of ${server.packageId}`, stream, docker);
     await container.start();
-    return { server, token, container, program };
+    return { server, token, egress, container, program };
   }));
-  const ready = Promise.all(started.map(async ({ server, token, container, program }): Promise<LocalIntegrationAssignment> => {
+  const ready = Promise.all(started.map(async ({ server, token, egress, container, program }): Promise<LocalIntegrationAssignment> => {
     try {
       const line = await program.nextLine(READY_TIMEOUT_MS);
       if (line.ready !== true) throw new Error(`the MCP server of ${server.packageId} did not start: unexpected ready line`);
       const networks = (await container.inspect()).NetworkSettings.Networks as Record<string, { IPAddress?: string }>;
       const host = networks[n.mcpNetwork]?.IPAddress;
       if (!host) throw new Error(`the MCP server of ${server.packageId} has no address on its network`);
-      return { packageId: server.packageId, toolPrefix: server.toolPrefix, tools: server.tools, bridge: { host, port: MCP_BRIDGE_PORT, token } };
+      return { packageId: server.packageId, toolPrefix: server.toolPrefix, tools: server.tools, bridge: { host, port: MCP_BRIDGE_PORT, token }, egress };
     } finally {
       // the server's later output stays in its container's log; nothing here reads it
       program.detach();

@@ -14,7 +14,7 @@ import { AttachedProgram } from './docker-attached-program.ts';
 import { createMcpNetwork, startLocalServers } from './docker-local-servers.ts';
 import { closeHostPorts, needsRelay, removeHostRules, type LoopbackRelays } from './docker-network.ts';
 import {
-  agentContainerSpec, EGRESS_NETWORK, ignoreMissing, isStatus, LABEL_SANDBOX, names, runNetworkSpec, SANDBOX_UID, sidecarContainerSpec,
+  agentContainerSpec, EGRESS_NETWORK, ignoreMissing, isStatus, LABEL_SANDBOX, names, runNetworkSpec, SANDBOX_UID, sidecarContainerSpec, SIDECAR_MCP_ALIAS,
 } from './docker-specs.ts';
 
 const READY_TIMEOUT_MS = 30_000;
@@ -66,7 +66,8 @@ export async function launchPair(
     // only a run's pair has local servers: the pool never makes them
     const runId = p.runId ?? '';
     await createMcpNetwork(docker, p.sandboxId, runId);
-    await docker.getNetwork(n.mcpNetwork).connect({ Container: sidecar.id });
+    // the servers name the sidecar's egress proxy by this alias (its address is given at start)
+    await docker.getNetwork(n.mcpNetwork).connect({ Container: sidecar.id, EndpointConfig: { Aliases: [SIDECAR_MCP_ALIAS] } });
     local = await startLocalServers(docker, {
       sandboxId: p.sandboxId, runId, sandboxDir: p.dir, servers: p.servers, agentImage: p.images.agent, allowedImages: p.images.localAllowed, limits: p.limits,
     });

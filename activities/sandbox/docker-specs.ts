@@ -208,6 +208,9 @@ export interface McpServerContainer {
 }
 
 /** A local integration's MCP server behind its bridge, confined like the agent, on the run's MCP network only. */
+/** the sidecar's name on the run's MCP network: the host of the local servers' egress proxy URL */
+export const SIDECAR_MCP_ALIAS = 'sidecar';
+
 export function mcpServerContainerSpec(c: McpServerContainer): Docker.ContainerCreateOptions {
   const n = names(c.sandboxId);
   const cwd = c.serverDir ? MCP_SERVER_DIR : '/tmp';

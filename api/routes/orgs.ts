@@ -18,6 +18,7 @@ export const Organization = z.object({
   role: z.string(),
   default_space_id: z.string().nullable(),
   api_version: z.string().nullable().describe('the API version pinned on the organization (used when a request sends no Service-Version); null follows the current version'),
+  local_credential_env: z.boolean().describe("whether local MCP servers may receive their connection's credential in their environment (an auth's delivery.env, an extension of the spec); off by default"),
   deleting: z.boolean(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -31,8 +32,8 @@ const TAG = 'Organizations';
 
 /** An organization on the wire: snake_case, but for the identifiers the spec keeps in camelCase. */
 function orgWire(o: orgs.Organization) {
-  const { defaultSpaceId, apiVersion, ...rest } = o;
-  return { ...rest, default_space_id: defaultSpaceId, api_version: apiVersion };
+  const { defaultSpaceId, apiVersion, localCredentialEnv, ...rest } = o;
+  return { ...rest, default_space_id: defaultSpaceId, api_version: apiVersion, local_credential_env: localCredentialEnv };
 }
 
 export const orgRoutes = [
@@ -68,18 +69,19 @@ export const orgRoutes = [
     },
   }),
   route({
-    method: 'patch', path: '/api/orgs/{orgId}', summary: 'Rename an organization, change its slug or pin its API version', tag: TAG,
+    method: 'patch', path: '/api/orgs/{orgId}', summary: 'Rename an organization, change its slug, pin its API version or let local MCP servers receive credentials in their environment', tag: TAG,
     tenant: 'none', permission: 'org:write', params: OrgParams,
     body: z.object({
       name: z.string().trim().min(1).max(200).optional(),
       slug: Slug.optional(),
       api_version: z.string().nullable().optional().describe('YYYY-MM-DD, a version this instance serves; null unpins'),
+      local_credential_env: z.boolean().optional().describe("let local MCP servers receive their connection's credential in their environment (delivery.env)"),
     }).strict(),
     responses: { 200: { description: 'The organization', schema: Organization }, 400: { description: 'invalid_api_version or unsupported_api_version' } },
     handler: async ({ ctx, req, deps, params, body }) => {
       const access = await reachOrg(ctx, req, deps, params.orgId, { permission: 'org:write', write: true });
-      const { api_version, ...patch } = body;
-      return ok(orgWire(await orgs.updateOrganization(access.scope, access.role, { ...patch, apiVersion: api_version })));
+      const { api_version, local_credential_env, ...patch } = body;
+      return ok(orgWire(await orgs.updateOrganization(access.scope, access.role, { ...patch, apiVersion: api_version, localCredentialEnv: local_credential_env })));
     },
   }),
   route({

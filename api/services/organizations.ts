@@ -22,6 +22,8 @@ export interface Organization {
   defaultSpaceId: string | null;
   /** the API version pinned on the organization; null follows the current version */
   apiVersion: string | null;
+  /** local MCP servers may receive their connection's credential in their environment (delivery.env) */
+  localCredentialEnv: boolean;
   deleting: boolean;
   createdAt: string;
   updatedAt: string;
@@ -33,12 +35,13 @@ interface OrgRow {
   slug: string;
   deleting_at: Date | null;
   api_version: string | null;
+  local_credential_env: boolean;
   created_at: Date;
   updated_at: Date;
   default_space_id: string | null;
 }
 
-const ORG_COLUMNS = `o.id, o.name, o.slug, o.deleting_at, o.api_version, o.created_at, o.updated_at,
+const ORG_COLUMNS = `o.id, o.name, o.slug, o.deleting_at, o.api_version, o.local_credential_env, o.created_at, o.updated_at,
   (SELECT s.id FROM spaces s WHERE s.org_id = o.id AND s.is_default LIMIT 1) AS default_space_id`;
 
 function toOrganization(row: OrgRow, role: OrgRole): Organization {
@@ -49,6 +52,7 @@ function toOrganization(row: OrgRow, role: OrgRole): Organization {
     role,
     defaultSpaceId: row.default_space_id,
     apiVersion: row.api_version ?? null,
+    localCredentialEnv: row.local_credential_env === true,
     deleting: row.deleting_at !== null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
@@ -91,7 +95,7 @@ export async function createOrganization(
   for (let attempt = 0; !row; attempt++) {
     const { rows } = await client.query(
       `INSERT INTO organizations (name, slug) VALUES ($1, $2) ON CONFLICT (slug) DO NOTHING
-       RETURNING id, name, slug, deleting_at, api_version, created_at, updated_at, NULL::text AS default_space_id`,
+       RETURNING id, name, slug, deleting_at, api_version, local_credential_env, created_at, updated_at, NULL::text AS default_space_id`,
       [input.name.trim(), slug],
     );
     row = rows[0];
@@ -135,15 +139,15 @@ function checkPinnable(version: string): void {
 }
 
 export async function updateOrganization(
-  scope: IdentityOrgScope, role: OrgRole, patch: { name?: string; slug?: string; apiVersion?: string | null },
+  scope: IdentityOrgScope, role: OrgRole, patch: { name?: string; slug?: string; apiVersion?: string | null; localCredentialEnv?: boolean },
 ): Promise<Organization> {
   if (patch.apiVersion) checkPinnable(patch.apiVersion);
   const update = async (db: pg.Pool | pg.PoolClient) => db.query(
     `UPDATE organizations o SET name = COALESCE($2, name), slug = COALESCE($3, slug),
-        api_version = CASE WHEN $4 THEN $5 ELSE api_version END, updated_at = now()
+        api_version = CASE WHEN $4 THEN $5 ELSE api_version END, local_credential_env = COALESCE($6, local_credential_env), updated_at = now()
       WHERE o.id = $1 AND NOT EXISTS (SELECT 1 FROM organizations x WHERE x.slug = $3 AND x.id <> $1)
       RETURNING ${ORG_COLUMNS}`,
-    [scope.orgId, patch.name?.trim() ?? null, patch.slug ?? null, patch.apiVersion !== undefined, patch.apiVersion ?? null],
+    [scope.orgId, patch.name?.trim() ?? null, patch.slug ?? null, patch.apiVersion !== undefined, patch.apiVersion ?? null, patch.localCredentialEnv ?? null],
   ).catch((err) => {
     if ((err as { code?: string }).code === '23505') throw slugTaken(patch.slug ?? '');
     throw err;

@@ -40,6 +40,8 @@ export const organizations = pgTable('organizations', {
   name: text('name').notNull(),
   slug: text('slug').notNull(),
   apiVersion: text('api_version'),
+  /** local MCP servers may receive their credential in their environment (delivery.env) */
+  localCredentialEnv: boolean('local_credential_env').notNull().default(false),
   deletingAt: timestamp('deleting_at', { withTimezone: true, mode: 'date' }),
   createdAt: createdAt(),
   updatedAt: updatedAt(),

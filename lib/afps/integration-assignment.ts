@@ -44,6 +44,30 @@ export interface LocalIntegrationAssignment {
   tools: string[];
   /** where the server's bridge listens on the run's MCP network, and the token it asks for first */
   bridge: { host: string; port: number; token: string };
+  /** the server's way out: the secret it presents to the sidecar's egress proxy, and where it may go */
+  egress?: LocalEgressGrant;
+}
+
+/** What the sidecar's egress proxy lets one local server do. */
+export interface LocalEgressGrant {
+  /** presented as the password of the proxy URL's userinfo (Proxy-Authorization: Basic) */
+  secret: string;
+  /** the integration's literal authorized_uris: the only URLs the server reaches */
+  authorizedUris: string[];
+}
+
+/** The port the sidecar's egress proxy for local servers listens on (its address on the run's MCP network). */
+export const LOCAL_EGRESS_PROXY_PORT = 3128;
+/** The user name of the proxy URL's userinfo (the secret is what authenticates). */
+export const LOCAL_EGRESS_PROXY_USER = 'mcp';
+
+/**
+ * The standard proxy variables a local server is started with: every request it makes goes to
+ * the sidecar's egress proxy (NO_PROXY empty: nothing bypasses it, nor could anything).
+ */
+export function localEgressEnv(proxyHost: string, secret: string): Record<string, string> {
+  const url = `http://${LOCAL_EGRESS_PROXY_USER}:${secret}@${proxyHost}:${LOCAL_EGRESS_PROXY_PORT}`;
+  return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url, NO_PROXY: '', no_proxy: '' };
 }
 
 /** The MCP server of one local integration (source.kind local), started in a runner of its own. */
@@ -58,6 +82,8 @@ export interface LocalServerSpec {
   image: string | null;
   /** the manifest's env (the mcp-server package's, overridden by the integration's); never a platform secret */
   env: Record<string, string>;
+  /** the integration's literal authorized_uris (every auth's): where its server may reach through the sidecar */
+  authorizedUris?: string[];
   /** the mcp-server package's files, mounted read-only where the command runs; null for a command in an image */
   files: Array<{ path: string; content: Buffer }> | null;
 }

@@ -254,26 +254,53 @@ function readOutput(r: FieldReader, path: string, name: string, value: unknown):
 }
 
 function readDelivery(r: FieldReader, field: string, value: unknown, knownFields: string[] | undefined): IntegrationAuth['delivery'] {
-  const raw = r.object(field, value, ['http']);
+  const raw = r.object(field, value, ['http', 'env']);
   if (!raw) return undefined;
-  const httpField = `${field}.http`;
-  const http = r.object(httpField, raw.http, ['in', 'name', 'prefix', 'value'], { required: true });
-  if (!http) return undefined;
-
-  let where: 'header' | undefined;
-  if (http.in === 'cookie') r.fail(`${httpField}.in`, 'invalid_value', 'must be header: cookie delivery is refused (only header delivery is supported)');
-  else where = r.oneOf(`${httpField}.in`, http.in, ['header'] as const, { required: true });
-  const name = r.string(`${httpField}.name`, http.name, { required: true, pattern: HEADER_NAME, format: 'an HTTP header name' });
-  const prefix = r.string(`${httpField}.prefix`, http.prefix, { max: 200 });
-  const template = r.string(`${httpField}.value`, http.value, { required: true, min: 1, max: 2000 });
-  if (template !== undefined && knownFields) {
+  if (raw.http === undefined && raw.env === undefined) {
+    r.fail(field, 'invalid_value', 'must declare http or env');
+    return undefined;
+  }
+  const knownTemplate = (at: string, template: string | undefined) => {
+    if (template === undefined || !knownFields) return;
     for (const [, ref] of template.matchAll(CREDENTIAL_REF)) {
       if (!knownFields.includes(ref)) {
-        r.fail(`${httpField}.value`, 'invalid_value', `names {$credential.${ref}}, which this auth does not provide`);
+        r.fail(at, 'invalid_value', `names {$credential.${ref}}, which this auth does not provide`);
         break;
       }
     }
+  };
+  const out: NonNullable<IntegrationAuth['delivery']> = {};
+  if (raw.http !== undefined) {
+    const httpField = `${field}.http`;
+    const http = r.object(httpField, raw.http, ['in', 'name', 'prefix', 'value'], { required: true });
+    if (http) {
+      let where: 'header' | undefined;
+      if (http.in === 'cookie') r.fail(`${httpField}.in`, 'invalid_value', 'must be header: cookie delivery is refused (only header delivery is supported)');
+      else where = r.oneOf(`${httpField}.in`, http.in, ['header'] as const, { required: true });
+      const name = r.string(`${httpField}.name`, http.name, { required: true, pattern: HEADER_NAME, format: 'an HTTP header name' });
+      const prefix = r.string(`${httpField}.prefix`, http.prefix, { max: 200 });
+      const template = r.string(`${httpField}.value`, http.value, { required: true, min: 1, max: 2000 });
+      knownTemplate(`${httpField}.value`, template);
+      if (where && name !== undefined && template !== undefined) out.http = withoutUndefined({ in: where, name, prefix, value: template });
+    }
   }
-  if (!where || name === undefined || template === undefined) return undefined;
-  return { http: withoutUndefined({ in: where, name, prefix, value: template }) };
+  if (raw.env !== undefined) {
+    const envField = `${field}.env`;
+    const env = r.object(envField, raw.env, ['name', 'value'], { required: true });
+    if (env) {
+      const name = r.string(`${envField}.name`, env.name, { required: true, pattern: ENV_NAME, format: 'an environment variable name' });
+      if (name !== undefined && RESERVED_ENV.has(name.toUpperCase())) {
+        r.fail(`${envField}.name`, 'invalid_value', `${name} is set by the platform (the server's path, home or proxy)`);
+      }
+      const template = r.string(`${envField}.value`, env.value, { required: true, min: 1, max: 2000 });
+      knownTemplate(`${envField}.value`, template);
+      if (name !== undefined && !RESERVED_ENV.has(name.toUpperCase()) && template !== undefined) out.env = { name, value: template };
+    }
+  }
+  return out.http || out.env ? out : undefined;
 }
+
+/** delivery.env names: a POSIX variable name */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** what a local server's runner sets itself: never a credential's */
+const RESERVED_ENV = new Set(['PATH', 'HOME', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'ALL_PROXY', 'MCP_BRIDGE_CONFIG', 'NODE_OPTIONS']);

@@ -88,13 +88,24 @@ export interface ConnectLogin {
   outputs: Record<string, LoginOutput>;
 }
 
+/** delivery.env: the environment variable a local MCP server receives its credential in. */
+export interface EnvDelivery {
+  name: string;
+  value: string;
+}
+
 export interface IntegrationAuth {
   type: AuthType;
   credentials?: { schema: JsonSchemaObject };
   oauth2?: { authorization_url: string; token_url: string; scopes?: string[] };
   connect?: { login: ConnectLogin };
   authorized_uris?: string[];
-  delivery?: { http: { in: 'header'; name: string; prefix?: string; value: string } };
+  /**
+   * http: the header the sidecar puts on requests to authorized_uris (the spec's). env (an extension,
+   * source.kind local only, when the organization allows it): the variable the local server is
+   * started with, holding the value rendered from the credential.
+   */
+  delivery?: { http?: { in: 'header'; name: string; prefix?: string; value: string }; env?: EnvDelivery };
   /** JSONPath expressions (lib/json-path.ts) naming the connection's account in the login or token answer */
   identity_claims?: { account_id?: string; label?: string };
 }

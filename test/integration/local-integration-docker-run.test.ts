@@ -6,6 +6,7 @@
 // integrations-connections.test.ts.)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -122,7 +123,9 @@ describe('a local integration through the platform on the docker backend', { ski
     assert.equal(run.status, 'success', JSON.stringify(run.error));
     assert.equal(run.result.output.echo, 'hello from the integration: ping', 'the tool answered, with the integration env over the package env');
     const seen = JSON.parse(run.result.output.environment);
-    assert.deepEqual(Object.keys(seen.env).sort(), ['GREETING', 'HOME', 'PATH'], 'no platform secret reaches the server');
+    assert.deepEqual(Object.keys(seen.env).sort(), ['GREETING', 'HOME', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'PATH', 'http_proxy', 'https_proxy', 'no_proxy'],
+      'no platform secret reaches the server: the manifests\' env and the proxy variables naming the sidecar\'s egress proxy');
+    assert.match(seen.env.HTTP_PROXY, /^http:\/\/mcp:[A-Za-z0-9_-]{43}@sidecar:3128$/);
     assert.equal(seen.cwd, '/server');
 
     // the reaper's pass over this run's sandbox
@@ -131,6 +134,69 @@ describe('a local integration through the platform on the docker backend', { ski
     const filters = { label: [`${LABEL_RUN}=${runId}`] };
     assert.deepEqual(await adapter.docker.listContainers({ all: true, filters }), [], 'the server went with the sandbox');
     assert.deepEqual(await adapter.docker.listNetworks({ filters }), []);
+  });
+
+  test("delivery.env: the launch is refused (403 local_credential_env_disabled) until an admin allows it; then the server holds the credential in its variable, and the run's events never carry it", async () => {
+    const API_KEY = 'vk_live_9f8e7d6c5b4a39281706';
+    await imported(archive({
+      name: '@acme/keyed-server', version: '1.0.0', type: 'mcp-server', schema_version: '0.3', server: { command: ['node', 'server.cjs'], env: {} },
+    }, { 'server.cjs': SERVER }));
+    await imported(archive({
+      name: '@acme/local-keyed', version: '1.0.0', type: 'integration', schema_version: '0.3',
+      source: { kind: 'local', server: { name: '@acme/keyed-server', version: '^1.0.0' } },
+      default_tools: ['env_digest'],
+      auths: {
+        key: {
+          type: 'api_key',
+          credentials: { schema: { type: 'object', properties: { api_key: { type: 'string', minLength: 4 } }, required: ['api_key'] } },
+          authorized_uris: ['https://api.vendor.test/*'],
+          delivery: { env: { name: 'VENDOR_API_KEY', value: '{$credential.api_key}' } },
+        },
+      },
+    }));
+    await imported(anAgentArchive('@acme/keyed-agent', '@acme/local-keyed', ['env_digest'], [
+      { tool: 'acme_local-keyed__env_digest', arguments: { name: 'VENDOR_API_KEY' } },
+      { tool: 'acme_local-keyed__env_digest', arguments: { name: 'NOT_SET_HERE' } },
+      { tool: 'output', arguments: { echo: '{{result:0}}', environment: '{{result:1}}' } },
+    ]));
+    const connected = await api.post('/api/integrations/@acme/local-keyed/auths/key/connect/fields', { credentials: { api_key: API_KEY } });
+    assert.equal(connected.status, 201, connected.text);
+
+    const refused = await api.post('/api/agents/@acme/keyed-agent/run', { input: {} });
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.body.code, 'local_credential_env_disabled');
+    assert.equal(refused.body.title, errorCatalog.local_credential_env_disabled.title);
+    assert.equal(refused.body.errors[0].packageId, '@acme/local-keyed');
+
+    // the organization's setting, by its owner (org:write)
+    const admin = client(app.url, { key: (await aKey(app.deps.database.pool, { ...org, userId: org.ownerId, scopes: ['org:read', 'org:write'] })).key });
+    const org0 = await admin.get(`/api/orgs/${org.orgId}`);
+    assert.equal(org0.status, 200, org0.text);
+    assert.equal(org0.body.local_credential_env, false, 'off by default');
+    const allowed = await admin.patch(`/api/orgs/${org.orgId}`, { local_credential_env: true });
+    assert.equal(allowed.status, 200, allowed.text);
+    assert.equal(allowed.body.local_credential_env, true);
+    try {
+      const launch = await api.post('/api/agents/@acme/keyed-agent/run', { input: {} });
+      assert.equal(launch.status, 201, launch.text);
+      const runId = launch.body.id as string;
+      const { sandboxId } = await runActivitiesFor(app.deps, adapter).boot(runId);
+      started.push(sandboxId);
+      let run: any;
+      for (let i = 0; i < 300; i++) {
+        run = (await api.get(`/api/runs/${runId}`)).body;
+        if (!['pending', 'running'].includes(run.status)) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.equal(run.status, 'success', JSON.stringify(run.error));
+      assert.equal(run.result.output.echo, createHash('sha256').update(API_KEY).digest('hex'), 'the server holds the credential in VENDOR_API_KEY');
+      assert.equal(run.result.output.environment, 'unset');
+      const events = await api.get(`/api/runs/${runId}/logs`);
+      assert.equal(events.status, 200, events.text);
+      assert.ok(!JSON.stringify(events.body).includes(API_KEY) && !JSON.stringify(run).includes(API_KEY), "the credential is in none of the run's logs, nor its record");
+    } finally {
+      await admin.patch(`/api/orgs/${org.orgId}`, { local_credential_env: false });
+    }
   });
 
   test('an integration naming an image the operator does not allow is refused at launch with the problem document; the agent image is allowed, and refused at boot by a process-backend worker', async () => {

@@ -20,13 +20,14 @@ import { aDockerWorld, execNode, probeScript, type DockerWorld } from './sandbox
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
 import { waitUntil, type EventReceiver } from './sidecar-run-harness.ts';
 import { aSandboxSpec, MODEL_KEY } from './sandbox-process-harness.ts';
+import { aSelfSignedCert } from '../support/self-signed.ts';
 
 const unavailable = await dockerForTests();
 const SERVER = readFileSync(new URL('../fixtures/local-mcp-server/server.cjs', import.meta.url));
 
 function aLocalServer(overrides: Partial<LocalServerSpec> = {}): LocalServerSpec {
   return {
-    packageId: '@acme/local-echo', toolPrefix: 'acme_local-echo', tools: ['echo', 'environment', 'connect'],
+    packageId: '@acme/local-echo', toolPrefix: 'acme_local-echo', tools: ['echo', 'environment', 'connect', 'fetch'],
     command: ['node', 'server.cjs'], image: null, env: { GREETING: 'hello' }, files: [{ path: 'server.cjs', content: SERVER }],
     ...overrides,
   };
@@ -143,12 +144,101 @@ describe('local integrations on the docker backend', { skip: unavailable ?? fals
       assert.deepEqual(output?.type === 'output' && output.data.output, { summary: 'hello: ping', count: 1 });
       const logged = events().find((e) => e.type === 'log' && String(e.data.message).includes('"env"'));
       const seen = JSON.parse(String(logged?.type === 'log' && logged.data.message));
-      assert.deepEqual(Object.keys(seen.env).sort(), ['GREETING', 'HOME', 'PATH'], 'the manifest env, no bridge configuration, no secret');
+      assert.deepEqual(Object.keys(seen.env).sort(), ['GREETING', 'HOME', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'PATH', 'http_proxy', 'https_proxy', 'no_proxy'],
+        'the manifest env and the proxy variables, no bridge configuration, no platform secret');
+      assert.match(seen.env.HTTPS_PROXY, /^http:\/\/mcp:[A-Za-z0-9_-]{43}@sidecar:3128$/);
+      assert.equal(seen.env.NO_PROXY, '');
       assert.equal(seen.cwd, '/server');
       assert.equal(seen.uid, 10001);
       assert.ok(events().some((e) => e.type === 'completed'));
     } finally {
       await adapter.stop(sandboxId);
+    }
+  });
+
+  test("the server reaches its vendor over HTTP and HTTPS through the sidecar's proxy, and nothing else: another host, loopback, private addresses and the platform's ports are refused", async () => {
+    // the fake vendor: a container on a network of its own, named vendor.test there, which the
+    // sidecar joins (as it would reach a vendor on the internet); HTTP on 8080, HTTPS on 8443
+    const docker = adapter.docker;
+    const vendorNet = `apt-vendor-${Date.now().toString(36)}`;
+    const cert = aSelfSignedCert('vendor.test');
+    const vendorScript = `const http = require('http'), https = require('https');
+const h = (tag) => (req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify({ vendor: tag, path: req.url, auth: req.headers['proxy-authorization'] || null })); };
+http.createServer(h('http')).listen(8080, () => https.createServer({ key: process.env.KEY, cert: process.env.CERT }, h('https')).listen(8443, () => console.log('ready')));`;
+    await docker.createNetwork({ Name: vendorNet, Internal: true, Labels: { 'agent-platform.test': 'vendor' } });
+    const vendor = await docker.createContainer({
+      Image: AGENT_IMAGE, Entrypoint: ['/usr/bin/node'], Cmd: ['-e', vendorScript], User: '10001:10001', Env: [`KEY=${cert.key}`, `CERT=${cert.cert}`],
+      HostConfig: { NetworkMode: vendorNet }, NetworkingConfig: { EndpointsConfig: { [vendorNet]: { Aliases: ['vendor.test'] } } },
+    });
+    let sandboxId: string | undefined;
+    try {
+      await vendor.start();
+      for (let i = 0; !String(await vendor.logs({ stdout: true, stderr: true })).includes('ready'); i++) {
+        if (i > 150) throw new Error('the vendor did not start');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const vendorIp = ((await vendor.inspect()).NetworkSettings.Networks as Record<string, { IPAddress: string }>)[vendorNet].IPAddress;
+
+      const urls = [
+        'http://vendor.test:8080/api/items', 'https://vendor.test:8443/v1/me',
+        'http://vendor.test:9999/api/items', 'http://127.0.0.1:8080/api/items', 'http://10.1.2.3/x', 'http://127.0.0.1:3128/x',
+      ];
+      const script = [
+        { tool: 'acme_local-echo__fetch', arguments: { urls } },
+        { tool: 'acme_local-echo__connect', arguments: { host: vendorIp, port: 8080 } },
+        { tool: 'log', arguments: { level: 'info', message: 'fetched {{result:0}}' } },
+        { tool: 'log', arguments: { level: 'info', message: 'direct {{result:1}}' } },
+        { tool: 'output', arguments: { summary: 'done', count: 1 } },
+      ];
+      const runId = 'run_docker_local_egress';
+      const base = aSandboxSpec({ runId, eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
+      base.sidecar.model = { ...base.sidecar.model!, model: 'fake-script' };
+      // the operator allows the vendor's internal name on its ports, and (to show the platform's ports hold even then) the proxy's own
+      base.sidecar.egressAllowInternalHosts = [...(base.sidecar.egressAllowInternalHosts ?? []), 'vendor.test:8080', 'vendor.test:8443', '127.0.0.1:3128'];
+      base.workspace[0] = { path: 'prompt.md', content: Buffer.from(`Use the tools.\n\n\`\`\`fake-model-script\n${JSON.stringify(script)}\n\`\`\`\n`) };
+      const server = aLocalServer({
+        env: { GREETING: 'hello', NODE_EXTRA_CA_CERTS: '/server/vendor-ca.pem' },
+        files: [{ path: 'server.cjs', content: SERVER }, { path: 'vendor-ca.pem', content: Buffer.from(cert.cert) }],
+        authorizedUris: ['http://vendor.test:8080/api/*', 'https://vendor.test:8443/*', 'http://127.0.0.1:8080/*', 'http://10.1.2.3/*', 'http://127.0.0.1:3128/*'],
+      });
+      // the first model answer waits while the sidecar joins the vendor's network
+      model.setLatency(3000);
+      try {
+        ({ sandboxId } = await adapter.start({ ...base, localServers: [server] }));
+        await docker.getNetwork(vendorNet).connect({ Container: adapter.containers(sandboxId).sidecar });
+      } finally {
+        model.setLatency(0);
+      }
+      const events = () => world.eventsOf(runId);
+      await waitUntil(() => events().some((e) => e.type === 'completed' || e.type === 'failed'), 60_000);
+      const logged = (prefix: string) => {
+        const e = events().find((x) => x.type === 'log' && String(x.data.message).startsWith(prefix));
+        assert.ok(e && e.type === 'log', `a log line ${prefix}`);
+        return String(e.data.message).slice(prefix.length);
+      };
+      const results = JSON.parse(logged('fetched ')) as Array<{ status: number; body: string }>;
+      assert.deepEqual(results[0], { status: 200, body: JSON.stringify({ vendor: 'http', path: '/api/items', auth: null }) }, 'plain HTTP reaches the vendor');
+      assert.deepEqual(results[1], { status: 200, body: JSON.stringify({ vendor: 'https', path: '/v1/me', auth: null }) }, 'HTTPS through CONNECT, the vendor\'s certificate trusted');
+      assert.equal(results[2].status, 403);
+      assert.match(results[2].body, /^unauthorized_target/, 'a port no authorized_uris entry names');
+      assert.equal(results[3].status, 403);
+      assert.match(results[3].body, /^blocked_target: .*loopback/);
+      assert.equal(results[4].status, 403);
+      assert.match(results[4].body, /^blocked_target: .*private/);
+      assert.equal(results[5].status, 403);
+      assert.match(results[5].body, /platform's own endpoints/);
+      assert.notEqual(logged('direct '), 'connected', 'the server has no route of its own to the vendor');
+      assert.ok(events().some((e) => e.type === 'completed'));
+
+      // the proxy secret is the server's: it is in no event of the run
+      const [mcp] = await mcpContainersOf(docker, sandboxId!);
+      const config = (await docker.getContainer(mcp.Id).inspect()).Config.Env.find((v) => v.startsWith('MCP_BRIDGE_CONFIG='))!;
+      const proxySecret = /mcp:([A-Za-z0-9_-]{43})@/.exec(config)![1];
+      assert.ok(!JSON.stringify(events()).includes(proxySecret));
+    } finally {
+      if (sandboxId) await adapter.stop(sandboxId);
+      await vendor.remove({ force: true }).catch(() => undefined);
+      await docker.getNetwork(vendorNet).remove().catch(() => undefined);
     }
   });
 

@@ -103,6 +103,18 @@ describe('manifest: integration auths', () => {
     });
   });
 
+  test('delivery.env (the extension for local servers) names a variable and a value from the credential; the runner\'s own variables are refused', () => {
+    const credentials = { schema: { type: 'object', properties: { api_key: { type: 'string' } } } };
+    const auth = { type: 'api_key', credentials, delivery: { env: { name: 'VENDOR_API_KEY', value: '{$credential.api_key}' } } };
+    assert.deepEqual((parseManifest(anIntegration({ auths: { a: auth } }), OPTS) as IntegrationManifest).auths?.a.delivery, auth.delivery);
+    const env = (name: string, value = '{$credential.api_key}') => ({ type: 'api_key', credentials, delivery: { env: { name, value } } });
+    assert.deepEqual(codesByField(anIntegration({ auths: { a: env('https_proxy') } })), { 'auths.a.delivery.env.name': 'invalid_value' });
+    assert.deepEqual(codesByField(anIntegration({ auths: { a: env('PATH') } })), { 'auths.a.delivery.env.name': 'invalid_value' });
+    assert.deepEqual(codesByField(anIntegration({ auths: { a: env('1BAD') } })), { 'auths.a.delivery.env.name': 'invalid_format' });
+    assert.deepEqual(codesByField(anIntegration({ auths: { a: env('KEY', '{$credential.token}') } })), { 'auths.a.delivery.env.value': 'invalid_value' });
+    assert.deepEqual(codesByField(anIntegration({ auths: { a: { type: 'api_key', credentials, delivery: {} } } })), { 'auths.a.delivery': 'invalid_value' });
+  });
+
   test('a delivery may only name credential fields the auth provides', () => {
     const credentials = { schema: { type: 'object', properties: { api_key: { type: 'string' } } } };
     const delivery = { http: { in: 'header', name: 'Authorization', value: '{$credential.token}' } };

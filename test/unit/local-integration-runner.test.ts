@@ -2,6 +2,7 @@
 // allows, the sidecar's reading of its local integrations (fields named, never the token), and the
 // server container's create options (confined, on the run's MCP network only, package read-only).
 import { describe, test } from 'node:test';
+import { LOCAL_EGRESS_PROXY_PORT, localEgressEnv } from '../../lib/afps/integration-assignment.ts';
 import assert from 'node:assert/strict';
 import { MCP_BRIDGE_PORT, mcpServerContainerSpec, names } from '../../activities/sandbox/docker-specs.ts';
 import { loadConfig } from '../../lib/config.ts';
@@ -50,6 +51,21 @@ describe("the sidecar's local integrations", () => {
     assert.throws(() => parseAssignment(line([{ ...entry, tools: [] }])), /localIntegrations\[0\]\.tools/);
     assert.throws(() => parseAssignment(line([{ ...entry, bridge: undefined }])), /localIntegrations\[0\]\.bridge\.host/);
     assert.throws(() => parseAssignment(line([{ ...entry, bridge: { ...entry.bridge, port: 70000 } }])), /localIntegrations\[0\]\.bridge\.port/);
+  });
+
+  test("its egress grant is read with the server's proxy secret; a short secret or a non-list of URIs is refused, never echoed", () => {
+    const egress = { secret: TOKEN, authorizedUris: ['https://api.vendor.test/*'] };
+    assert.deepEqual(parseAssignment(line([{ ...entry, egress }])).localIntegrations[0].egress, egress);
+    const short = 'short-secret-value';
+    assert.throws(() => parseAssignment(line([{ ...entry, egress: { ...egress, secret: short } }])), (err: Error) =>
+      /localIntegrations\[0\]\.egress\.secret/.test(err.message) && !err.message.includes(short));
+    assert.throws(() => parseAssignment(line([{ ...entry, egress: { ...egress, authorizedUris: 'https://x/*' } }])), /localIntegrations\[0\]\.egress\.authorizedUris/);
+  });
+
+  test('the proxy variables name the sidecar with the secret, and leave nothing to bypass it', () => {
+    const env = localEgressEnv('sidecar', TOKEN);
+    const url = `http://mcp:${TOKEN}@sidecar:${LOCAL_EGRESS_PROXY_PORT}`;
+    assert.deepEqual(env, { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url, NO_PROXY: '', no_proxy: '' });
   });
 });
 

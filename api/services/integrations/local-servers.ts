@@ -2,8 +2,11 @@
 // each one the agent selected tools of. An integration naming an mcp-server package runs that
 // package's server.command from its files; one naming a command runs it in its image (checked
 // against LOCAL_INTEGRATION_IMAGES at launch and again at boot). The server's environment is the
-// manifests' env only: the mcp-server package's, overridden by the integration's. No credential
-// and no platform secret reaches it (the spec names no way for a local server to receive one).
+// manifests' env only: the mcp-server package's, overridden by the integration's, beside the proxy
+// variables its runner adds. No platform secret reaches it, and its connection's credential only
+// where the auth declares delivery.env and the organization allows it (runCredentialEnv). Its requests may reach
+// the literal authorized_uris of the integration's auths, through the sidecar's egress proxy.
+import { parseAuthorizedUri } from '../../../lib/afps/authorized-uri.ts';
 import type { LocalServerSpec } from '../../../lib/afps/integration-assignment.ts';
 import type { AgentManifest, IntegrationManifest, McpServerManifest } from '../../../lib/afps/manifest-types.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
@@ -11,7 +14,20 @@ import { resolveAgentIntegrations } from '../packages/dependencies.ts';
 import { selectedTools } from './readiness.ts';
 import { toolPrefixOf } from './run-credentials.ts';
 
-export async function runLocalServers(scope: SpaceScope, owner: string, agent: AgentManifest): Promise<LocalServerSpec[]> {
+/** Every auth's authorized_uris that need no credential to render (a local server holds none). */
+function literalAuthorizedUris(manifest: IntegrationManifest): string[] {
+  const uris = Object.values(manifest.auths ?? {}).flatMap((auth) => auth.authorized_uris ?? []);
+  return [...new Set(uris.filter((uri) => {
+    const parsed = parseAuthorizedUri(uri);
+    return typeof parsed !== 'string' && parsed.literal;
+  }))];
+}
+
+/**
+ * `credentialEnv`: by package, the variables its server receives its credential in (delivery.env,
+ * runCredentialEnv); set over the manifests' env.
+ */
+export async function runLocalServers(scope: SpaceScope, owner: string, agent: AgentManifest, credentialEnv: Record<string, Record<string, string>> = {}): Promise<LocalServerSpec[]> {
   const declared = Object.keys(agent.dependencies?.integrations ?? {});
   if (declared.length === 0) return [];
   const { integrations, mcpServers } = await resolveAgentIntegrations(scope, owner, agent);
@@ -22,14 +38,14 @@ export async function runLocalServers(scope: SpaceScope, owner: string, agent: A
     if (source.kind !== 'local') continue;
     const tools = selectedTools(agent, { id: integration.id, version: integration.version, manifest });
     if (tools.length === 0) continue;
-    const base = { packageId: integration.id, toolPrefix: toolPrefixOf(integration.id), tools };
+    const base = { packageId: integration.id, toolPrefix: toolPrefixOf(integration.id), tools, authorizedUris: literalAuthorizedUris(manifest) };
     if ('server' in source) {
       const server = mcpServers.find((s) => s.id === source.server.name)!;
       const { command, env } = (server.manifest as McpServerManifest).server;
       const files = [...server.files].map(([path, content]) => ({ path, content }));
-      out.push({ ...base, command, image: null, env: { ...env, ...source.env }, files });
+      out.push({ ...base, command, image: null, env: { ...env, ...source.env, ...credentialEnv[integration.id] }, files });
     } else {
-      out.push({ ...base, command: source.command, image: source.image ?? null, env: { ...source.env }, files: null });
+      out.push({ ...base, command: source.command, image: source.image ?? null, env: { ...source.env, ...credentialEnv[integration.id] }, files: null });
     }
   }
   return out;

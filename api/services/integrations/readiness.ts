@@ -166,7 +166,34 @@ function reason(item: ReadinessItem): string {
  */
 export async function connectionsForLaunch(scope: SpaceScope, deps: IntegrationDeps, config: Config, agent: AgentUnderLaunch): Promise<ResolvedConnection[]> {
   refuseUnstartableLocal(config, agent);
-  return readyConnections(scope, deps, agent);
+  const resolved = await readyConnections(scope, deps, agent);
+  await refuseCredentialEnv(scope, agent, resolved);
+  return resolved;
+}
+
+/**
+ * A local integration whose chosen auth hands its credential to the server's environment
+ * (delivery.env) needs the organization's leave (local_credential_env, off by default): refused
+ * otherwise, naming it. Checked again at boot (local-servers.ts).
+ */
+export async function refuseCredentialEnv(scope: SpaceScope, agent: AgentUnderLaunch, resolved: ResolvedConnection[]): Promise<void> {
+  const wanting = resolved.find((r) => {
+    if (r.source.kind !== 'local' || r.authKey === null) return false;
+    const manifest = agent.integrations.find((i) => i.id === r.packageId)?.manifest;
+    return manifest?.auths?.[r.authKey]?.delivery?.env !== undefined;
+  });
+  if (!wanting) return;
+  if (await localCredentialEnvAllowed(scope)) return;
+  throw problem('local_credential_env_disabled', {
+    detail: `${wanting.packageId} hands its credential to its local MCP server's environment (delivery.env); an organization admin must allow it (PATCH /api/orgs/{orgId} with local_credential_env: true).`,
+    errors: [{ field: `dependencies.integrations.${wanting.packageId}`, code: 'invalid_value', message: 'delivery.env needs the organization\'s local_credential_env', packageId: wanting.packageId }],
+  });
+}
+
+/** Whether the organization lets local servers receive their credential in their environment. */
+export async function localCredentialEnvAllowed(scope: { pool: SpaceScope['pool']; orgId: string }): Promise<boolean> {
+  const { rows } = await scope.pool.query<{ local_credential_env: boolean }>('SELECT local_credential_env FROM organizations WHERE id = $1', [scope.orgId]);
+  return rows[0]?.local_credential_env === true;
 }
 
 /**

@@ -8,7 +8,9 @@ import type { IntegrationAssignment } from '../../../lib/afps/integration-assign
 import type { AgentManifest, IntegrationAuth, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
 import type { EgressOptions } from '../../../lib/egress.ts';
+import { deliveryHeader } from '../../../lib/afps/credential-delivery.ts';
 import { problem } from '../../../lib/problem.ts';
+import { localCredentialEnvAllowed } from './readiness.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { versionManifest } from '../packages/rows.ts';
 import type { ConnectionRow } from './connections.ts';
@@ -92,6 +94,37 @@ export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egr
       delivery: auth.delivery?.http ?? null,
       credentials: forSidecar,
     });
+  }
+  return out;
+}
+
+/**
+ * The variables each local integration's server receives its credential in (delivery.env of the
+ * auth the run bound), by package: refreshed like the sidecar's, rendered from the credential's
+ * fields. Refused (local_credential_env_disabled) when the organization does not allow it.
+ */
+export async function runCredentialEnv(scope: SpaceScope, secrets: SecretBox, egress: EgressOptions, runId: string): Promise<Record<string, Record<string, string>>> {
+  const { rows } = await scope.pool.query<RunIntegrationRow>(
+    `SELECT integration_package_id, integration_version, auth_key, connection_id FROM run_connections
+      WHERE run_id = $1 AND org_id = $2 AND auth_key IS NOT NULL AND connection_id IS NOT NULL ORDER BY integration_package_id`,
+    [runId, scope.orgId],
+  );
+  const out: Record<string, Record<string, string>> = {};
+  let via: Awaited<ReturnType<typeof proxyRouteOf>> | undefined;
+  for (const r of rows) {
+    const manifest = (await versionManifest(scope.pool, scope.orgId, r.integration_package_id, r.integration_version)) as IntegrationManifest;
+    const env = manifest.source.kind === 'local' ? manifest.auths?.[r.auth_key!]?.delivery?.env : undefined;
+    if (!env) continue;
+    if (!(await localCredentialEnvAllowed(scope))) {
+      throw problem('local_credential_env_disabled', { detail: `${r.integration_package_id} hands its credential to its local MCP server's environment (delivery.env), which the organization no longer allows.` });
+    }
+    const bound = await boundConnection(scope, secrets, egress, { ...r, auth_key: r.auth_key!, connection_id: r.connection_id! });
+    via ??= await proxyRouteOf(scope, { secrets, egress });
+    const credentials = await usableCredentials(scope.pool, secrets, bound.egress, via, bound.connection, bound.auth, bound.client);
+    // the same template rules as delivery.http's value: every field present, no line break
+    const rendered = deliveryHeader({ in: 'header', name: env.name, value: env.value }, credentials);
+    if (!rendered) throw problem('missing_integration_connection', { detail: `Connection ${r.connection_id} lacks the fields ${r.integration_package_id}'s delivery.env names.` });
+    out[r.integration_package_id] = { [env.name]: rendered[1] };
   }
   return out;
 }
