@@ -16,6 +16,7 @@ import { ModelBudget } from './model-budget.ts';
 import { answerModels, proxyChatCompletion } from './model-proxy.ts';
 import { runtimeTools } from './runtime-tools.ts';
 import type { SidecarTool } from './tool.ts';
+import { SidecarTracing } from './tracing.ts';
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
@@ -27,6 +28,7 @@ interface AssignedRun {
   mcp: Promise<McpToolServer>;
   integrations: Promise<IntegrationTools>;
   budget: ModelBudget;
+  tracing: SidecarTracing;
 }
 
 class BodyTooLarge extends Error {}
@@ -132,7 +134,11 @@ export class SidecarHttpServer {
     if (this.run) throw new Error('the sidecar is already assigned');
     // retried at least once a heartbeat: a platform back from a restart hears the run within one
     const maxBackoffMs = Math.min(5_000, assignment.heartbeatSeconds * 1000);
-    const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, maxBackoffMs, ...hooks });
+    const tracing = new SidecarTracing(assignment.trace);
+    const events = new EventPoster({
+      eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, maxBackoffMs, ...hooks,
+      ...(tracing.recording ? { spans: () => tracing.recorder.take(), traceparent: tracing.recorder.traceparent } : {}),
+    });
     const egress = this.egressOptions(assignment);
     const integrations = integrationTools(assignment.integrations, {
       egress,
@@ -151,8 +157,8 @@ export class SidecarHttpServer {
       }),
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];
-    const mcp = integrations.then((found) => mcpToolServer([...found.tools, ...tools]));
-    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget) };
+    const mcp = integrations.then((found) => mcpToolServer(tracing.traceTools([...found.tools, ...tools])));
+    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
@@ -196,7 +202,7 @@ export class SidecarHttpServer {
     }
 
     if (path === '/v1/chat/completions' && method === 'POST') {
-      return proxyChatCompletion(res, body, run.assignment.model, run.events, this.egressOptions(run.assignment), run.budget);
+      return proxyChatCompletion(res, body, run.assignment.model, run.events, this.egressOptions(run.assignment), run.budget, undefined, run.tracing);
     }
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
     if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);

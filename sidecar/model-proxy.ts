@@ -14,6 +14,8 @@ import type { ModelAssignment } from './assignment.ts';
 import type { EventPoster } from './event-poster.ts';
 import type { ModelBudget } from './model-budget.ts';
 import { relayEventStream } from '../lib/event-stream-relay.ts';
+import type { RecordingSpan } from '../lib/tracing/records.ts';
+import type { SidecarTracing } from './tracing.ts';
 
 /**
  * How long a model call keeps trying to connect while its provider refuses connections (a local
@@ -103,6 +105,47 @@ export async function proxyChatCompletion(
   egress: EgressOptions = { allowInternalHosts: [] },
   budget?: ModelBudget,
   connectRetryMs = MODEL_CONNECT_RETRY_MS,
+  tracing?: SidecarTracing,
+): Promise<void> {
+  if (!model || !tracing?.recording) return forwardChatCompletion(res, rawBody, model, events, egress, budget, connectRetryMs, null, tracing);
+  const span = tracing.start(`chat ${model.model}`, {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': tracing.provider,
+    'gen_ai.request.model': model.model,
+  }, 'client');
+  try {
+    await forwardChatCompletion(res, rawBody, model, events, egress, budget, connectRetryMs, span, tracing);
+  } finally {
+    span?.end();
+  }
+}
+
+/** The model call's outcome on its span: the answer's model, the usage as reported, the content when opted in. */
+function recordAnswer(span: RecordingSpan, tracing: SidecarTracing, answer: any, usage: any): void {
+  if (typeof answer?.model === 'string') span.set({ 'gen_ai.response.model': answer.model });
+  if (typeof answer?.id === 'string') span.set({ 'gen_ai.response.id': answer.id });
+  const reasons = Array.isArray(answer?.choices) ? answer.choices.map((c: any) => c?.finish_reason).filter((r: unknown) => typeof r === 'string') : [];
+  if (reasons.length) span.set({ 'gen_ai.response.finish_reasons': reasons.join(',') });
+  if (usage && typeof usage === 'object') {
+    if (Number.isFinite(Number(usage.prompt_tokens))) span.set({ 'gen_ai.usage.input_tokens': Number(usage.prompt_tokens) });
+    if (Number.isFinite(Number(usage.completion_tokens))) span.set({ 'gen_ai.usage.output_tokens': Number(usage.completion_tokens) });
+  }
+  if (tracing.captureContent && Array.isArray(answer?.choices)) {
+    span.set({ 'gen_ai.output.messages': JSON.stringify(answer.choices.map((c: any) => c?.message ?? null)) });
+  }
+  tracing.noteToolCalls(answer);
+}
+
+async function forwardChatCompletion(
+  res: ServerResponse,
+  rawBody: Buffer,
+  model: ModelAssignment | null,
+  events: EventPoster,
+  egress: EgressOptions,
+  budget: ModelBudget | undefined,
+  connectRetryMs: number,
+  span: RecordingSpan | null,
+  tracing: SidecarTracing | undefined,
 ): Promise<void> {
   if (!model) return openAiError(res, 503, 'model_unavailable', 'No model is configured for this run.');
   const over = budget?.reached();
@@ -122,6 +165,7 @@ export async function proxyChatCompletion(
   body.model = model.model;
   const refused = applyRunSettings(body, model);
   if (refused) return sendJson(res, 400, { error: { message: refused.message, type: 'invalid_request_error', code: refused.code } });
+  if (span && tracing?.captureContent) span.set({ 'gen_ai.input.messages': JSON.stringify(body.messages ?? null) });
   const streaming = body.stream === true;
   if (streaming) body.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
 
@@ -137,6 +181,7 @@ export async function proxyChatCompletion(
         'content-type': 'application/json',
         accept: streaming ? 'text/event-stream' : 'application/json',
         authorization: `Bearer ${model.apiKey}`,
+        ...(span ? { traceparent: span.traceparent } : {}),
       },
       body: payload,
       signal: abort.signal,
@@ -145,6 +190,7 @@ export async function proxyChatCompletion(
       proxy: model.proxy ?? null,
     }, egress), abort.signal, connectRetryMs);
   } catch (err) {
+    span?.fail(err instanceof EgressRefusal ? 'egress_refused' : 'upstream_unreachable');
     if (abort.signal.aborted) return;
     if (err instanceof ProxyFailure) {
       events.emit('log', { level: 'warn', message: `the organization's proxy gave no tunnel: ${err.message}` });
@@ -162,6 +208,7 @@ export async function proxyChatCompletion(
   if (status < 200 || status >= 300) {
     // the provider's error body is not relayed: it may quote request details
     upstream.resume();
+    span?.fail(`http_${status}`);
     events.emit('log', { level: 'warn', message: `model provider answered ${status}` });
     return openAiError(res, 502, 'upstream_error', `The model provider answered ${status}.`);
   }
@@ -169,6 +216,7 @@ export async function proxyChatCompletion(
   try {
     const contentType = upstream.headers['content-type'] ?? '';
     let usage: unknown;
+    let answer: unknown;
     if (contentType.includes('text/event-stream')) {
       usage = await relayEventStream(upstream, res, 'the agent closed the stream');
       res.end();
@@ -177,11 +225,13 @@ export async function proxyChatCompletion(
       res.writeHead(status, { 'content-type': contentType || 'application/json', 'content-length': Buffer.byteLength(text) });
       res.end(text);
       try {
-        usage = JSON.parse(text)?.usage;
+        answer = JSON.parse(text);
+        usage = (answer as { usage?: unknown } | null)?.usage;
       } catch {
         usage = undefined;
       }
     }
+    if (span && tracing) recordAnswer(span, tracing, answer, usage);
     const metric = metricFrom(usage, model.model);
     if (metric) {
       events.emit('metric', metric);
@@ -191,6 +241,7 @@ export async function proxyChatCompletion(
       if (reached) endOverBudget(events, reached);
     }
   } catch {
+    span?.fail('response_broke_off');
     if (!res.headersSent) openAiError(res, 502, 'upstream_error', 'The model provider response broke off.');
     else res.destroy();
   }
