@@ -1,5 +1,6 @@
 // Finalization happens once: one compare-and-set UPDATE; zero rows means someone else finalized.
 // The committed change is announced on run_status, which drives long polls and streams.
+import { setSpanAttributes, withSpan } from '../lib/tracing/index.ts';
 import type pg from 'pg';
 import { recordProblemCode } from '../lib/problem-log.ts';
 
@@ -17,11 +18,16 @@ export async function finalizeRun(pool: pg.Pool, runId: string, ending: RunEndin
   const output = ending.status === 'success' ? JSON.stringify(ending.output ?? null) : null;
   const error = ending.status === 'success' ? null : JSON.stringify(ending.error);
   if (ending.status !== 'success') recordProblemCode(ending.error.code);
-  // The trigger runs_status_announced (db/functions.sql) announces the change in this transaction.
-  const { rowCount } = await pool.query(
-    `UPDATE runs SET status = $2, output = $3::jsonb, error = $4::jsonb, finished_at = now()
-      WHERE id = $1 AND status = ANY($5::text[])`,
-    [runId, ending.status, output, error, from],
-  );
-  return { finalized: (rowCount ?? 0) > 0 };
+  const attributes = { 'agent_platform.run.status': ending.status, ...(ending.status === 'success' ? {} : { 'error.type': ending.error.code }) };
+  return withSpan('run finalize', attributes, async () => {
+    // The trigger runs_status_announced (db/functions.sql) announces the change in this transaction.
+    const { rowCount } = await pool.query(
+      `UPDATE runs SET status = $2, output = $3::jsonb, error = $4::jsonb, finished_at = now()
+        WHERE id = $1 AND status = ANY($5::text[])`,
+      [runId, ending.status, output, error, from],
+    );
+    const finalized = (rowCount ?? 0) > 0;
+    setSpanAttributes({ 'agent_platform.run.finalized': finalized });
+    return { finalized };
+  }, { tenant: { runId } });
 }

@@ -10,6 +10,7 @@ import { finalizeRun } from '../../../db/run-finalization.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import type { TerminalSignal } from '../../../workflows/run-types.ts';
 import { isTerminal } from './records.ts';
+import { acceptedSpanRecords, exportSpanRecords, setSpanAttributes, setSpanTenant, tracingActive, withSpan } from '../../../lib/tracing/index.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 
 interface SinkRow {
@@ -25,6 +26,8 @@ interface EventBody {
   type: string;
   at?: string;
   data?: Record<string, unknown>;
+  /** spans the sidecar recorded (lib/tracing/records.ts), exported by the platform when tracing is on */
+  spans?: unknown;
 }
 
 export interface IngestDeps {
@@ -73,12 +76,12 @@ const SINK_EXPIRED = 'The run event sink has expired.';
  * event: a run's secret never changes, and what does (its status, its sink's expiry) is checked
  * by record_run_event in the same round trip as the recording. Dropped at the run's end.
  */
-const sinkSecrets = new Map<string, { secret: string; spaceId: string }>();
+const sinkSecrets = new Map<string, { secret: string; orgId: string; spaceId: string }>();
 const MAX_SINK_SECRETS = 10_000;
 
 // Stryker disable all: the kept secrets only spare a read; every answer is the same without them
 // (record_run_event re-checks the run's status and sink in the recording's round trip)
-function rememberSinkSecret(runId: string, sink: { secret: string; spaceId: string }): void {
+function rememberSinkSecret(runId: string, sink: { secret: string; orgId: string; spaceId: string }): void {
   if (sinkSecrets.size >= MAX_SINK_SECRETS) sinkSecrets.delete(sinkSecrets.keys().next().value!);
   sinkSecrets.set(runId, sink);
 }
@@ -168,28 +171,45 @@ export interface RecordedRunEvent {
  * Verifies, records and signals one event. Answers the run's space when the event changed what
  * the run's wire shows, so the caller can drop its cached reads of that space.
  */
-export async function ingestRunEvent(
+export function ingestRunEvent(
+  deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer,
+): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent }> {
+  if (!tracingActive()) return ingest(deps, runId, headers, raw);
+  return withSpan('run event ingest', {}, () => ingest(deps, runId, headers, raw), { tenant: { runId } });
+}
+
+async function ingest(
   deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer,
 ): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent }> {
   let messageId: string;
   let spaceId: string;
+  let orgId: string;
   const known = sinkSecrets.get(runId);
   if (known) {
     ({ id: messageId } = verifyRunEventSignature(known.secret, headers, raw, Math.floor(Date.now() / 1000)));
     spaceId = known.spaceId;
+    orgId = known.orgId;
   } else {
     const opened = await openSink(deps, runId, headers, raw);
     if (isTerminal(opened.sink.status)) throw problem('run_sink_closed', { detail: SINK_CLOSED });
     // Stryker disable next-line EqualityOperator: expiring at this very millisecond or the next cannot be told apart from outside
     if (opened.sink.sink_expires_at.getTime() <= Date.now()) throw problem('run_sink_expired', { detail: SINK_EXPIRED });
-    rememberSinkSecret(runId, { secret: opened.secret, spaceId: opened.sink.space_id });
+    rememberSinkSecret(runId, { secret: opened.secret, orgId: opened.sink.org_id, spaceId: opened.sink.space_id });
     messageId = opened.messageId;
     spaceId = opened.sink.space_id;
+    orgId = opened.sink.org_id;
   }
   const event = parseEvent(raw);
+  setSpanTenant({ orgId, spaceId, runId });
+  setSpanAttributes({ 'agent_platform.event.type': event.type, 'agent_platform.event.sequence': event.sequence });
 
   const data = normalizedData(event);
   const signal = await recordEvent(deps.pool, runId, messageId, event, data);
+  // recorded once (a replay was refused above): the sidecar's spans are exported with the run's ids
+  if (tracingActive() && Array.isArray(event.spans) && event.spans.length) {
+    const traceId = (event.spans[0] as { traceId?: unknown })?.traceId;
+    if (typeof traceId === 'string') exportSpanRecords(acceptedSpanRecords(event.spans, traceId), { orgId, spaceId, runId });
+  }
   const changed: { changedSpaceId?: string; recorded?: RecordedRunEvent } = WIRE_EVENTS.has(event.type) ? { changedSpaceId: spaceId } : {};
   if (signal.recorded && (event.type === 'log' || event.type === 'metric')) changed.recorded = { spaceId, type: event.type, sequence: event.sequence, data };
 
