@@ -141,7 +141,7 @@ function deliveryTenant(body: string): { orgId?: string; spaceId?: string; runId
   try {
     const data = (JSON.parse(body) as { data?: Record<string, unknown> }).data ?? {};
     const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
-    return { orgId: text(data.org_id), spaceId: text(data.space_id), runId: text(data.run_id) ?? text(data.id) };
+    return { orgId: text(data.orgId) ?? text(data.org_id), spaceId: text(data.spaceId) ?? text(data.space_id), runId: text(data.id) };
   } catch {
     return {};
   }

@@ -10,7 +10,7 @@ import { finalizeRun } from '../../../db/run-finalization.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import type { TerminalSignal } from '../../../workflows/run-types.ts';
 import { isTerminal } from './records.ts';
-import { acceptedSpanRecords, exportSpanRecords, setSpanAttributes, setSpanTenant, tracingActive, withSpan } from '../../../lib/tracing/index.ts';
+import { acceptedSpanRecords, exportSpanRecords, setSpanAttributes, setSpanTenant, tracingActive } from '../../../lib/tracing/index.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 
 interface SinkRow {
@@ -171,14 +171,7 @@ export interface RecordedRunEvent {
  * Verifies, records and signals one event. Answers the run's space when the event changed what
  * the run's wire shows, so the caller can drop its cached reads of that space.
  */
-export function ingestRunEvent(
-  deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer,
-): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent }> {
-  if (!tracingActive()) return ingest(deps, runId, headers, raw);
-  return withSpan('run event ingest', {}, () => ingest(deps, runId, headers, raw), { tenant: { runId } });
-}
-
-async function ingest(
+export async function ingestRunEvent(
   deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer,
 ): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent }> {
   let messageId: string;
@@ -200,6 +193,7 @@ async function ingest(
     orgId = opened.sink.org_id;
   }
   const event = parseEvent(raw);
+  // the request's span (the sidecar sent the run's traceparent) is the event's ingestion
   setSpanTenant({ orgId, spaceId, runId });
   setSpanAttributes({ 'agent_platform.event.type': event.type, 'agent_platform.event.sequence': event.sequence });
 

@@ -1,6 +1,6 @@
 // Launching a run: check the agent, its input and the model, admit the run atomically, insert it
 // as pending and hand it to the workflow engine. Nothing here waits for a sandbox.
-import { activeTraceparent, withSpan } from '../../../lib/tracing/index.ts';
+import { activeTraceparent, setSpanTenant, withSpan } from '../../../lib/tracing/index.ts';
 import type { AgentManifest, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
 import type { Config } from '../../../lib/config.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
@@ -154,6 +154,7 @@ export async function admitAndSubmit(
   connections: ResolvedConnection[] = [],
   afterAdmit?: () => Promise<void>,
 ): Promise<RunWithSettings> {
+  setSpanTenant({ runId: row.id as string });
   await withSpan('run launch', { 'gen_ai.agent.name': String(row.agent_id ?? row.kind ?? '') }, async () => {
     await admitRun(scope, ctx.config, row);
     // recorded before the engine hears of the run: its boot reads them (connections, input files)
