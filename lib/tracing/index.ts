@@ -71,12 +71,12 @@ export async function startTracing(settings: TracingSettings): Promise<boolean> 
   return true;
 }
 
-/** Sends what is buffered and stops; tracing is off afterwards. */
+/** Sends what is buffered and stops; tracing is off afterwards. A collector that is gone loses those spans, nothing more. */
 export async function stopTracing(): Promise<void> {
   const b = backend;
   backend = null;
   captureContent = false;
-  await b?.shutdown();
+  await b?.shutdown().catch(() => {});
 }
 
 export function tracingActive(): boolean {
