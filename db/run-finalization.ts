@@ -19,7 +19,7 @@ export async function finalizeRun(pool: pg.Pool, runId: string, ending: RunEndin
   const error = ending.status === 'success' ? null : JSON.stringify(ending.error);
   if (ending.status !== 'success') recordProblemCode(ending.error.code);
   const attributes = { 'agent_platform.run.status': ending.status, ...(ending.status === 'success' ? {} : { 'error.type': ending.error.code }) };
-  return withSpan('run finalize', attributes, async () => {
+  return withSpan('run finalization', attributes, async () => {
     // The trigger runs_status_announced (db/functions.sql) announces the change in this transaction.
     const { rowCount } = await pool.query(
       `UPDATE runs SET status = $2, output = $3::jsonb, error = $4::jsonb, finished_at = now()

@@ -147,7 +147,7 @@ function assertOneTrace(t: Awaited<ReturnType<typeof tracedRun>>, protocol: Rece
   assert.ok(ingestions.length >= 2, `event ingestions: ${spans.map((s) => s.name).join(', ')}`);
   assert.ok(ingestions.every((s) => parentOf(s) === workflow));
   assert.ok(ingestions.some((s) => s.attributes['agent_platform.event.type'] === 'completed'));
-  assert.ok(spans.some((s) => s.name === 'run finalize' && s.attributes['agent_platform.run.finalized'] === true));
+  assert.ok(spans.some((s) => s.name === 'run finalization' && s.attributes['agent_platform.run.finalized'] === true));
 
   // every span names its tenant and run; the resource is the operator's
   for (const s of spans) {
