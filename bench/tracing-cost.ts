@@ -5,6 +5,7 @@
 // backends) and CPU milliseconds of the platform process per request, off and on, and the
 // difference in percent. The aim: under 5% of a run's CPU.
 //   npm run bench -- tracing-cost          BENCH_TRACING_RUNS=10 BENCH_TRACING_REQUESTS=500
+import fs from 'node:fs';
 import pg from 'pg';
 import { aKey, anOrg } from '../test/support/builders.ts';
 import { startFakeModel } from '../test/fixtures/fake-model/server.ts';
@@ -23,7 +24,8 @@ const receiver = await startOtlpReceiver();
 const db = await freshBenchDatabase();
 const pool = new pg.Pool({ connectionString: db.url, max: 2 });
 
-async function measure(mode: 'off' | 'on', seeded: { key: string } | null) {
+/** `seeded`: the first platform's key and data folder (its instance key opens the model's credential). */
+async function measure(mode: 'off' | 'on', seeded: { key: string; dataDir: string; port: number } | null) {
   const env: Record<string, string> = {
     DATABASE_URL: db.url,
     SANDBOX_WARM_POOL: '1',
@@ -31,7 +33,7 @@ async function measure(mode: 'off' | 'on', seeded: { key: string } | null) {
     ...(mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_BSP_SCHEDULE_DELAY: '1000' } : {}),
   };
   note(`tracing ${mode}: starting the platform`);
-  const platform = await startPlatformChild({ env });
+  const platform = await startPlatformChild({ env, ...(seeded ? { dataDir: seeded.dataDir, port: seeded.port } : {}) });
   try {
     let key = seeded?.key;
     if (!key) {
@@ -70,16 +72,18 @@ async function measure(mode: 'off' | 'on', seeded: { key: string } | null) {
       platform_cpu_ms: round(((cpuOf(where.platformPid)!.own - cpu0) * 1000) / REQUESTS, 3),
       wall_ms: round((performance.now() - r0) / REQUESTS, 3),
     };
-    return { key, figures: { per_run_cpu_seconds: perRun, per_request: perRequest } };
+    return { key, dataDir: platform.dataDir, port: platform.port, figures: { per_run_cpu_seconds: perRun, per_request: perRequest } };
   } finally {
     await platform.stop();
   }
 }
 
+let dataDir: string | undefined;
 try {
   const off = await measure('off', null);
+  dataDir = off.dataDir;
   const spansBefore = receiver.spans.length;
-  const on = await measure('on', { key: off.key });
+  const on = await measure('on', off);
   const pct = (a: number, b: number) => (a > 0 ? round(((b - a) / a) * 100, 1) : null);
   emit({
     benchmark: 'tracing-cost',
@@ -93,6 +97,7 @@ try {
     },
   });
 } finally {
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   await pool.end();
   await db.drop();
   await receiver.close();
