@@ -145,6 +145,7 @@ export class SidecarHttpServer {
       proxy: assignment.proxy ?? null,
       refreshCredential: assignment.connectionsUrl ? platformCredentialRefresh(assignment.connectionsUrl, assignment.eventSecret) : undefined,
       note: (message) => events.emit('log', { level: 'info', message }),
+      ...(tracing.recording ? { upstreamSpan: (method: string, target: URL) => tracing.upstreamSpan(method, target) } : {}),
     }, assignment.localIntegrations);
     const tools: SidecarTool[] = [
       ...runtimeTools({

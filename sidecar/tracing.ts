@@ -30,6 +30,13 @@ export class SidecarTracing {
     return this.recorder.start(name, attributes, kind);
   }
 
+  /** An upstream request an integration tool makes: method and host only (paths and queries can carry secrets). */
+  upstreamSpan(method: string, target: URL): RecordingSpan | null {
+    return this.start(`${method} ${target.host}`, {
+      'http.request.method': method, 'server.address': target.hostname, 'server.port': Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
+    }, 'client');
+  }
+
   /** The tool calls of a model's answer (OpenAI chat shape): their ids name the tool spans that follow. */
   noteToolCalls(answer: unknown): void {
     if (!this.recording) return;

@@ -4,6 +4,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { acceptedSpanRecords, formatTraceparent, parseTraceparent, SpanRecorder } from '../../lib/tracing/records.ts';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { IntegrationAssignment } from '../../sidecar/assignment.ts';
+import { integrationTools } from '../../sidecar/integration-tools.ts';
 import { SidecarTracing } from '../../sidecar/tracing.ts';
 import type { SidecarTool } from '../../sidecar/tool.ts';
 
@@ -84,4 +88,36 @@ test("the platform accepts a sidecar's spans only in the run's trace, well forme
   assert.equal((accepted[0].attributes.s as string).length, 4096);
   assert.equal(acceptedSpanRecords(Array.from({ length: 300 }, () => good), TRACE).length, 256);
   assert.deepEqual(acceptedSpanRecords({ not: 'an array' }, TRACE), []);
+});
+
+test("an integration's upstream request is a client span naming method and host only, and carries its traceparent", async (t) => {
+  let seen: string | undefined;
+  const upstream = createServer((req, res) => {
+    seen = req.headers.traceparent as string | undefined;
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+  });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise<void>((r) => upstream.close(() => r())));
+  const host = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const integration = {
+    packageId: '@acme/crm', toolPrefix: 'acme_crm', tools: ['api_call'], source: { kind: 'none' }, authKey: 'default',
+    connectionId: 'c0ffee00-0000-4000-8000-000000000001', authorizedUris: [`http://${host}/*`],
+    delivery: { in: 'header', name: 'Authorization', prefix: 'Bearer ', value: '{$credential.api_key}' },
+    credentials: { api_key: 'sk-upstream-secret-0123456789' },
+  } as unknown as IntegrationAssignment;
+  const tracing = new SidecarTracing({ traceparent: context(), captureMessageContent: false });
+  const served = await integrationTools([integration], {
+    egress: { allowInternalHosts: [host] }, upstreamSpan: (method, target) => tracing.upstreamSpan(method, target),
+  });
+  t.after(() => served.close());
+  const answer = await served.tools[0].call({ method: 'GET', url: `http://${host}/contacts?secret=q1` });
+  assert.ok(!answer.isError, answer.text);
+  const [span] = tracing.recorder.take();
+  assert.equal(span.name, `GET ${host}`);
+  assert.equal(span.kind, 'client');
+  assert.equal(span.attributes['http.response.status_code'], 200);
+  assert.equal(seen, `00-${TRACE}-${span.spanId}-01`);
+  const text = JSON.stringify(span);
+  assert.ok(!text.includes('contacts') && !text.includes('q1') && !text.includes('sk-upstream'), text);
 });
