@@ -1,6 +1,7 @@
 // The side effects of the run workflow: start the sandbox, report liveness facts, finalize once,
 // tear down. Materials (the agent's files, the model and its key) are resolved by the host and
 // handed in, so this room depends on lib/ and db/ only.
+import { captureMessageContent, withSpan } from '../lib/tracing/index.ts';
 import type pg from 'pg';
 import type { AgentManifest } from '../lib/afps/manifest-types.ts';
 import type { SecretBox } from '../lib/crypto.ts';
@@ -22,7 +23,7 @@ export interface RunMaterials {
   /** a published version; or, for a draft run, the draft snapshot stored with the run at launch */
   agent(scope: SpaceScope, agentId: string, version: string, draftSnapshot?: unknown): Promise<{ manifest: AgentManifest; files: Map<string, Buffer>; skills: Array<{ id: string; files: Map<string, Buffer> }> }>;
   model(scope: OrgScope, modelId: string | null): Promise<{
-    model: string; baseUrl: string; apiKey: string; proxy?: OutboundProxy | null;
+    model: string; baseUrl: string; apiKey: string; proxy?: OutboundProxy | null; provider?: string;
     /** the model's default settings and what it accepts (absent: the sidecar leaves calls as they come) */
     temperature?: number | null; reasoningEffort?: string | null; supportsTemperature?: boolean; reasoningLevels?: string[];
     /** the OpenAI endpoints besides chat completions its provider serves, and the models an embeddings call may name (absent: chat only, the run's model) */
@@ -166,7 +167,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
   }
 
   const activities: RunActivities = {
-    async boot(runId): Promise<SandboxRef> {
+    async boot(runId, context): Promise<SandboxRef> {
       const { rows } = await pool.query<BootRow>(
         `SELECT id, org_id, space_id, agent_id, agent_version, status, kind, input, model_id, model_settings, timeout_seconds, event_secret,
                 actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot, resumed_from
@@ -200,7 +201,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
       const manifest = materials.manifest;
       // what the sidecar lets the run spend: its own limit, and what is left of the organization's month
       const budget = await runBudgetAtBoot(pool, row.org_id);
-      const { sandboxId } = await o.adapter.start({
+      const { sandboxId } = await withSpan('sandbox start', { 'agent_platform.sandbox.backend': o.adapter.kind }, () => o.adapter.start({
         runId,
         workspace: materials.workspace,
         sidecar: {
@@ -236,10 +237,13 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           // the organization's default proxy (resolved with the model) carries its integration traffic too
           proxy: model.proxy ?? null,
           budget,
+          ...(context?.traceparent ? {
+            trace: { traceparent: context.traceparent, captureMessageContent: captureMessageContent(), provider: model.provider, agentName: row.agent_id ?? manifest.name },
+          } : {}),
         },
         limits: o.limits,
         localServers: materials.localServers,
-      });
+      }));
       return { sandboxId, ...timings };
     },
 

@@ -3,6 +3,7 @@
 // the starting and shutdown gates; /api/auth/*; then protected routes, whose per-route chain
 // (router.ts) runs authentication, guards, organization, permissions, space, API version, the
 // Idempotency-Key guard, rate limit, idempotency and the handler; module handlers; 404.
+import { failActiveSpan, parseTraceparent, renameActiveSpan, setSpanAttributes, tracingActive, withSpan } from '../lib/tracing/index.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { problem } from '../lib/problem.ts';
 import type { AppDeps } from './deps.ts';
@@ -103,6 +104,10 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
     if (found) req.route = found.pattern;
     checkDeclaredLength(req, found?.value.bodyLimit ?? bodyLimit);
     if (found) refuseBadParams(found.params);
+    if (found && tracingActive()) {
+      renameActiveSpan(`${req.method} ${found.value.path}`);
+      setSpanAttributes({ 'http.route': found.value.path });
+    }
     if (found && found.value.stage === 'public') {
       req.params = found.params;
       return found.value.handle(req, res);
@@ -136,15 +141,24 @@ export function createApp(deps: AppDeps, parts: AppParts): { app: App; routes: R
     onError(problem('not_found', { detail: 'No such route.' }), req, res);
   }
 
-  const app: App = async (raw, res) => {
-    const req = decorate(raw);
-    if (metrics.enabled) countRequest(req, res);
+  const serve = async (req: Request, res: Response) => {
     try {
       requestContext(req, res, trust);
       await route(req, res);
     } catch (err) {
       onError(err, req, res);
     }
+  };
+  const app: App = async (raw, res) => {
+    const req = decorate(raw);
+    if (metrics.enabled) countRequest(req, res);
+    if (!tracingActive()) return serve(req, res);
+    // the server span: method and route template, the status; never the query, headers or body
+    return withSpan(req.method, { 'http.request.method': req.method }, async () => {
+      await serve(req, res);
+      setSpanAttributes({ 'http.response.status_code': res.statusCode });
+      if (res.statusCode >= 500) failActiveSpan(String(res.statusCode));
+    }, { kind: 'server', parent: parseTraceparent(req.headers.traceparent) });
   };
 
   const served = parts.modules.flatMap((m) => m.operations ?? []);

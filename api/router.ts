@@ -2,6 +2,7 @@
 // spec's pipeline: authentication, impersonation and role-preview guards, organization,
 // permissions, space, API version, the Idempotency-Key guard, then the route's own rate limit,
 // idempotency, validation and handler.
+import { setSpanTenant } from '../lib/tracing/index.ts';
 import { isProblem, problemBody } from '../lib/problem.ts';
 import type { AppDeps } from './deps.ts';
 import type { Request, Response } from './http.ts';
@@ -39,6 +40,8 @@ export interface MountOptions {
 
 export interface MountedRoute {
   stage: RouteStage;
+  /** the route's template, as declared */
+  path: string;
   /** the declared body limit of this route, when it has its own */
   bodyLimit?: number;
   handle(req: Request, res: Response): Promise<void>;
@@ -68,6 +71,7 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
           refuseOtherTenant(req);
           await applyImpersonation(req, deps);
           resolveApiVersion(req, res);
+          setSpanTenant({ orgId: req.ctx.org?.id, spaceId: req.ctx.space?.id });
         } catch (err) {
           if (def.challenge && isProblem(err) && err.status === 401) res.setHeader('WWW-Authenticate', def.challenge(req));
           // an authenticated caller's refusal still says which API version answered
@@ -107,6 +111,6 @@ export function createRouteMounter(deps: AppDeps, opts: MountOptions) {
       }
       sendReply(res, reply);
     };
-    return { stage, handle, bodyLimit: def.bodyLimit?.(deps.config) };
+    return { stage, path: def.path, handle, bodyLimit: def.bodyLimit?.(deps.config) };
   };
 }

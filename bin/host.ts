@@ -1,6 +1,7 @@
 // Starts the platform: configuration, the data directory (locked: one platform per directory),
 // PostgreSQL (embedded unless DATABASE_URL), the shared cache, the workflow engine (embedded
 // Restate unless addresses are given) and the HTTP API. Stops everything in reverse on stop().
+import { startTracing, stopTracing, tracingSettingsFrom } from '../lib/tracing/index.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -87,6 +88,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   };
 
   try {
+    // first in, last out: spans of the stop's own steps are still sent
+    if (await startTracing(tracingSettingsFrom(config, PLATFORM_VERSION))) stops.push(() => stopTracing());
     if ((!config.DATABASE_URL || !config.RESTATE_INGRESS_URL || !config.RESTATE_ADMIN_URL) && !findSetpriv()) {
       log.warn(`the embedded servers cannot be bound to this process (${unboundReason()}): if it is killed (SIGKILL), they keep running until the next start on this data directory ends them`);
     }

@@ -45,6 +45,35 @@ export const CredentialProxyLimits = z
   })
   .strict();
 
+/** An empty variable counts as unset (OpenTelemetry's rule for its variables). */
+function unsetWhenEmpty<T extends z.ZodTypeAny>(schema: T) {
+  return z.preprocess((v) => (v === '' ? undefined : v), schema);
+}
+
+/** `key=value,key2=value2` with percent-encoded values (W3C Baggage's form, used by OTEL_* lists). */
+const keyValueList = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    const out: Record<string, string> = {};
+    for (const item of (raw ?? '').split(',')) {
+      if (item.trim() === '') continue;
+      const at = item.indexOf('=');
+      const key = at > 0 ? item.slice(0, at).trim() : '';
+      if (!key) {
+        ctx.addIssue({ code: 'custom', message: 'must be key=value pairs separated by commas' });
+        return z.NEVER;
+      }
+      try {
+        out[key] = decodeURIComponent(item.slice(at + 1).trim());
+      } catch {
+        ctx.addIssue({ code: 'custom', message: `the value of ${key} is not valid percent-encoding` });
+        return z.NEVER;
+      }
+    }
+    return out;
+  });
+
 /** A JSON-valued setting: empty or unset means the defaults; unknown keys fail boot. */
 function jsonSetting<T extends z.ZodTypeAny>(schema: T) {
   return z
@@ -249,14 +278,29 @@ export const ConfigSchema = z.object({
   METRICS_PORT: optionalIntFromEnv,
   /** where the metrics listener binds: loopback unless the operator opens it to a scraper's network */
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
-  /** OTLP/HTTP receiver (metrics go to {endpoint}/v1/metrics); also read by tracing */
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   /** OTLP/HTTP receiver of metrics only, used as given (overrides OTEL_EXPORTER_OTLP_ENDPOINT for metrics) */
   OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: z.string().url().optional(),
   /** the OpenTelemetry exporter list: metrics go over OTLP only when it names otlp (none: not); the listener stays as METRICS_PORT says */
   OTEL_METRICS_EXPORTER: csv.transform((names) => (names.length ? names : ['otlp'])),
   /** milliseconds between two OTLP exports of metrics */
   OTEL_METRIC_EXPORT_INTERVAL: z.coerce.number().int().min(1000).default(60_000),
+  // Tracing (lib/tracing): the standard OpenTelemetry variables. Without an endpoint nothing is loaded.
+  /** the collector's base URL (/v1/traces and /v1/metrics are added); trusted operator configuration, not a tenant's */
+  OTEL_EXPORTER_OTLP_ENDPOINT: unsetWhenEmpty(z.string().url().optional()),
+  /** the traces URL as given, over OTEL_EXPORTER_OTLP_ENDPOINT */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: unsetWhenEmpty(z.string().url().optional()),
+  OTEL_EXPORTER_OTLP_PROTOCOL: unsetWhenEmpty(z.enum(['http/protobuf', 'http/json']).default('http/protobuf')),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: unsetWhenEmpty(z.enum(['http/protobuf', 'http/json']).optional()),
+  /** key=value pairs sent to the collector (its credentials, say); never logged */
+  OTEL_EXPORTER_OTLP_HEADERS: keyValueList,
+  OTEL_SERVICE_NAME: unsetWhenEmpty(z.string().default('agent-platform')),
+  OTEL_RESOURCE_ATTRIBUTES: keyValueList,
+  OTEL_TRACES_SAMPLER: unsetWhenEmpty(z.enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio']).default('parentbased_always_on')),
+  OTEL_TRACES_SAMPLER_ARG: unsetWhenEmpty(z.string().optional()),
+  /** milliseconds spans wait to be sent together */
+  OTEL_BSP_SCHEDULE_DELAY: unsetWhenEmpty(z.coerce.number().int().positive().default(5000)),
+  /** prompts and completions on model spans only when true */
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: unsetWhenEmpty(z.enum(['true', 'false']).default('false')).transform((v) => v === 'true'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

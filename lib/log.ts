@@ -1,4 +1,7 @@
-// A small structured logger. Values under keys that name secrets are never written.
+// A small structured logger. Values under keys that name secrets are never written. A line written
+// inside a traced span carries its trace_id and span_id.
+import { activeLogIds } from './tracing/index.ts';
+
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
 export type LogLevel = keyof typeof LEVELS;
 
@@ -24,7 +27,7 @@ export function createLogger(level: LogLevel, name = 'platform', write: (line: s
   const min = LEVELS[level];
   const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) => {
     if (LEVELS[lvl] < min) return;
-    write(JSON.stringify({ t: new Date().toISOString(), level: lvl, name, msg, ...(fields ? (clean(fields) as object) : {}) }));
+    write(JSON.stringify({ t: new Date().toISOString(), level: lvl, name, msg, ...activeLogIds(), ...(fields ? (clean(fields) as object) : {}) }));
   };
   return {
     debug: (m, f) => emit('debug', m, f),

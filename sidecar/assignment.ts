@@ -86,6 +86,22 @@ export interface SidecarAssignment {
   proxy?: OutboundProxyAssignment | null;
   /** model usage limits: the run's own, and what its organization had left of the month at boot */
   budget: { run: SpendLimit | null; org: SpendLimit | null };
+  /** the run's trace context (absent: tracing is off and nothing is recorded) */
+  trace?: TraceAssignment;
+}
+
+export interface TraceAssignment {
+  traceparent: string;
+  captureMessageContent: boolean;
+  provider?: string;
+  agentName?: string;
+}
+
+function parseTrace(v: unknown): TraceAssignment | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (!isObject(v) || typeof v.traceparent !== 'string') fail('trace must be an object with a traceparent');
+  const text = (x: unknown) => (typeof x === 'string' && x !== '' ? x : undefined);
+  return { traceparent: v.traceparent, captureMessageContent: v.captureMessageContent === true, provider: text(v.provider), agentName: text(v.agentName) };
 }
 
 /** Tokens (prompt + completion) and USD still allowed; null: no limit. */
@@ -235,6 +251,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     budget: isObject(raw.budget)
       ? { run: parseSpendLimit(raw.budget.run, 'budget.run'), org: parseSpendLimit(raw.budget.org, 'budget.org') }
       : { run: null, org: null },
+    trace: parseTrace(raw.trace),
   };
 }
 

@@ -9,6 +9,7 @@ import {
 } from '../lib/run-events.ts';
 import { requestText } from '../lib/outbound-http.ts';
 import { recordProblemCode } from '../lib/problem-log.ts';
+import type { SpanRecord } from '../lib/tracing/records.ts';
 
 export interface EventPosterOptions {
   eventsUrl: string;
@@ -32,13 +33,19 @@ export interface EventPosterOptions {
   onEndUndelivered?: () => void;
   /** operator diagnostics; never receives the secret */
   warn?: (message: string) => void;
+  /** the spans finished since the last call: each event carries those finished before it is first sent */
+  spans?: () => SpanRecord[];
+  /** the run's trace context, sent with every post so the platform's spans join the run's trace */
+  traceparent?: string;
 }
 
 interface Pending {
   id: string;
   sequence: number;
   type: RunEventType;
-  body: string;
+  event: object;
+  /** fixed at the first attempt: every retry sends the same signed bytes */
+  body?: string;
 }
 
 type Outcome = 'delivered' | 'retry' | 'drop' | 'stop';
@@ -94,8 +101,8 @@ export class EventPoster {
     }
     this.sequence += 1;
     if (type === 'failed') recordProblemCode((data as { code: string }).code);
-    const body = JSON.stringify({ sequence: this.sequence, type, at: new Date().toISOString(), data });
-    this.queue.push({ id: newRunEventId(), sequence: this.sequence, type, body });
+    const event = { sequence: this.sequence, type, at: new Date().toISOString(), data };
+    this.queue.push({ id: newRunEventId(), sequence: this.sequence, type, event });
     if (this.terminal) this.opts.onEnd?.();
     this.kick();
     return this.sequence;
@@ -139,16 +146,28 @@ export class EventPoster {
     }
   }
 
+  /** The event's bytes, with the spans finished by now (the run's end waits a turn for the spans ending with it). */
+  private async bodyOf(event: Pending): Promise<string> {
+    if (event.body !== undefined) return event.body;
+    const take = this.opts.spans;
+    if (take && TERMINAL_RUN_EVENT_TYPES.includes(event.type)) await new Promise((r) => setImmediate(r));
+    const spans = take?.() ?? [];
+    event.body = JSON.stringify(spans.length ? { ...event.event, spans } : event.event);
+    return event.body;
+  }
+
   private async deliver(event: Pending): Promise<Outcome> {
     const deadline = Date.now() + (event.type === 'heartbeat' ? this.heartbeatBudgetMs : this.retryBudgetMs);
+    const body = await this.bodyOf(event);
+    const traceHeader: Record<string, string> = this.opts.traceparent ? { traceparent: this.opts.traceparent } : {};
     for (let attempt = 0; ; attempt++) {
       let outcome: Outcome;
       let retryAfterMs = 0;
       try {
         const res = await requestText(this.opts.eventsUrl, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...signedRunEventHeaders(this.opts.secret, event.body, { id: event.id }) },
-          body: event.body,
+          headers: { 'content-type': 'application/json', ...traceHeader, ...signedRunEventHeaders(this.opts.secret, body, { id: event.id }) },
+          body,
           timeoutMs: this.attemptTimeoutMs,
         });
         outcome = classify(res.status);

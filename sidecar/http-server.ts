@@ -21,6 +21,7 @@ import { ModelBudget } from './model-budget.ts';
 import { answerModels, proxyModelCall, type ModelEndpointPath } from './model-proxy.ts';
 import { runtimeTools } from './runtime-tools.ts';
 import type { SidecarTool } from './tool.ts';
+import { SidecarTracing } from './tracing.ts';
 
 /** The OpenAI endpoints the agent's model endpoint serves (beside GET /v1/models). */
 const MODEL_PATHS = new Map<string, ModelEndpointPath>([
@@ -39,6 +40,7 @@ interface AssignedRun {
   mcp: Promise<McpToolServer>;
   integrations: Promise<IntegrationTools>;
   budget: ModelBudget;
+  tracing: SidecarTracing;
 }
 
 class BodyTooLarge extends Error {}
@@ -149,13 +151,18 @@ export class SidecarHttpServer {
     if (this.run) throw new Error('the sidecar is already assigned');
     // retried at least once a heartbeat: a platform back from a restart hears the run within one
     const maxBackoffMs = Math.min(5_000, assignment.heartbeatSeconds * 1000);
-    const events = new EventPoster({ eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, maxBackoffMs, ...hooks });
+    const tracing = new SidecarTracing(assignment.trace);
+    const events = new EventPoster({
+      eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, maxBackoffMs, ...hooks,
+      ...(tracing.recording ? { spans: () => tracing.recorder.take(), traceparent: tracing.recorder.traceparent } : {}),
+    });
     const egress = this.egressOptions(assignment);
     const integrations = integrationTools(assignment.integrations, {
       egress,
       proxy: assignment.proxy ?? null,
       refreshCredential: assignment.connectionsUrl ? platformCredentialRefresh(assignment.connectionsUrl, assignment.eventSecret) : undefined,
       note: (message) => events.emit('log', { level: 'info', message }),
+      ...(tracing.recording ? { upstreamSpan: (method: string, target: URL) => tracing.upstreamSpan(method, target) } : {}),
     }, assignment.localIntegrations);
     const tools: SidecarTool[] = [
       ...runtimeTools({
@@ -175,9 +182,10 @@ export class SidecarHttpServer {
       timeoutSeconds: assignment.approvals?.timeoutSeconds ?? 86_400,
       note: (message: string) => void events.emit('log', { level: 'info', message }),
     };
-    const mcp = integrations.then((found) => mcpToolServer(gatedTools([...found.tools, ...tools], gate)));
+    // traced outside the gate: a tool span covers the wait for a person's decision too
+    const mcp = integrations.then((found) => mcpToolServer(tracing.traceTools(gatedTools([...found.tools, ...tools], gate))));
     this.startLocalEgress(assignment, egress, (message) => events.emit('log', { level: 'warn', message }));
-    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget) };
+    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
@@ -242,7 +250,7 @@ export class SidecarHttpServer {
 
     const modelEndpoint = MODEL_PATHS.get(path);
     if (modelEndpoint && method === 'POST') {
-      return proxyModelCall(res, modelEndpoint, body, run.assignment.model, run.events, this.egressOptions(run.assignment), run.budget);
+      return proxyModelCall(res, modelEndpoint, body, run.assignment.model, run.events, this.egressOptions(run.assignment), run.budget, undefined, run.tracing);
     }
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
     if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);

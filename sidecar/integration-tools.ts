@@ -7,6 +7,7 @@
 // Every request goes through the egress guard, and through the organization's default proxy when
 // it has one (the guard judges the target, then the proxy); credentials never reach the agent:
 // they are scrubbed from results and errors, and a request carrying one the agent put there is refused.
+import type { RecordingSpan } from '../lib/tracing/records.ts';
 import type { IncomingMessage } from 'node:http';
 import {
   authorizeCredentialTarget,
@@ -42,6 +43,8 @@ export interface IntegrationToolsContext {
   refreshCredential?: (integration: IntegrationAssignment) => Promise<CredentialRefresh>;
   /** a line for the run's log; never handed a secret */
   note?: (message: string) => void;
+  /** a span for one upstream request (method and host only: never the path, query or headers); absent: untraced */
+  upstreamSpan?: (method: string, target: URL) => RecordingSpan | null;
 }
 
 /** The platform's answer to a refresh: the new credential fields, or the code it refused with. */
@@ -216,6 +219,8 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
         const sent = { ...headers };
         if (delivered) sent[delivered[0].toLowerCase()] = delivered[1];
         if (body !== undefined) sent['content-length'] = String(Buffer.byteLength(body));
+        const span = ctx.upstreamSpan?.(method, target) ?? null;
+        if (span) sent.traceparent = span.traceparent;
         let res: IncomingMessage;
         try {
           // redirects are not followed: the credential goes to the checked target only
@@ -224,14 +229,21 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
             ? await requestThroughProxy(target, init, ctx.proxy, { target: egress, proxy: ctx.egress })
             : await guardedRequest(target, init, egress);
         } catch (err) {
+          span?.fail('unreachable');
+          span?.end();
           return outboundFailure(err, target.host);
         }
         boundHost ??= hostKey;
+        span?.set({ 'http.response.status_code': res.statusCode ?? 0 });
+        if ((res.statusCode ?? 500) >= 500) span?.fail(`http_${res.statusCode}`);
         let content: Buffer;
         try {
           content = await readCapped(res, API_CALL_MAX_RESPONSE_BYTES);
         } catch (err) {
+          span?.fail('response_broke_off');
           return outboundFailure(err, target.host);
+        } finally {
+          span?.end();
         }
         const shownHeaders: Record<string, string> = {};
         for (const [name, value] of Object.entries(res.headers)) {

@@ -16,6 +16,8 @@ import type { ModelAssignment, SidecarModelEndpoint } from './assignment.ts';
 import type { EventPoster } from './event-poster.ts';
 import type { ModelBudget } from './model-budget.ts';
 import { relayEventStream } from '../lib/event-stream-relay.ts';
+import type { RecordingSpan } from '../lib/tracing/records.ts';
+import type { SidecarTracing } from './tracing.ts';
 
 /**
  * How long a model call keeps trying to connect while its provider refuses connections (a local
@@ -175,6 +177,52 @@ export async function proxyModelCall(
   egress: EgressOptions = { allowInternalHosts: [] },
   budget?: ModelBudget,
   connectRetryMs = MODEL_CONNECT_RETRY_MS,
+  tracing?: SidecarTracing,
+): Promise<void> {
+  if (!model || !tracing?.recording) return forwardModelCall(res, endpoint, rawBody, model, events, egress, budget, connectRetryMs, null, tracing);
+  const operation = endpoint === 'embeddings' ? 'embeddings' : 'chat';
+  const span = tracing.start(`${operation} ${model.model}`, {
+    'gen_ai.operation.name': operation,
+    'gen_ai.provider.name': tracing.provider,
+    'gen_ai.request.model': model.model,
+  }, 'client');
+  try {
+    await forwardModelCall(res, endpoint, rawBody, model, events, egress, budget, connectRetryMs, span, tracing);
+  } finally {
+    span?.end();
+  }
+}
+
+/** The model call's outcome on its span: the answer's model, the usage as reported, the content when opted in. */
+function recordAnswer(span: RecordingSpan, tracing: SidecarTracing, answer: any, usage: any): void {
+  if (typeof answer?.model === 'string') span.set({ 'gen_ai.response.model': answer.model });
+  if (typeof answer?.id === 'string') span.set({ 'gen_ai.response.id': answer.id });
+  const reasons = Array.isArray(answer?.choices) ? answer.choices.map((c: any) => c?.finish_reason).filter((r: unknown) => typeof r === 'string') : [];
+  if (reasons.length) span.set({ 'gen_ai.response.finish_reasons': reasons.join(',') });
+  if (usage && typeof usage === 'object') {
+    // chat completions say prompt/completion tokens, the Responses API input/output tokens
+    const input = Number(usage.prompt_tokens ?? usage.input_tokens);
+    const output = Number(usage.completion_tokens ?? usage.output_tokens);
+    if (Number.isFinite(input)) span.set({ 'gen_ai.usage.input_tokens': input });
+    if (Number.isFinite(output)) span.set({ 'gen_ai.usage.output_tokens': output });
+  }
+  if (tracing.captureContent && Array.isArray(answer?.choices)) {
+    span.set({ 'gen_ai.output.messages': JSON.stringify(answer.choices.map((c: any) => c?.message ?? null)) });
+  }
+  tracing.noteToolCalls(answer);
+}
+
+async function forwardModelCall(
+  res: ServerResponse,
+  endpoint: ModelEndpointPath,
+  rawBody: Buffer,
+  model: ModelAssignment | null,
+  events: EventPoster,
+  egress: EgressOptions,
+  budget: ModelBudget | undefined,
+  connectRetryMs: number,
+  span: RecordingSpan | null,
+  tracing: SidecarTracing | undefined,
 ): Promise<void> {
   if (!model) return openAiError(res, 503, 'model_unavailable', 'No model is configured for this run.');
   if (endpoint !== 'chat/completions' && !(model.offers ?? []).includes(endpoint)) {
@@ -199,6 +247,7 @@ export async function proxyModelCall(
   if (shapeError) return openAiError(res, 400, 'invalid_request_error', shapeError);
   const prepared = rules.prepare(body, model);
   if (isRefusal(prepared)) return sendJson(res, 400, { error: { message: prepared.message, type: 'invalid_request_error', code: prepared.code } });
+  if (span && tracing?.captureContent) span.set({ 'gen_ai.input.messages': JSON.stringify(body.messages ?? body.input ?? null) });
   const streaming = body.stream === true;
 
   const abort = new AbortController();
@@ -213,6 +262,7 @@ export async function proxyModelCall(
         'content-type': 'application/json',
         accept: streaming ? 'text/event-stream' : 'application/json',
         authorization: `Bearer ${model.apiKey}`,
+        ...(span ? { traceparent: span.traceparent } : {}),
       },
       body: payload,
       signal: abort.signal,
@@ -221,6 +271,7 @@ export async function proxyModelCall(
       proxy: model.proxy ?? null,
     }, egress), abort.signal, connectRetryMs);
   } catch (err) {
+    span?.fail(err instanceof EgressRefusal ? 'egress_refused' : 'upstream_unreachable');
     if (abort.signal.aborted) return;
     if (err instanceof ProxyFailure) {
       events.emit('log', { level: 'warn', message: `the organization's proxy gave no tunnel: ${err.message}` });
@@ -238,11 +289,13 @@ export async function proxyModelCall(
   if (status === 404 && endpoint !== 'chat/completions') {
     // an OpenAI-compatible server without the endpoint, or without it for this model
     upstream.resume();
+    span?.fail('model_not_offered');
     return sendJson(res, 400, { error: { message: `The run's model provider answered 404 for /${endpoint} (no such endpoint or model).`, type: 'invalid_request_error', code: 'model_not_offered' } });
   }
   if (status < 200 || status >= 300) {
     // the provider's error body is not relayed: it may quote request details
     upstream.resume();
+    span?.fail(`http_${status}`);
     events.emit('log', { level: 'warn', message: `model provider answered ${status}` });
     return openAiError(res, 502, 'upstream_error', `The model provider answered ${status}.`);
   }
@@ -250,6 +303,7 @@ export async function proxyModelCall(
   try {
     const contentType = upstream.headers['content-type'] ?? '';
     let usage: unknown;
+    let answer: unknown;
     if (contentType.includes('text/event-stream')) {
       usage = await relayEventStream(upstream, res, 'the agent closed the stream');
       res.end();
@@ -258,11 +312,13 @@ export async function proxyModelCall(
       res.writeHead(status, { 'content-type': contentType || 'application/json', 'content-length': Buffer.byteLength(text) });
       res.end(text);
       try {
-        usage = JSON.parse(text)?.usage;
+        answer = JSON.parse(text);
+        usage = (answer as { usage?: unknown } | null)?.usage;
       } catch {
         usage = undefined;
       }
     }
+    if (span && tracing) recordAnswer(span, tracing, answer, usage);
     const metric = metricFrom(usage, prepared.model);
     if (metric) {
       events.emit('metric', metric);
@@ -272,6 +328,7 @@ export async function proxyModelCall(
       if (reached) endOverBudget(events, reached);
     }
   } catch {
+    span?.fail('response_broke_off');
     if (!res.headersSent) openAiError(res, 502, 'upstream_error', 'The model provider response broke off.');
     else res.destroy();
   }

@@ -3,7 +3,7 @@ import { signalMac, type SignalKind } from '../lib/signal-mac.ts';
 import { randomUUID } from 'node:crypto';
 import * as clients from '@restatedev/restate-sdk-clients';
 import type { RunWorkflow } from './run.ts';
-import { RUN_WORKFLOW_NAME, type ApprovalDecidedSignal, type ApprovalRequestedSignal, type CancelSignal, type RunWorkflowResult, type SignalAck, type TerminalSignal } from './run-types.ts';
+import { RUN_WORKFLOW_NAME, type ApprovalDecidedSignal, type ApprovalRequestedSignal, type RunWorkflowInput, type CancelSignal, type RunWorkflowResult, type SignalAck, type TerminalSignal } from './run-types.ts';
 
 export interface RunSubmission {
   invocationId: string;
@@ -13,7 +13,7 @@ export interface RunSubmission {
 
 export interface RunWorkflowClient {
   /** Starts the run's workflow; the workflow key (run id) makes it idempotent. */
-  submit(runId: string): Promise<RunSubmission>;
+  submit(runId: string, input?: RunWorkflowInput): Promise<RunSubmission>;
   /** The runner's first event arrived. Resolves once the engine has durably taken the signal. */
   started(runId: string): Promise<void>;
   /** The runner reported its end (output already validated by the API); as started. */
@@ -87,8 +87,8 @@ export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: 
   }
 
   return {
-    async submit(runId) {
-      const submission = await workflow(runId).workflowSubmit();
+    async submit(runId, input) {
+      const submission = await workflow(runId).workflowSubmit(input ?? {});
       return { invocationId: submission.invocationId, firstSubmission: submission.status === 'Accepted' };
     },
     started: (runId) => send(runId, 'started', sign(runId, 'started', {})),

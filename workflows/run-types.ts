@@ -4,6 +4,22 @@ export const RUN_WORKFLOW_NAME = 'run';
 /** The workflow state key holding its result when the invocation ends as a failure. */
 export const RESULT_STATE = 'result';
 
+/**
+ * The run's trace, given with its submission and journaled as the workflow's input, so retries and
+ * restarts continue the same trace: the launch's span, the tenant's ids, when it was submitted.
+ */
+export interface RunTraceInput {
+  traceparent?: string;
+  orgId?: string;
+  spaceId?: string;
+  /** epoch ms of the submission: where the workflow's span begins */
+  at?: number;
+}
+
+export interface RunWorkflowInput {
+  trace?: RunTraceInput;
+}
+
 /** What boot hands back: the sandbox and the timings that watch over it. */
 export interface SandboxRef {
   sandboxId: string;
@@ -47,9 +63,14 @@ export interface BootCheck {
   sandbox: 'running' | 'ending' | 'gone' | 'unknown';
 }
 
+/** What the workflow hands the sandbox: the trace context its programs continue. */
+export interface BootContext {
+  traceparent?: string;
+}
+
 export interface RunActivities {
   /** Starts the sandbox. Throw an ActivityFailure to fail the run at once with its code; anything else is retried. */
-  boot(runId: string): Promise<SandboxRef>;
+  boot(runId: string, context?: BootContext): Promise<SandboxRef>;
   /** Epoch ms of the last event received for the run, from the db. */
   lastHeartbeatAt(runId: string): Promise<number | null>;
   /**

@@ -7,8 +7,9 @@ import {
 } from './run-endings.ts';
 import {
   RESULT_STATE, RUN_WORKFLOW_NAME, approvalPromise, approvalRequestedPromise, isActivityFailure,
-  type ApprovalDecidedSignal, type ApprovalRequestedSignal, type BootCheck, type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
+  type ApprovalDecidedSignal, type ApprovalRequestedSignal, type BootCheck, type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowInput, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
 } from './run-types.ts';
+import { runTrace, type RunTrace } from './run-trace.ts';
 
 type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown';
 export type StepRetry = Pick<RunOptions<unknown>, 'maxRetryAttempts' | 'maxRetryDuration' | 'initialRetryInterval' | 'maxRetryInterval' | 'retryIntervalFactor'>;
@@ -104,25 +105,26 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     }
   }
 
-  async function run(ctx: WorkflowContext): Promise<RunWorkflowResult> {
+  async function run(ctx: WorkflowContext, input?: RunWorkflowInput): Promise<RunWorkflowResult> {
     const runId = ctx.key;
+    const trace = runTrace(runId, input?.trace);
     const signals = listen(ctx);
     const engine: EngineCancel = { cancelled: false };
     for (let boots = 1; ; boots++) {
-      const booted = await boot(ctx, runId).catch(unlessCancelled(engine, { ending: cancelledByOperator() }));
-      if ('ending' in booted) return conclude(ctx, await finish(ctx, runId, null, booted.ending, engine), engine.cancelled);
+      const booted = await boot(ctx, runId, trace).catch(unlessCancelled(engine, { ending: cancelledByOperator() }));
+      if ('ending' in booted) return conclude(ctx, await finish(ctx, runId, trace, null, booted.ending, engine), engine.cancelled);
       const { sandbox } = booted;
-      const start = await waitForStart(ctx, runId, signals, sandbox).catch(unlessCancelled(engine, { ending: cancelledByOperator() } as StartOutcome));
+      const start = await waitForStart(ctx, runId, trace, signals, sandbox).catch(unlessCancelled(engine, { ending: cancelledByOperator() } as StartOutcome));
       if ('lostWithWorker' in start && boots < MAX_BOOTS) {
         // The worker that started the sandbox died before the run's first event (the platform was
         // killed and restarted): the run has not started, so it is booted again rather than failed.
         ctx.console.warn(`the sandbox of run ${runId} went with a worker that died before the run started; booting it again`);
-        await teardown(ctx, runId, sandbox, engine);
+        await teardown(ctx, runId, trace, sandbox, engine);
         continue;
       }
       let ending: RunEnding;
       if ('startedAt' in start) {
-        ending = await watchExecution(ctx, runId, signals, sandbox, start.startedAt).catch(unlessCancelled(engine, cancelledByOperator()));
+        ending = await watchExecution(ctx, runId, trace, signals, sandbox, start.startedAt).catch(unlessCancelled(engine, cancelledByOperator()));
       } else if ('endedElsewhere' in start) {
         ending = await endedElsewhere(ctx, signals).catch(unlessCancelled(engine, cancelledByOperator()));
       } else if ('lostWithWorker' in start) {
@@ -130,7 +132,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       } else {
         ending = start.ending;
       }
-      return conclude(ctx, await finish(ctx, runId, sandbox, ending, engine, 'recorded' in start ? start.recorded : undefined), engine.cancelled);
+      return conclude(ctx, await finish(ctx, runId, trace, sandbox, ending, engine, 'recorded' in start ? start.recorded : undefined), engine.cancelled);
     }
   }
 
@@ -158,23 +160,23 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
    * them, never time in which no worker ran the workflow: runs waiting to start when the platform
    * was killed get their full budget after the restart.
    */
-  async function boot(ctx: WorkflowContext, runId: string): Promise<{ sandbox: SandboxRef } | { ending: RunEnding }> {
+  async function boot(ctx: WorkflowContext, runId: string, trace: RunTrace): Promise<{ sandbox: SandboxRef } | { ending: RunEnding }> {
     const policy = retry.boot;
     const maxAttempts = Math.max(1, policy.maxRetryAttempts ?? DEFAULT_RETRY.boot.maxRetryAttempts!);
     const maxSpentMs = durationMs(policy.maxRetryDuration ?? DEFAULT_RETRY.boot.maxRetryDuration!);
     let delayMs = durationMs(policy.initialRetryInterval ?? DEFAULT_RETRY.boot.initialRetryInterval!);
     let spentMs = 0;
     for (let attempt = 1; ; attempt++) {
-      const outcome = await ctx.run('boot', async (): Promise<BootAttempt> => {
+      const outcome = await ctx.run('boot', () => trace.step('boot', async (): Promise<BootAttempt> => {
         const began = Date.now();
         try {
-          return { sandbox: await activities.boot(runId) };
+          return { sandbox: await activities.boot(runId, { traceparent: trace.traceparent }) };
         } catch (err) {
           // A refused boot is journaled as a result, so it is never retried.
           if (isActivityFailure(err)) return { ending: failed(err.code, err.message, err.details) };
           return { error: errorText(err), ms: Date.now() - began };
         }
-      });
+      }));
       if ('sandbox' in outcome || 'ending' in outcome) return outcome;
       spentMs += outcome.ms;
       ctx.console.warn(`boot attempt ${attempt} of run ${runId} failed: ${outcome.error}`);
@@ -196,7 +198,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
    * late (the database stalled, the worker was down) shows it was not listening, and that span is
    * not counted. A boot deadline is recorded only while the run is still pending.
    */
-  async function waitForStart(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef): Promise<StartOutcome> {
+  async function waitForStart(ctx: WorkflowContext, runId: string, trace: RunTrace, signals: Signals, sandbox: SandboxRef): Promise<StartOutcome> {
     const bootMs = seconds(sandbox.bootSeconds);
     const heartbeatMs = seconds(sandbox.heartbeatSeconds);
     const tickMs = Math.min(heartbeatMs * 2, bootMs);
@@ -216,7 +218,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       if (woken.by === 'cancel') return { ending: cancelled(woken.signal.reason) };
       let probe: BootCheck & { checkedAt: number };
       try {
-        probe = await ctx.run('boot check', async () => ({ ...(await activities.bootCheck(runId, sandbox.sandboxId)), checkedAt: Date.now() }), retry.liveness);
+        probe = await ctx.run('boot check', () => trace.step('boot check', async () => ({ ...(await activities.bootCheck(runId, sandbox.sandboxId)), checkedAt: Date.now() })), retry.liveness);
       } catch (err) {
         if (!isGiveUp(err)) throw err;
         // The platform could not look (its database unreachable): that time is not the sandbox's.
@@ -235,7 +237,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       // A sandbox whose sidecar holds the run's end is delivering it: not judged by the deadline.
       if (probe.sandbox === 'ending' || countedMs < bootMs) continue;
       const ending = bootTimedOut(sandbox.bootSeconds);
-      const { finalized, recorded } = await ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize);
+      const { finalized, recorded } = await ctx.run('finalize', () => trace.step('finalize', () => activities.finalize(runId, ending)), retry.finalize);
       if (finalized) return { ending, recorded: { status: 'failed', code: 'boot_timeout' } };
       // The first event was accepted just now (its signal follows), or the run ended otherwise.
       if (recorded?.status === 'running' || recorded?.status === 'pending') return { startedAt: await ctx.date.now() };
@@ -244,7 +246,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   }
 
   /** Execution phase: a terminal or cancel signal, the run's timeout, or a failed liveness check. */
-  async function watchExecution(ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef, executionStartedAt: number): Promise<RunEnding> {
+  async function watchExecution(ctx: WorkflowContext, runId: string, trace: RunTrace, signals: Signals, sandbox: SandboxRef, executionStartedAt: number): Promise<RunEnding> {
     // Time spent waiting for a person's approval does not count: the timeout restarts with what is left.
     let timeoutLeftMs = seconds(sandbox.timeoutSeconds);
     let timeoutFrom = executionStartedAt;
@@ -274,7 +276,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       if (woken.by === 'approval requested') {
         const waitFrom = await ctx.date.now();
         timeoutLeftMs -= waitFrom - timeoutFrom;
-        const ended = await awaitApproval(ctx, runId, signals, sandbox, view, woken.request);
+        const ended = await awaitApproval(ctx, runId, trace, signals, sandbox, view, woken.request);
         if (ended) return ended;
         timeoutFrom = await ctx.date.now();
         timeout = ctx.sleep(Math.max(1, timeoutLeftMs), 'run timeout');
@@ -282,7 +284,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         nextApproval = ctx.promise<ApprovalRequestedSignal>(approvalRequestedPromise(approvals)).get();
         continue;
       }
-      const lost = await checkLiveness(ctx, runId, sandbox, view);
+      const lost = await checkLiveness(ctx, runId, trace, sandbox, view);
       if (lost === 'ended') return endedElsewhere(ctx, signals);
       if (lost) return lost;
     }
@@ -295,7 +297,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
    * run's timeout is not. Answers the run's ending when it ended while waiting, else null.
    */
   async function awaitApproval(
-    ctx: WorkflowContext, runId: string, signals: Signals, sandbox: SandboxRef, view: LivenessView, request: ApprovalRequestedSignal,
+    ctx: WorkflowContext, runId: string, trace: RunTrace, signals: Signals, sandbox: SandboxRef, view: LivenessView, request: ApprovalRequestedSignal,
   ): Promise<RunEnding | null> {
     const decided = ctx.promise<ApprovalDecidedSignal>(approvalPromise(request.approvalId)).get();
     const expiry = ctx.sleep(seconds(request.timeoutSeconds), `approval ${request.approvalId} expiry`);
@@ -314,7 +316,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         await ctx.run('expire approval', () => activities.expireApproval(runId, request.approvalId), retry.finalize);
         return null;
       }
-      const lost = await checkLiveness(ctx, runId, sandbox, view);
+      const lost = await checkLiveness(ctx, runId, trace, sandbox, view);
       if (lost === 'ended') return endedElsewhere(ctx, signals);
       if (lost) return lost;
     }
@@ -341,16 +343,16 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
    * probe that answers late (the database stalled or refused, the engine was held up) shows that
    * the platform itself was not listening, so silence counts again from that answer.
    */
-  async function checkLiveness(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, view: LivenessView): Promise<RunEnding | 'ended' | null> {
+  async function checkLiveness(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef, view: LivenessView): Promise<RunEnding | 'ended' | null> {
     let probe: { alive: boolean | 'ending' | 'ended'; lastEventAt: number | null; checkedAt: number };
     try {
-      probe = await ctx.run('liveness', async () => {
+      probe = await ctx.run('liveness', () => trace.step('liveness', async () => {
         const [alive, lastEventAt] = await Promise.all([
           activities.sandboxAlive(runId, sandbox.sandboxId),
           activities.lastHeartbeatAt(runId),
         ]);
         return { alive, lastEventAt, checkedAt: Date.now() };
-      }, retry.liveness);
+      }), retry.liveness);
     } catch (err) {
       if (!isGiveUp(err)) throw err;
       // The platform could not look (its database unreachable, say): that is not the sandbox's
@@ -374,21 +376,30 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
    * Records the ending once (unless `recordedAlready`: the boot deadline recorded its own), then
    * tears the sandbox down whatever happened (a cancellation meanwhile included).
    */
-  async function finish(ctx: WorkflowContext, runId: string, sandbox: SandboxRef | null, ending: RunEnding, engine: EngineCancel, recordedAlready?: RecordedEnding): Promise<FinishOutcome> {
+  async function finish(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef | null, ending: RunEnding, engine: EngineCancel, recordedAlready?: RecordedEnding): Promise<FinishOutcome> {
     try {
       if (recordedAlready) return { result: { ending, finalized: true }, recorded: recordedAlready };
-      const { finalized, recorded } = await despiteCancel(engine, () => ctx.run('finalize', () => activities.finalize(runId, ending), retry.finalize));
+      const { finalized, recorded } = await despiteCancel(engine, () => ctx.run('finalize', () => trace.step('finalize', async () => {
+        const outcome = await activities.finalize(runId, ending);
+        // without a sandbox, this is the run's last step
+        if (!sandbox) trace.end(endingAttributes(ending));
+        return outcome;
+      }), retry.finalize));
       // Older journals (and a run deleted meanwhile) carry no recorded ending: the workflow's own stands in.
       const held = finalized || !recorded ? { status: ending.status, code: 'error' in ending ? ending.error.code : undefined } : recorded;
       return { result: { ending, finalized }, recorded: held };
     } finally {
-      if (sandbox) await teardown(ctx, runId, sandbox, engine);
+      if (sandbox) await teardown(ctx, runId, trace, sandbox, engine, ending);
     }
   }
 
-  async function teardown(ctx: WorkflowContext, runId: string, sandbox: SandboxRef, engine: EngineCancel): Promise<void> {
+  /** Stops the sandbox; given the run's ending, it is the run's last step and ends the workflow's span. */
+  async function teardown(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef, engine: EngineCancel, ending?: RunEnding): Promise<void> {
     try {
-      await despiteCancel(engine, () => ctx.run('teardown', () => activities.teardown(runId, sandbox.sandboxId), retry.teardown));
+      await despiteCancel(engine, () => ctx.run('teardown', () => trace.step('teardown', async () => {
+        await activities.teardown(runId, sandbox.sandboxId);
+        if (ending) trace.end(endingAttributes(ending));
+      }), retry.teardown));
     } catch (err) {
       if (!isGiveUp(err)) throw err;
       ctx.console.warn(`teardown of sandbox ${sandbox.sandboxId} gave up: ${err.message}`);
@@ -490,6 +501,10 @@ async function despiteCancel<T>(engine: EngineCancel, step: () => PromiseLike<T>
     engine.cancelled = true;
     return step();
   }
+}
+
+function endingAttributes(ending: RunEnding): Record<string, string> {
+  return 'error' in ending ? { 'agent_platform.run.status': ending.status, 'error.type': ending.error.code } : { 'agent_platform.run.status': ending.status };
 }
 
 function cancelledByOperator(): RunEnding {

@@ -62,6 +62,18 @@ export interface SidecarAssignment {
   proxy?: OutboundProxy | null;
   /** model usage limits the sidecar enforces (db/budgets.ts runBudgetAtBoot); absent: none */
   budget?: { run: SpendLimit | null; org: SpendLimit | null };
+  /** the run's trace context: the sidecar records its spans under it and sends them with its events */
+  trace?: SidecarTrace;
+}
+
+export interface SidecarTrace {
+  traceparent: string;
+  /** prompts and completions on model spans (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT) */
+  captureMessageContent: boolean;
+  /** gen_ai.provider.name of the run's model */
+  provider?: string;
+  /** gen_ai.agent.name */
+  agentName?: string;
 }
 
 /** Tokens (prompt + completion) and USD a run may still spend; null: no limit. */

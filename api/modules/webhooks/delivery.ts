@@ -7,6 +7,7 @@
 // in the delivery's attempts and attempt_count. 2xx succeeds; 410 disables the webhook; other 4xx
 // except 408 and 429 fail at once; everything else is retried on the backoff schedule.
 import { metrics } from '../../../lib/metrics/index.ts';
+import { failActiveSpan, setSpanAttributes, tracingActive, withSpan } from '../../../lib/tracing/index.ts';
 import * as restate from '@restatedev/restate-sdk';
 import type { WorkflowContext } from '@restatedev/restate-sdk';
 import type pg from 'pg';
@@ -114,7 +115,15 @@ export async function sendAttempt(dd: DeliveryDeps, t: Target, attempt: number, 
   // PostgreSQL's json text spaces its tokens (`"id" : ...`): sent as JSON.stringify writes it, as
   // every API answer is (a full payload's data is byte for byte the run GET /api/runs/{id} sends)
   const body = JSON.stringify(JSON.parse(t.body));
-  const answer = await post(dd, t.url, webhookHeaders(secrets, t.id, Math.floor(Date.now() / 1000), body), body);
+  const headers = webhookHeaders(secrets, t.id, Math.floor(Date.now() / 1000), body);
+  const answer = !tracingActive() ? await post(dd, t.url, headers, body) : await withSpan('webhook delivery', {
+    'agent_platform.webhook_id': t.webhook_id, 'agent_platform.delivery_id': t.id, 'agent_platform.delivery.attempt': attempt,
+  }, async () => {
+    const a = await post(dd, t.url, headers, body);
+    if (a.statusCode) setSpanAttributes({ 'http.response.status_code': a.statusCode });
+    if (a.error || !a.statusCode || a.statusCode >= 300) failActiveSpan(a.statusCode ? `http_${a.statusCode}` : 'unreachable');
+    return a;
+  }, { kind: 'client', parent: null, tenant: deliveryTenant(t.body) });
   const durationMs = Math.round(performance.now() - t0);
   const verdict = classify(answer);
   const error = answer.error ?? (verdict === 'succeeded' ? null : `the receiver answered ${answer.statusCode}`);
@@ -130,6 +139,17 @@ export async function sendAttempt(dd: DeliveryDeps, t: Target, attempt: number, 
   const status = outcome.done ? (outcome.status as 'succeeded' | 'failed') : 'pending';
   metrics.webhookAttempt(status === 'pending' ? 'retrying' : status);
   return { record: { deliveryId: t.id, attempt, startedAt, statusCode: answer.statusCode, durationMs, error, nextAt, status, webhookId: t.webhook_id }, outcome };
+}
+
+/** The run a delivery's payload is about, for its span's attributes. */
+function deliveryTenant(body: string): { orgId?: string; spaceId?: string; runId?: string } {
+  try {
+    const data = (JSON.parse(body) as { data?: Record<string, unknown> }).data ?? {};
+    const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+    return { orgId: text(data.orgId) ?? text(data.org_id), spaceId: text(data.spaceId) ?? text(data.space_id), runId: text(data.id) };
+  } catch {
+    return {};
+  }
 }
 
 /** 410 Gone: the receiver asks to be sent nothing more. */

@@ -11,6 +11,7 @@ import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import type { TerminalSignal } from '../../../workflows/run-types.ts';
 import { metrics } from '../../../lib/metrics/index.ts';
 import { isTerminal } from './records.ts';
+import { acceptedSpanRecords, exportSpanRecords, setSpanAttributes, setSpanTenant, tracingActive } from '../../../lib/tracing/index.ts';
 import { schemaErrors, UnusableSchemaError } from './schema-check.ts';
 
 interface SinkRow {
@@ -26,6 +27,8 @@ interface EventBody {
   type: string;
   at?: string;
   data?: Record<string, unknown>;
+  /** spans the sidecar recorded (lib/tracing/records.ts), exported by the platform when tracing is on */
+  spans?: unknown;
 }
 
 export interface IngestDeps {
@@ -74,12 +77,12 @@ const SINK_EXPIRED = 'The run event sink has expired.';
  * event: a run's secret never changes, and what does (its status, its sink's expiry) is checked
  * by record_run_event in the same round trip as the recording. Dropped at the run's end.
  */
-const sinkSecrets = new Map<string, { secret: string; spaceId: string }>();
+const sinkSecrets = new Map<string, { secret: string; orgId: string; spaceId: string }>();
 const MAX_SINK_SECRETS = 10_000;
 
 // Stryker disable all: the kept secrets only spare a read; every answer is the same without them
 // (record_run_event re-checks the run's status and sink in the recording's round trip)
-function rememberSinkSecret(runId: string, sink: { secret: string; spaceId: string }): void {
+function rememberSinkSecret(runId: string, sink: { secret: string; orgId: string; spaceId: string }): void {
   if (sinkSecrets.size >= MAX_SINK_SECRETS) sinkSecrets.delete(sinkSecrets.keys().next().value!);
   sinkSecrets.set(runId, sink);
 }
@@ -199,23 +202,34 @@ export async function ingestRunEvent(
 ): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent }> {
   let messageId: string;
   let spaceId: string;
+  let orgId: string;
   const known = sinkSecrets.get(runId);
   if (known) {
     ({ id: messageId } = verifyRunEventSignature(known.secret, headers, raw, Math.floor(Date.now() / 1000)));
     spaceId = known.spaceId;
+    orgId = known.orgId;
   } else {
     const opened = await openSink(deps, runId, headers, raw);
     if (isTerminal(opened.sink.status)) throw problem('run_sink_closed', { detail: SINK_CLOSED });
     // Stryker disable next-line EqualityOperator: expiring at this very millisecond or the next cannot be told apart from outside
     if (opened.sink.sink_expires_at.getTime() <= Date.now()) throw problem('run_sink_expired', { detail: SINK_EXPIRED });
-    rememberSinkSecret(runId, { secret: opened.secret, spaceId: opened.sink.space_id });
+    rememberSinkSecret(runId, { secret: opened.secret, orgId: opened.sink.org_id, spaceId: opened.sink.space_id });
     messageId = opened.messageId;
     spaceId = opened.sink.space_id;
+    orgId = opened.sink.org_id;
   }
   const event = parseEvent(raw);
+  // the request's span (the sidecar sent the run's traceparent) is the event's ingestion
+  setSpanTenant({ orgId, spaceId, runId });
+  setSpanAttributes({ 'agent_platform.event.type': event.type, 'agent_platform.event.sequence': event.sequence });
 
   const data = normalizedData(event);
   const signal = await recordEvent(deps.pool, runId, messageId, event, data);
+  // recorded once (a replay was refused above): the sidecar's spans are exported with the run's ids
+  if (tracingActive() && Array.isArray(event.spans) && event.spans.length) {
+    const traceId = (event.spans[0] as { traceId?: unknown })?.traceId;
+    if (typeof traceId === 'string') exportSpanRecords(acceptedSpanRecords(event.spans, traceId), { orgId, spaceId, runId });
+  }
   const changed: { changedSpaceId?: string; recorded?: RecordedRunEvent } = WIRE_EVENTS.has(event.type) ? { changedSpaceId: spaceId } : {};
   if (signal.recorded && (event.type === 'log' || event.type === 'metric')) changed.recorded = { spaceId, type: event.type, sequence: event.sequence, data };
   if (metrics.enabled && (signal.started || (signal.recorded && event.type === 'metric'))) {

@@ -1,5 +1,6 @@
 // Launching a run: check the agent, its input and the model, admit the run atomically, insert it
 // as pending and hand it to the workflow engine. Nothing here waits for a sandbox.
+import { activeTraceparent, setSpanTenant, withSpan } from '../../../lib/tracing/index.ts';
 import type { AgentManifest, IntegrationManifest } from '../../../lib/afps/manifest-types.ts';
 import type { Config } from '../../../lib/config.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
@@ -155,12 +156,16 @@ export async function admitAndSubmit(
   connections: ResolvedConnection[] = [],
   afterAdmit?: () => Promise<void>,
 ): Promise<RunWithSettings> {
-  await admitRun(scope, ctx.config, row);
-  metrics.runLaunched(String(row.kind));
-  // recorded before the engine hears of the run: its boot reads them (connections, input files)
-  if (connections.length) await recordRunConnections(scope.pool, scope.orgId, row.id, connections);
-  await afterAdmit?.();
-  ctx.submitter?.submit(row.id);
+  setSpanTenant({ runId: row.id as string });
+  await withSpan('run launch', { 'gen_ai.agent.name': String(row.agent_id ?? row.kind ?? '') }, async () => {
+    await admitRun(scope, ctx.config, row);
+    metrics.runLaunched(String(row.kind));
+    // recorded before the engine hears of the run: its boot reads them (connections, input files)
+    if (connections.length) await recordRunConnections(scope.pool, scope.orgId, row.id, connections);
+    await afterAdmit?.();
+    const traceparent = activeTraceparent();
+    ctx.submitter?.submit(row.id, traceparent ? { traceparent, orgId: scope.orgId, spaceId: scope.spaceId, at: Date.now() } : undefined);
+  }, { tenant: { orgId: scope.orgId, spaceId: scope.spaceId, runId: row.id as string } });
   return runWireWithSettings({
     ...(row as unknown as RunRow),
     output: null,

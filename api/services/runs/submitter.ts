@@ -6,9 +6,11 @@
 import type pg from 'pg';
 import type { Logger } from '../../../lib/log.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
+import type { RunTraceInput } from '../../../workflows/run-types.ts';
 
 export interface RunSubmitter {
-  submit(runId: string): void;
+  /** `trace`: the launch's trace; a resubmission by the sweeper has none (the workflow then starts its own) */
+  submit(runId: string, trace?: RunTraceInput): void;
   /** resubmits pending runs left unacknowledged; returns how many it tried */
   sweep(): Promise<number>;
   stop(): Promise<void>;
@@ -20,9 +22,9 @@ const UNACKNOWLEDGED_AFTER = '3 seconds';
 export function createRunSubmitter(pool: pg.Pool, runs: RunWorkflowClient, log: Logger): RunSubmitter {
   const inFlight = new Set<Promise<void>>();
 
-  const send = async (runId: string) => {
+  const send = async (runId: string, trace?: RunTraceInput) => {
     try {
-      await runs.submit(runId);
+      await runs.submit(runId, trace ? { trace } : {});
       await pool.query('UPDATE runs SET submitted_at = now() WHERE id = $1 AND submitted_at IS NULL', [runId]);
     } catch (err) {
       log.warn('run submission failed; the sweeper will retry', { run_id: runId, error: String(err) });
@@ -49,8 +51,8 @@ export function createRunSubmitter(pool: pg.Pool, runs: RunWorkflowClient, log: 
   timer.unref();
 
   return {
-    submit(runId) {
-      track(send(runId));
+    submit(runId, trace) {
+      track(send(runId, trace));
     },
     sweep,
     async stop() {

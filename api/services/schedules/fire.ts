@@ -2,6 +2,7 @@
 // launch, at most once per (schedule, tick): runs(schedule_id, schedule_fire_at) is unique, so a
 // retried or duplicated fire finds the run the first one made. Every outcome is recorded in
 // schedule_fires and on the schedule (last_fire).
+import { setSpanAttributes, setSpanTenant, tracingActive, withSpan } from '../../../lib/tracing/index.ts';
 import type pg from 'pg';
 import type { Config } from '../../../lib/config.ts';
 import type { SecretBox } from '../../../lib/crypto.ts';
@@ -70,10 +71,21 @@ async function runOfTick(pool: pg.Pool, id: string, fireAt: string): Promise<str
  * Fires tick `fireAt` (attempt counts from 1). A refusal by admission is retried by the caller
  * within the tick; `lastAttempt` turns it into a recorded skip.
  */
-export async function fireSchedule(deps: FireDeps, id: string, generation: number, fireAt: string, attempt: number, lastAttempt: boolean): Promise<FireResult> {
+export function fireSchedule(deps: FireDeps, id: string, generation: number, fireAt: string, attempt: number, lastAttempt: boolean): Promise<FireResult> {
+  if (!tracingActive()) return fire(deps, id, generation, fireAt, attempt, lastAttempt);
+  // a fire starts the trace of the run it launches
+  return withSpan('schedule fire', { 'agent_platform.schedule_id': id, 'agent_platform.schedule.fire_time': fireAt, 'agent_platform.schedule.attempt': attempt }, async () => {
+    const result = await fire(deps, id, generation, fireAt, attempt, lastAttempt);
+    setSpanAttributes({ 'agent_platform.schedule.outcome': result.outcome });
+    return result;
+  }, { parent: null });
+}
+
+async function fire(deps: FireDeps, id: string, generation: number, fireAt: string, attempt: number, lastAttempt: boolean): Promise<FireResult> {
   const { rows } = await deps.pool.query<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = $1`, [id]);
   const row = rows[0];
   if (!row || !row.enabled || row.generation !== generation) return { outcome: 'stale' };
+  setSpanTenant({ orgId: row.org_id, spaceId: row.space_id });
   const fire = (outcome: LastFire['outcome'], runId: string | null, error: LastFire['error'] = null): LastFire =>
     ({ fire_time: fireAt, outcome, run_id: runId, attempts: attempt, error });
   const launchedBefore = async (runId: string): Promise<FireResult> => {
