@@ -28,7 +28,7 @@ import { call } from '../test/support/http.ts';
 import { aDefaultModel, importFixture } from '../test/support/runs.ts';
 import { newId } from '../lib/ids.ts';
 import { startApiChild } from './harness/api-server.ts';
-import { cpuPerRun, cpuSnapshot } from './harness/cpu-accounting.ts';
+import { RunCpuMeter } from './harness/cpu-accounting.ts';
 import { cpuOf, rssOf, sandboxesOf } from './harness/process-stats.ts';
 import { runMemory, type Bench } from './harness/run-memory.ts';
 import { KeyRing, launchRun, RunTracker, type Launch } from './harness/run-traffic.ts';
@@ -74,6 +74,8 @@ async function singleRuns(b: Bench, n: number, warmPool: number) {
   const toSuccess: number[] = [];
   const statuses: Record<string, number> = {};
   const answeredAt = new Map<string, number>();
+  // the pool's refills are counted: each run used up one started pair
+  const meter = RunCpuMeter.start({ platformPid: b.platform.proc.pid!, dataDir: b.platform.dataDir, dbName: b.dbName }, { sampleEveryMs: null });
   for (let i = 0; i < n; i++) {
     await untilWarm(b, warmPool);
     const key = await b.keys.next();
@@ -90,10 +92,16 @@ async function singleRuns(b: Bench, n: number, warmPool: number) {
     if (done.body?.status === 'success') toSuccess.push(doneAt - l.at);
     const running = b.tracker.get(l.id!).running;
     if (running !== undefined) toRunning.push(running - l.at);
+    // the floor, between runs so that none is slowed by it
+    await meter.sampleNode();
   }
+  // the last run's replacement pair has started up
+  await untilWarm(b, warmPool);
+  const cpu = await meter.stop(launch.length);
   return {
     runs: n, statuses, launch_ms: spread(launch), launch_to_running_ms: spread(toRunning), launch_to_success_ms: spread(toSuccess),
     stages_ms: await runStages(b.pool, answeredAt),
+    cpu_seconds_per_run: cpu,
   };
 }
 
@@ -168,8 +176,7 @@ async function sustained(b: Bench, seconds: number, inFlight: number) {
   const failedIds: string[] = [];
   let endedAfterWindow = 0;
   let unfinished = 0;
-  const where = { platformPid: b.platform.proc.pid!, dataDir: b.platform.dataDir, dbName: b.dbName };
-  const cpuBefore = cpuSnapshot(where);
+  const meter = RunCpuMeter.start({ platformPid: b.platform.proc.pid!, dataDir: b.platform.dataDir, dbName: b.dbName });
   const caller = async () => {
     while (Date.now() < end) {
       const l: Launch = await launchRun(b.platform.url, await b.keys.next());
@@ -191,7 +198,7 @@ async function sustained(b: Bench, seconds: number, inFlight: number) {
   await Promise.all(Array.from({ length: inFlight }, caller));
   const successes = perSecond.reduce((s, v) => s + v, 0);
   // every run launched in the phase has ended by now, the last ones after the window
-  const cpu = cpuPerRun(cpuBefore, cpuSnapshot(where), successes + failedIds.length + endedAfterWindow, (Date.now() - start) / 1000);
+  const cpu = await meter.stop(successes + failedIds.length + endedAfterWindow);
   return {
     seconds, runs_in_flight: inFlight,
     successes, successes_per_sec: round(successes / seconds, 2), successes_each_second: perSecond,
