@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+// @ts-expect-error: a plain ESM script without type declarations
 import { ensureBundle } from '../../bin/start.mjs';
 import { findBubblewrap } from '../../activities/sandbox/confinement.ts';
 import { NoAnswerError, processLiveness, readyLine } from '../../activities/sandbox/readiness.ts';
