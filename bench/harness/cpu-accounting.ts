@@ -93,6 +93,9 @@ function median(values: number[]): number {
   return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : 0;
 }
 
+/** CPU seconds per second of each part with no run in flight (the pool full, its pairs idle). */
+export type IdleRates = Record<string, number>;
+
 /**
  * Counts from start() to stop(). The platform's children are named by their command: the
  * sidecar (dist/sidecar.cjs), the agent runtime (dist/agent-runtime.cjs, or bwrap around it),
@@ -138,14 +141,22 @@ export class RunCpuMeter {
     this.nodeSamples.push(await nodeE0());
   }
 
-  /** Stops counting; per-run figures for `runs` runs. */
-  async stop(runs: number) {
+  /**
+   * What each part uses per second with nothing to do, over `seconds`: subtracted from a window's
+   * total, it leaves the runs' own (marginal) share.
+   */
+  static async idle(at: PlatformProcesses, seconds: number): Promise<IdleRates> {
+    const meter = new RunCpuMeter(at, null);
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    const { parts, seconds: took } = meter.finish();
+    return Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, v / took]));
+  }
+
+  private finish() {
     this.stopped = true;
     this.tree.stop();
     const after = snapshot(this.at);
-    await this.sampling;
     const seconds = (Date.now() - this.startedAt) / 1000;
-    const n = Math.max(1, runs);
     const delta = (k: Exclude<keyof Snapshot, 'cgroup_sandboxes'>) => Math.max(0, after[k] - this.before[k]);
     const tree = this.tree.totals();
     const parts = {
@@ -156,7 +167,17 @@ export class RunCpuMeter {
       engine_restate: Math.max(delta('restate'), tree.restate ?? 0),
       postgres_backends: delta('postgres_backends'),
     };
+    return { after, seconds, delta, tree, parts };
+  }
+
+  /** Stops counting; per-run figures for `runs` runs (and their marginal share, given the idle rates). */
+  async stop(runs: number, idle?: IdleRates) {
+    const { after, seconds, delta, tree, parts } = this.finish();
+    await this.sampling;
+    const n = Math.max(1, runs);
     const run = Object.values(parts).reduce((s, v) => s + v, 0);
+    const marginal = idle && Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, Math.max(0, v - (idle[k] ?? 0) * seconds)]));
+    const marginalRun = marginal && Object.values(marginal).reduce((s, v) => s + v, 0);
     const nodeE0Median = median(this.nodeSamples);
     const bench = delta('bench_process');
     const others = tree.other_children ?? 0;
@@ -169,10 +190,17 @@ export class RunCpuMeter {
       all_parts: perRun(run),
       node_e_0: { samples: this.nodeSamples.length, median_cpu_s: round(nodeE0Median, 3) },
       ratio_to_two_node_e_0: nodeE0Median > 0 ? round(run / n / (2 * nodeE0Median), 2) : null,
+      // less what each part uses anyway with nothing to do, over the same window
+      marginal: marginal ? {
+        idle_cores_subtracted: Object.fromEntries(Object.entries(idle!).map(([k, v]) => [k, round(v, 3)])),
+        per_part: Object.fromEntries(Object.entries(marginal).map(([k, v]) => [k, perRun(v)])),
+        all_parts: perRun(marginalRun!),
+        ratio_to_two_node_e_0: nodeE0Median > 0 ? round(marginalRun! / n / (2 * nodeE0Median), 2) : null,
+      } : null,
       processes_seen: this.tree.processes(),
       // one sidecar per pair started: more than one per run is a start wasted
       pair_starts_per_run: round((this.tree.processes().sidecar ?? 0) / n, 2),
-      other_platform_children: perRun(others),
+      other_platform_children: { cpu_s: perRun(others), commands: this.tree.commands('other_children') },
       bench_process_fake_model_and_client: perRun(bench),
       old_method_platform_reaped_children: perRun(delta('platform_reaped_children')),
       cgroup_v2_sandboxes_after_assignment:

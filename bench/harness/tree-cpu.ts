@@ -64,6 +64,7 @@ export function commandOf(pid: number): string {
 export class TreeCpuPoller {
   private readonly seen = new Map<string, Seen>();
   private readonly partOfChild = new Map<string, string>();
+  private readonly commandsOf = new Map<string, Set<string>>();
   private timer: NodeJS.Timeout | null = null;
   polls = 0;
 
@@ -94,8 +95,12 @@ export class TreeCpuPoller {
       const key = `${child}:${stat.start}`;
       let part = this.partOfChild.get(key);
       if (part === undefined) {
-        part = this.partOf(child, commandOf(child));
+        const command = commandOf(child);
+        part = this.partOf(child, command);
         this.partOfChild.set(key, part);
+        const seen = this.commandsOf.get(part) ?? new Set<string>();
+        seen.add(command.slice(0, 100));
+        this.commandsOf.set(part, seen);
       }
       const stack = [child];
       while (stack.length) {
@@ -115,6 +120,11 @@ export class TreeCpuPoller {
     const out: Record<string, number> = {};
     for (const { part, cpu } of this.seen.values()) out[part] = (out[part] ?? 0) + cpu;
     return out;
+  }
+
+  /** The distinct command lines (their start) of the root's children counted under `part`. */
+  commands(part: string): string[] {
+    return [...(this.commandsOf.get(part) ?? [])];
   }
 
   /** Processes seen so far by part. */
