@@ -198,8 +198,8 @@ export class RunCpuMeter {
         ratio_to_two_node_e_0: nodeE0Median > 0 ? round(marginalRun! / n / (2 * nodeE0Median), 2) : null,
       } : null,
       processes_seen: this.tree.processes(),
-      // one sidecar per pair started: more than one per run is a start wasted
-      pair_starts_per_run: round((this.tree.processes().sidecar ?? 0) / n, 2),
+      // one sidecar per pair started in the window: more than one per run is a start wasted
+      pair_starts_per_run: round((this.tree.processes(true).sidecar ?? 0) / n, 2),
       other_platform_children: { cpu_s: perRun(others), commands: this.tree.commands('other_children') },
       bench_process_fake_model_and_client: perRun(bench),
       old_method_platform_reaped_children: perRun(delta('platform_reaped_children')),

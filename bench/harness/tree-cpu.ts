@@ -3,7 +3,7 @@
 // never reaches the platform's reaped-children counter (a 300 ms busy loop shows 0.00 CPU-s
 // there). So the tree is polled from the host's /proc: each process's own user + system time,
 // last seen, kept per process (pid and start time, so a reused pid is a new process) after it
-// has ended. What a process uses between its last poll and its exit is missed: at most one
+// has ended; a process already running at the first poll counts from there. What a process uses between its last poll and its exit is missed: at most one
 // interval of one core per process, hence a short interval.
 import fs from 'node:fs';
 
@@ -13,6 +13,10 @@ const CLOCK_TICKS = 100;
 interface Seen {
   part: string;
   cpu: number;
+  /** its CPU time when the first poll found it running already: not the window's */
+  before: number;
+  /** running at the first poll */
+  already: boolean;
 }
 
 /** The direct children of `pid` (every thread's), from /proc/<pid>/task/<tid>/children. */
@@ -66,6 +70,7 @@ export class TreeCpuPoller {
   private readonly partOfChild = new Map<string, string>();
   private readonly commandsOf = new Map<string, Set<string>>();
   private timer: NodeJS.Timeout | null = null;
+  private rootCommand: string | undefined;
   polls = 0;
 
   constructor(
@@ -88,7 +93,9 @@ export class TreeCpuPoller {
   }
 
   poll(): void {
+    const first = this.polls === 0;
     this.polls += 1;
+    this.rootCommand ??= commandOf(this.rootPid);
     for (const child of childrenOf(this.rootPid)) {
       const stat = statOf(child);
       if (!stat) continue;
@@ -96,6 +103,9 @@ export class TreeCpuPoller {
       let part = this.partOfChild.get(key);
       if (part === undefined) {
         const command = commandOf(child);
+        // forked but not yet exec'd: it still shows the root's command line (or none); named at a
+        // later poll, its time so far is next to nothing
+        if (!command || command === this.rootCommand) continue;
         part = this.partOf(child, command);
         this.partOfChild.set(key, part);
         const seen = this.commandsOf.get(part) ?? new Set<string>();
@@ -109,16 +119,17 @@ export class TreeCpuPoller {
         if (!s) continue;
         const k = `${pid}:${s.start}`;
         const prev = this.seen.get(k);
-        if (!prev || s.cpu > prev.cpu) this.seen.set(k, { part: prev?.part ?? part, cpu: s.cpu });
+        if (!prev) this.seen.set(k, { part, cpu: s.cpu, before: first ? s.cpu : 0, already: first });
+        else if (s.cpu > prev.cpu) prev.cpu = s.cpu;
         stack.push(...childrenOf(pid));
       }
     }
   }
 
-  /** CPU seconds so far by part, ended processes included. */
+  /** CPU seconds since start() by part, ended processes included. */
   totals(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const { part, cpu } of this.seen.values()) out[part] = (out[part] ?? 0) + cpu;
+    for (const { part, cpu, before } of this.seen.values()) out[part] = (out[part] ?? 0) + cpu - before;
     return out;
   }
 
@@ -127,10 +138,10 @@ export class TreeCpuPoller {
     return [...(this.commandsOf.get(part) ?? [])];
   }
 
-  /** Processes seen so far by part. */
-  processes(): Record<string, number> {
+  /** Processes seen so far by part; `started` only those started after the first poll. */
+  processes(started = false): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const { part } of this.seen.values()) out[part] = (out[part] ?? 0) + 1;
+    for (const { part, already } of this.seen.values()) if (!started || !already) out[part] = (out[part] ?? 0) + 1;
     return out;
   }
 }

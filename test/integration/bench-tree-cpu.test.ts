@@ -39,7 +39,11 @@ test('a 300 ms busy loop under bwrap --unshare-pid is counted by the tree poller
   assert.equal(totals.plain, undefined, 'nothing unconfined counted as the loop');
 });
 
-test('a process that ends is kept at its last reading and a later one is added, not mixed up', async () => {
+test('a process that ends is kept at its last reading and a later one is added; one already running counts from the first poll', async (t) => {
+  const before = spawn(process.execPath, ['-e', `${BUSY_300_MS} setTimeout(() => {}, 30_000);`], { stdio: 'ignore' });
+  t.after(() => before.kill('SIGKILL'));
+  // its loop done before the poller starts: the poller must not count it
+  for (let cpu = 0; cpu < 0.25; cpu = cpuOf(before.pid!)?.own ?? Infinity) await new Promise((r) => setTimeout(r, 50));
   const poller = new TreeCpuPoller(process.pid, (_pid, command) => (command.includes('cpuUsage') ? 'node' : 'test runner')).start();
   try {
     await runToExit(process.execPath, ['-e', BUSY_300_MS]);
@@ -49,5 +53,7 @@ test('a process that ends is kept at its last reading and a later one is added, 
   } finally {
     poller.stop();
   }
-  assert.ok(poller.totals().node >= 0.45, `two loops: ${poller.totals().node}`);
+  before.kill('SIGKILL');
+  assert.ok(poller.totals().node >= 0.45 && poller.totals().node < 0.7, `two loops, not the one before: ${poller.totals().node}`);
+  assert.equal(poller.processes(true).node, 2);
 });
