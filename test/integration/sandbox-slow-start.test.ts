@@ -2,7 +2,7 @@
 // niced program under load is) is waited for while it lives and progresses, so the warm pool
 // starts no second pair; a program that dies during its start still fails it at once, and the
 // pool replaces the pair; one that is alive but idle fails after one timeout as before.
-import { test, type TestContext } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -59,19 +59,26 @@ function onFirstSidecar(act: (pid: number) => void): { seen: () => number | unde
   return { seen: () => seen, stop: () => (stopped = true) };
 }
 
+let shared: Promise<PairSettings> | undefined;
+after(async () => {
+  if (shared) await rm((await shared).workDir, { recursive: true, force: true });
+});
+
+/** One folder for the file; the first pair writes the programs' code caches (a rehearsal) before anything is timed. */
+function pairSettings(): Promise<PairSettings> {
+  shared ??= (async () => {
+    await ensureBundle();
+    const bwrap = findBubblewrap();
+    assert.ok(bwrap, 'bwrap is required (the process sandbox confines with it here and in CI)');
+    const settings: PairSettings = { root: REPO, workDir: await mkdtemp(join(tmpdir(), 'sbx-slow-')), bwrap, readyTimeoutMs: READY_TIMEOUT_MS };
+    await (await SandboxPair.spawn(settings, HEAP_MB)).stop();
+    return settings;
+  })();
+  return shared;
+}
+
 async function setup(t: TestContext) {
-  await ensureBundle();
-  const bwrap = findBubblewrap();
-  assert.ok(bwrap, 'bwrap is required (the process sandbox confines with it here and in CI)');
-  const workDir = await mkdtemp(join(tmpdir(), 'sbx-slow-'));
-  const settings: PairSettings = { root: REPO, workDir, bwrap, readyTimeoutMs: READY_TIMEOUT_MS };
-  const pools: WarmPool<SandboxPair>[] = [];
-  t.after(async () => {
-    await Promise.all(pools.map((p) => p.drain()));
-    await rm(workDir, { recursive: true, force: true });
-  });
-  // the first pair writes the programs' code caches (a rehearsal): done before anything is timed
-  await (await SandboxPair.spawn(settings, HEAP_MB)).stop();
+  const settings = await pairSettings();
   const pool = () => {
     const counted = { starts: 0, failures: [] as string[] };
     const p = new WarmPool(1, HEAP_MB, async () => {
@@ -81,7 +88,7 @@ async function setup(t: TestContext) {
         throw err;
       });
     });
-    pools.push(p);
+    t.after(() => p.drain());
     return { pool: p, counted };
   };
   return { pool };
