@@ -9,7 +9,11 @@
 //    started up (their processes idle), with the stages
 //    between (from the timestamps the platform stores);
 //  - sustained trivial runs/s over 60 s with a steady number in flight (successes/s, failures by
-//    code, CPU seconds per run by process), at SANDBOX_WARM_POOL 2 and again at 6;
+//    code), at SANDBOX_WARM_POOL 2 and again at 6;
+//  - CPU seconds per run, one at a time and sustained, every process counted (the agent inside
+//    bubblewrap's PID namespace too: harness/cpu-accounting.ts) and split by part (agent runtime,
+//    sidecar, platform, Restate, PostgreSQL), gross and less each part's idle use, beside
+//    `node -e 0` measured in the same window and the ratio to two of them; pair starts per run;
 //  - the Rss and Pss of one run's sidecar and agent processes while it runs;
 //  - requests/s and p50/p99 of GET /api/runs (20 per page) and GET /api/runs/{id}, next to the
 //    cheapest route (/health/live) as the machine's ceiling at the time.
@@ -28,7 +32,7 @@ import { call } from '../test/support/http.ts';
 import { aDefaultModel, importFixture } from '../test/support/runs.ts';
 import { newId } from '../lib/ids.ts';
 import { startApiChild } from './harness/api-server.ts';
-import { cpuPerRun, cpuSnapshot } from './harness/cpu-accounting.ts';
+import { RunCpuMeter, type IdleRates } from './harness/cpu-accounting.ts';
 import { cpuOf, rssOf, sandboxesOf } from './harness/process-stats.ts';
 import { runMemory, type Bench } from './harness/run-memory.ts';
 import { KeyRing, launchRun, RunTracker, type Launch } from './harness/run-traffic.ts';
@@ -67,6 +71,10 @@ async function failureCodes(pool: pg.Pool, ids: string[]): Promise<Record<string
 
 // ------------------------------------------------------------------ phases
 
+/** each part's CPU with no run in flight, measured once the platform has warmed up */
+let idleRates: IdleRates | undefined;
+const IDLE_SECONDS = 5;
+
 /** One run at a time, each once the warm pool is full again: launch, then long-poll GET /api/runs/{id}?wait= to its end. */
 async function singleRuns(b: Bench, n: number, warmPool: number) {
   const launch: number[] = [];
@@ -74,6 +82,8 @@ async function singleRuns(b: Bench, n: number, warmPool: number) {
   const toSuccess: number[] = [];
   const statuses: Record<string, number> = {};
   const answeredAt = new Map<string, number>();
+  // the pool's refills are counted: each run used up one started pair
+  const meter = RunCpuMeter.start({ platformPid: b.platform.proc.pid!, dataDir: b.platform.dataDir, dbName: b.dbName }, { sampleEveryMs: null });
   for (let i = 0; i < n; i++) {
     await untilWarm(b, warmPool);
     const key = await b.keys.next();
@@ -90,10 +100,16 @@ async function singleRuns(b: Bench, n: number, warmPool: number) {
     if (done.body?.status === 'success') toSuccess.push(doneAt - l.at);
     const running = b.tracker.get(l.id!).running;
     if (running !== undefined) toRunning.push(running - l.at);
+    // the floor, between runs so that none is slowed by it
+    await meter.sampleNode();
   }
+  // the last run's replacement pair has started up
+  await untilWarm(b, warmPool);
+  const cpu = await meter.stop(launch.length, idleRates);
   return {
     runs: n, statuses, launch_ms: spread(launch), launch_to_running_ms: spread(toRunning), launch_to_success_ms: spread(toSuccess),
     stages_ms: await runStages(b.pool, answeredAt),
+    cpu_seconds_per_run: cpu,
   };
 }
 
@@ -168,8 +184,7 @@ async function sustained(b: Bench, seconds: number, inFlight: number) {
   const failedIds: string[] = [];
   let endedAfterWindow = 0;
   let unfinished = 0;
-  const where = { platformPid: b.platform.proc.pid!, dataDir: b.platform.dataDir, dbName: b.dbName };
-  const cpuBefore = cpuSnapshot(where);
+  const meter = RunCpuMeter.start({ platformPid: b.platform.proc.pid!, dataDir: b.platform.dataDir, dbName: b.dbName });
   const caller = async () => {
     while (Date.now() < end) {
       const l: Launch = await launchRun(b.platform.url, await b.keys.next());
@@ -191,7 +206,7 @@ async function sustained(b: Bench, seconds: number, inFlight: number) {
   await Promise.all(Array.from({ length: inFlight }, caller));
   const successes = perSecond.reduce((s, v) => s + v, 0);
   // every run launched in the phase has ended by now, the last ones after the window
-  const cpu = cpuPerRun(cpuBefore, cpuSnapshot(where), successes + failedIds.length + endedAfterWindow, (Date.now() - start) / 1000);
+  const cpu = await meter.stop(successes + failedIds.length + endedAfterWindow, idleRates);
   return {
     seconds, runs_in_flight: inFlight,
     successes, successes_per_sec: round(successes / seconds, 2), successes_each_second: perSecond,
@@ -299,6 +314,9 @@ async function main(): Promise<void> {
     note('warm-up: 3 runs');
     const warmup = await singleRuns(b, 3, WARM_POOLS[0]);
     if (!warmup.statuses.success) throw new Error(`warm-up runs did not succeed: ${JSON.stringify(warmup.statuses)}\n${platform.output().slice(-3000)}`);
+    await untilWarm(b, WARM_POOLS[0]);
+    note(`idle: ${IDLE_SECONDS} s with no run in flight`);
+    idleRates = await RunCpuMeter.idle({ platformPid: platform.proc.pid!, dataDir: platform.dataDir, dbName: db.name }, IDLE_SECONDS);
     note(`alone: ${SINGLE_RUNS} runs, one at a time`);
     const alone = await singleRuns(b, SINGLE_RUNS, WARM_POOLS[0]);
     note('memory of one run');

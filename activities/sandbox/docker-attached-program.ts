@@ -2,6 +2,7 @@
 // the assignment handshake, the same JSON lines the process backend exchanges over pipes.
 import { PassThrough, type Duplex } from 'node:stream';
 import type Docker from 'dockerode';
+import { NoAnswerError } from './readiness.ts';
 
 const STDERR_TAIL_CHARS = 4000;
 const HEAP_EXHAUSTED = /heap out of memory|Reached heap limit/i;
@@ -67,7 +68,7 @@ export class AttachedProgram {
         const line = this.lines.shift();
         if (line) resolve(line);
         else if (this.ended) reject(new Error(`${this.label} exited: ${this.stderr.trim().slice(-1000)}`));
-        else if (timedOut) reject(new Error(`${this.label} gave no answer within ${timeoutMs} ms: ${this.stderr.trim().slice(-1000)}`));
+        else if (timedOut) reject(new NoAnswerError(`${this.label} gave no answer within ${timeoutMs} ms: ${this.stderr.trim().slice(-1000)}`));
         else return;
         clearTimeout(timer);
         this.waiter = null;

@@ -11,6 +11,7 @@ import type Docker from 'dockerode';
 import type { Logger } from '../../lib/log.ts';
 import type { LocalIntegrationAssignment, LocalServerSpec, SidecarAssignment } from './adapter.ts';
 import { AttachedProgram } from './docker-attached-program.ts';
+import { processLiveness, readyLine, type Liveness } from './readiness.ts';
 import { createMcpNetwork, startLocalServers } from './docker-local-servers.ts';
 import { closeHostPorts, needsRelay, removeHostRules, type LoopbackRelays } from './docker-network.ts';
 import {
@@ -19,6 +20,23 @@ import {
 
 const READY_TIMEOUT_MS = 30_000;
 const ASSIGN_TIMEOUT_MS = 10_000;
+
+/**
+ * A container's liveness when its ready timeout has passed: dead once it no longer runs, held
+ * (progressing) while paused, else its main process's from the host's /proc (the daemon on this
+ * host); stalled when that cannot be read (a remote daemon), which fails the wait as before.
+ */
+function containerLiveness(container: Docker.Container): () => Promise<Liveness> {
+  let ofProcess: (() => Promise<Liveness>) | undefined;
+  return async () => {
+    const state = (await container.inspect().catch(() => null))?.State;
+    if (!state?.Running) return 'dead';
+    if (state.Paused) return 'progressing';
+    ofProcess ??= processLiveness(state.Pid);
+    const seen = await ofProcess();
+    return seen === 'dead' ? 'stalled' : seen;
+  };
+}
 
 export interface PairParts {
   sandboxId: string;
@@ -84,7 +102,11 @@ export async function launchPair(
   await Promise.all([sidecar.start(), agent.start()]);
   phase('start_ms');
 
-  const [sidecarReady, agentReady] = await Promise.all([programs.sidecar.nextLine(READY_TIMEOUT_MS), programs.agent.nextLine(READY_TIMEOUT_MS)]);
+  // slow is not dead: a start under load that outlasts its timeout is waited for while its container lives and progresses
+  const [sidecarReady, agentReady] = await Promise.all([
+    readyLine(programs.sidecar, { timeoutMs: READY_TIMEOUT_MS, liveness: containerLiveness(sidecar) }),
+    readyLine(programs.agent, { timeoutMs: READY_TIMEOUT_MS, liveness: containerLiveness(agent) }),
+  ]);
   const port = sidecarReady.port;
   if (sidecarReady.ready !== true || typeof port !== 'number' || agentReady.ready !== true) throw new Error('sandbox programs did not start: unexpected ready line');
   const sidecarNets = (await sidecar.inspect()).NetworkSettings.Networks as Record<string, { IPAddress?: string }>;

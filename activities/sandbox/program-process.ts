@@ -2,6 +2,7 @@
 // a pipe (the programs end when it closes), its stdout read as JSON lines for the warm-start
 // handshake, the tail of its stderr kept for diagnostics. The process itself is started and
 // owned by the spawner thread (spawner.ts).
+import { NoAnswerError } from './readiness.ts';
 import { spawnChild, type SpawnedChild } from './spawner.ts';
 
 const STDERR_TAIL_CHARS = 4000;
@@ -11,7 +12,7 @@ export interface ProgramProcess {
   readonly pid: number;
   readonly exited: Promise<void>;
   running(): boolean;
-  /** the next JSON line on stdout; rejects if the process exits or the time runs out first */
+  /** the next JSON line on stdout; rejects if the process exits or the time runs out first (NoAnswerError) */
   nextLine(timeoutMs: number): Promise<Record<string, unknown>>;
   /** hands every later JSON line on stdout (and any still queued) to `listener` instead of nextLine */
   watchLines(listener: (line: Record<string, unknown>) => void): void;
@@ -115,7 +116,7 @@ export async function spawnProgram(
             reject(new Error(`${label} exited (${child.exitCode ?? child.signalCode}): ${stderr.trim().slice(-1000)}`));
           } else if (timedOut) {
             done();
-            reject(new Error(`${label} gave no answer within ${timeoutMs} ms`));
+            reject(new NoAnswerError(`${label} gave no answer within ${timeoutMs} ms`));
           }
         };
         waiter = settle;

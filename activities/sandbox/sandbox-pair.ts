@@ -12,6 +12,7 @@ import { confineToCgroup, processTree, removeCgroup } from './cgroup.ts';
 import { confinedArgv, SANDBOX_IPC_DIR, SANDBOX_PATH_ENV, SANDBOX_WORKSPACE, sandboxNodePath, SIDECAR_SOCKET_NAME } from './confinement.ts';
 import { cachedPairArgv } from './code-cache.ts';
 import { spawnPrograms, type ProgramProcess } from './program-process.ts';
+import { processLiveness, readyLine } from './readiness.ts';
 import { writeWorkspace } from './workspace-writer.ts';
 
 const READY_TIMEOUT_MS = 30_000;
@@ -44,6 +45,11 @@ export interface PairSettings {
   shell?: AgentShell;
   /** cgroup v2 parent group when ceilings can be set */
   cgroupBase?: string;
+  /**
+   * how long a program may take to say it is ready before its liveness is looked at (30 s); a
+   * live, progressing one is waited for up to READY_CEILING_TIMEOUTS of these
+   */
+  readyTimeoutMs?: number;
   log?: Logger;
 }
 
@@ -113,7 +119,13 @@ export class SandboxPair {
       throw err;
     });
 
-    const [sidecarReady, agentReady] = await Promise.allSettled([sidecar.nextLine(READY_TIMEOUT_MS), agent.nextLine(READY_TIMEOUT_MS)]);
+    // slow is not dead: under load a start outlasts its timeout, and starting another pair instead would only add to the load
+    const ready = (program: ProgramProcess, label: string) => readyLine(program, {
+      timeoutMs: settings.readyTimeoutMs ?? READY_TIMEOUT_MS,
+      liveness: processLiveness(program.pid),
+      onExtended: (waitedMs) => settings.log?.info('a sandbox program is slow to start but alive and progressing; waiting on', { sandboxId: id, program: label, waitedMs }),
+    });
+    const [sidecarReady, agentReady] = await Promise.allSettled([ready(sidecar, 'sidecar'), ready(agent, 'agent-runtime')]);
     const port = sidecarReady.status === 'fulfilled' ? sidecarReady.value.port : undefined;
     if (sidecarReady.status === 'rejected' || agentReady.status === 'rejected' || typeof port !== 'number' || agentReady.value.ready !== true) {
       await Promise.all([sidecar.terminate(0), agent.terminate(0)]);
