@@ -5,13 +5,14 @@
 // backends) and CPU milliseconds of the platform process per request, off and on, and the
 // difference in percent. The aim: under 5% of a run's CPU.
 //   npm run bench -- tracing-cost          BENCH_TRACING_RUNS=10 BENCH_TRACING_REQUESTS=500
+//   BENCH_TRACING_PROFILE_DIR=/tmp/p: V8 CPU profiles of the platform process off and on (<dir>/off, <dir>/on)
 import fs from 'node:fs';
 import pg from 'pg';
 import { aKey, anOrg } from '../test/support/builders.ts';
 import { startFakeModel } from '../test/fixtures/fake-model/server.ts';
 import { startOtlpReceiver } from '../test/support/otlp-receiver.ts';
 import { aDefaultModel, importFixture } from '../test/support/runs.ts';
-import { cpuPerRun, cpuSnapshot } from './harness/cpu-accounting.ts';
+import { RunCpuMeter } from './harness/cpu-accounting.ts';
 import { cpuOf } from './harness/process-stats.ts';
 import { AGENT, launchRun } from './harness/run-traffic.ts';
 import { emit, freshBenchDatabase, note, round, send, startPlatformChild } from './support.ts';
@@ -30,10 +31,16 @@ async function measure(mode: 'off' | 'on', seeded: { key: string; dataDir: strin
     DATABASE_URL: db.url,
     SANDBOX_WARM_POOL: '1',
     EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host,
-    ...(mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_BSP_SCHEDULE_DELAY: '1000' } : {}),
+    ...(mode === 'on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      // tracing alone: the same endpoint would also export metrics (sdk-metrics on every request was the
+      // largest OpenTelemetry share of a profile of the two), which bench/ does not count as tracing
+      OTEL_METRICS_EXPORTER: 'none', OTEL_BSP_SCHEDULE_DELAY: '1000' } : {}),
   };
   note(`tracing ${mode}: starting the platform`);
-  const platform = await startPlatformChild({ env, ...(seeded ? { dataDir: seeded.dataDir, port: seeded.port } : {}) });
+  // BENCH_TRACING_PROFILE_DIR: V8 CPU profiles of the platform process, off and on, to compare
+  const profile = process.env.BENCH_TRACING_PROFILE_DIR;
+  const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}/${mode}`] : undefined;
+  const platform = await startPlatformChild({ env, nodeArgs, ...(seeded ? { dataDir: seeded.dataDir, port: seeded.port } : {}) });
   try {
     let key = seeded?.key;
     if (!key) {
@@ -55,10 +62,10 @@ async function measure(mode: 'off' | 'on', seeded: { key: string; dataDir: strin
 
     const where = { platformPid: platform.proc.pid!, dataDir: platform.dataDir, dbName: db.name };
     note(`tracing ${mode}: ${RUNS} sequential runs`);
-    const before = cpuSnapshot(where);
-    const t0 = performance.now();
+    // every process of the runs counted, the confined agents too (bench/harness/tree-cpu.ts)
+    const meter = RunCpuMeter.start(where, { sampleEveryMs: null });
     for (let i = 0; i < RUNS; i++) await runOnce();
-    const perRun = cpuPerRun(before, cpuSnapshot(where), RUNS, (performance.now() - t0) / 1000);
+    const perRun = await meter.stop(RUNS);
 
     note(`tracing ${mode}: ${REQUESTS} sequential reads`);
     const cpu0 = cpuOf(where.platformPid)!.own;
@@ -91,8 +98,8 @@ try {
     off: off.figures,
     on: { ...on.figures, spans_exported: receiver.spans.length - spansBefore },
     tracing_cost_percent: {
-      per_run_all_processes: pct(off.figures.per_run_cpu_seconds.all_of_the_above, on.figures.per_run_cpu_seconds.all_of_the_above),
-      per_run_platform_process: pct(off.figures.per_run_cpu_seconds.platform_process, on.figures.per_run_cpu_seconds.platform_process),
+      per_run_all_processes: pct(off.figures.per_run_cpu_seconds.all_parts, on.figures.per_run_cpu_seconds.all_parts),
+      per_run_platform_process: pct(off.figures.per_run_cpu_seconds.per_part.platform, on.figures.per_run_cpu_seconds.per_part.platform),
       per_request_platform_process: pct(off.figures.per_request.platform_cpu_ms, on.figures.per_request.platform_cpu_ms),
     },
   });
