@@ -46,7 +46,7 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
     const toolNames = Object.keys(tools);
     const system = buildSystemPrompt(ws, toolNames);
     const messages: ModelMessage[] = resumed?.messages ?? [{ role: 'user', content: buildUserMessage(ws) }];
-    // each completed step is checkpointed before the next model call
+    // each completed step is checkpointed (the sidecar takes it at once and posts it before the run's end)
     const checkpointAfter = (before: ModelMessage[]) => async (step: { response: { messages: ModelMessage[] } }) => {
       await checkpoints.record([...before, ...step.response.messages]);
     };

@@ -27,6 +27,8 @@ export interface EventPosterOptions {
    * heartbeat, so a platform back from a restart hears from the run before it judges it silent.
    */
   maxBackoffMs?: number;
+  /** awaited before the run's end is first sent (what must reach the platform before it: the last checkpoint) */
+  beforeEnd?: () => Promise<void>;
   /** called once the run's end (completed or failed) is queued: from then on the sidecar holds it */
   onEnd?: () => void;
   /** called when the run's end was dropped: undeliverable within its budget, or refused */
@@ -149,6 +151,7 @@ export class EventPoster {
   /** The event's bytes, with the spans finished by now (the run's end waits a turn for the spans ending with it). */
   private async bodyOf(event: Pending): Promise<string> {
     if (event.body !== undefined) return event.body;
+    if (TERMINAL_RUN_EVENT_TYPES.includes(event.type)) await this.opts.beforeEnd?.().catch(() => undefined);
     const take = this.opts.spans;
     if (take && TERMINAL_RUN_EVENT_TYPES.includes(event.type)) await new Promise((r) => setImmediate(r));
     const spans = take?.() ?? [];

@@ -11,7 +11,7 @@ import { LOCAL_EGRESS_PROXY_PORT } from '../lib/afps/integration-assignment.ts';
 import type { SidecarAssignment } from './assignment.ts';
 import { localEgressProxy, type LocalEgressProxy } from './local-egress-proxy.ts';
 import { EventPoster, type EventPosterOptions } from './event-poster.ts';
-import { fetchResumeCheckpoint, relayCheckpoint } from './checkpoint-relay.ts';
+import { CheckpointForwarder, fetchResumeCheckpoint, relayCheckpoint } from './checkpoint-relay.ts';
 import { platformCredentialRefresh } from './connection-refresh.ts';
 import { gatedTools } from './approval-gate.ts';
 import { firstPartyTools } from './first-party-tools.ts';
@@ -41,6 +41,8 @@ interface AssignedRun {
   integrations: Promise<IntegrationTools>;
   budget: ModelBudget;
   tracing: SidecarTracing;
+  /** the run's checkpoints on their way to the platform (null: the run records none) */
+  checkpoints: CheckpointForwarder | null;
 }
 
 class BodyTooLarge extends Error {}
@@ -152,8 +154,11 @@ export class SidecarHttpServer {
     // retried at least once a heartbeat: a platform back from a restart hears the run within one
     const maxBackoffMs = Math.min(5_000, assignment.heartbeatSeconds * 1000);
     const tracing = new SidecarTracing(assignment.trace);
+    const warn = (message: string) => process.stderr.write(`sidecar: ${message}\n`);
+    const checkpoints = assignment.checkpointUrl ? new CheckpointForwarder(assignment.checkpointUrl, assignment.eventSecret, { maxBackoffMs, warn }) : null;
     const events = new EventPoster({
       eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, maxBackoffMs, ...hooks,
+      ...(checkpoints ? { beforeEnd: () => checkpoints.settled() } : {}),
       ...(tracing.recording ? { spans: () => tracing.recorder.take(), traceparent: tracing.recorder.traceparent } : {}),
     });
     const egress = this.egressOptions(assignment);
@@ -185,7 +190,7 @@ export class SidecarHttpServer {
     // traced outside the gate: a tool span covers the wait for a person's decision too
     const mcp = integrations.then((found) => mcpToolServer(tracing.traceTools(gatedTools([...found.tools, ...tools], gate))));
     this.startLocalEgress(assignment, egress, (message) => events.emit('log', { level: 'warn', message }));
-    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing };
+    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing, checkpoints };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
@@ -221,6 +226,7 @@ export class SidecarHttpServer {
 
   /** Closes the remote integrations' sessions, and the local servers' egress proxy. */
   async close(): Promise<void> {
+    this.run?.checkpoints?.close();
     await this.localEgress?.close();
     await (await this.run?.integrations)?.close();
   }
@@ -255,7 +261,7 @@ export class SidecarHttpServer {
     if (path === '/v1/models' && method === 'GET') return answerModels(res, run.assignment.model);
     if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);
     if (path === '/runtime/events' && method === 'POST') return acceptRuntimeEvent(res, body, run.events);
-    if (path === '/runtime/checkpoint' && method === 'POST') return relayCheckpoint(res, body, run.assignment.checkpointUrl, run.assignment.eventSecret);
+    if (path === '/runtime/checkpoint' && method === 'POST') return relayCheckpoint(res, body, run.checkpoints);
     if (path === '/runtime/checkpoint' && method === 'GET') return fetchResumeCheckpoint(res, run.assignment.resumes ? run.assignment.checkpointUrl : undefined, run.assignment.eventSecret);
     sendJson(res, 404, { error: `no route ${method} ${path}` });
   }
