@@ -28,6 +28,7 @@ interface Tenant {
   fileId: string;
   connectionId: string;
   notificationId: string;
+  approvalId: string;
 }
 
 /** `<segment before the parameter>/{<parameter>}` to the id of that resource in a tenant. */
@@ -54,6 +55,7 @@ const RESOURCE_OF: Record<string, (t: Tenant) => string> = {
   'auths/{auth_key}': () => 'key',
   'connections/{id}': (t) => t.connectionId,
   'notifications/{id}': (t) => t.notificationId,
+  'approvals/{approval_id}': (t) => t.approvalId,
   'agents/{packageId}': (t) => encodeURIComponent(`@${t.packageScope}/bot`),
 };
 
@@ -77,6 +79,7 @@ const SAMPLE_BODY: Record<string, (b: Tenant) => unknown> = {
   'POST /api/packages/{scope}/{name}/draft/move': () => ({ from: 'prompt.md', to: 'moved.md' }),
   'PUT /api/packages/{scope}/{name}/dist-tags/{tag}': () => ({ version: '1.0.0' }),
   'POST /api/agents/{scope}/{name}/schedules': () => ({ name: 'Hijack', cron_expression: '* * * * *', timezone: 'UTC' }),
+  'POST /api/runs/{id}/approvals/{approval_id}': () => ({ decision: 'approve' }),
   'PATCH /api/schedules/{id}': () => ({ name: 'Hijacked' }),
   'POST /api/schedules/{id}/enable': () => ({}),
   'POST /api/schedules/{id}/disable': () => ({}),
@@ -146,9 +149,14 @@ async function aTenant(): Promise<Tenant> {
     `INSERT INTO notifications (id, org_id, space_id, user_id, kind, title, body, subject) VALUES ($1, $2, $3, $4, 'run_ended', 'Run ended', 'A run ended.', '{}')`,
     [notificationId, org.orgId, org.spaceId, org.ownerId],
   );
+  const approvalId = `apr_${org.orgId.slice(0, 8)}`;
+  await pool.query(
+    `INSERT INTO run_approvals (id, org_id, space_id, run_id, sequence, tool, arguments, timeout_seconds) VALUES ($1, $2, $3, $4, 1, 'publish_file', '{}', 60)`,
+    [approvalId, org.orgId, org.spaceId, runId],
+  );
   return {
     packageScope, orgId: org.orgId, defaultSpaceId: org.spaceId, teamSpaceId, ownerId: org.ownerId, memberId, invitationId, roleId, keyId, key,
-    endUserId, runId, scheduleId, fileId, connectionId: conn[0].id, notificationId,
+    endUserId, runId, scheduleId, fileId, connectionId: conn[0].id, notificationId, approvalId,
   };
 }
 
