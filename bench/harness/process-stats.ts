@@ -112,18 +112,31 @@ export function rssOf(pid: number): number {
   }
 }
 
-/** CPU seconds of a process (user + system) and of its children it has reaped; null once it is gone. */
-export function cpuOf(pid: number): { own: number; reaped_children: number } | null {
+/**
+ * A process's /proc/<pid>/stat field `n` (1-based over the whole line: state 3, utime 14, stime 15,
+ * cutime 16, cstime 17, starttime 22) as read once; null once the process is gone.
+ */
+export function statFields(pid: number): ((n: number) => string) | null {
   let stat: string;
   try {
     stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return null;
   }
-  // fields after the command: state is field 3, utime 14, stime 15, cutime 16, cstime 17
+  // the command may hold spaces and parentheses: the fields start after its last ')'
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = (i: number) => Number(f[i - 3]);
-  return { own: (ticks(14) + ticks(15)) / CLOCK_TICKS, reaped_children: (ticks(16) + ticks(17)) / CLOCK_TICKS };
+  return (n) => f[n - 3]!;
+}
+
+/** Seconds of CPU for a count of clock ticks. */
+export const ticksToSeconds = (ticks: number) => ticks / CLOCK_TICKS;
+
+/** CPU seconds of a process (user + system) and of its children it has reaped; null once it is gone. */
+export function cpuOf(pid: number): { own: number; reaped_children: number } | null {
+  const field = statFields(pid);
+  if (!field) return null;
+  const ticks = (n: number) => Number(field(n));
+  return { own: ticksToSeconds(ticks(14) + ticks(15)), reaped_children: ticksToSeconds(ticks(16) + ticks(17)) };
 }
 
 /** CPU seconds of every process whose command line contains `needle`, machine-wide. */

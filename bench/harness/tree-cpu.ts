@@ -6,9 +6,7 @@
 // has ended; a process already running at the first poll counts from there. What a process uses between its last poll and its exit is missed: at most one
 // interval of one core per process, hence a short interval.
 import fs from 'node:fs';
-
-/** USER_HZ: the unit of the CPU times in /proc/<pid>/stat */
-const CLOCK_TICKS = 100;
+import { statFields, ticksToSeconds } from './process-stats.ts';
 
 interface Seen {
   part: string;
@@ -41,15 +39,8 @@ function childrenOf(pid: number): number[] {
 
 /** Own CPU seconds and start time (the process's identity with its pid); null once it is gone. */
 function statOf(pid: number): { cpu: number; start: string } | null {
-  let stat: string;
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-  // fields after the command: utime 14, stime 15, starttime 22 (1-based over the whole line)
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { cpu: (Number(f[14 - 3]) + Number(f[15 - 3])) / CLOCK_TICKS, start: f[22 - 3] };
+  const field = statFields(pid);
+  return field ? { cpu: ticksToSeconds(Number(field(14)) + Number(field(15))), start: field(22) } : null;
 }
 
 export function commandOf(pid: number): string {
