@@ -15,9 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import { createRunActivities } from '../../activities/run-activities.ts';
 import { createProcessAdapter, type ProcessSandboxAdapter } from '../../activities/sandbox/process-adapter.ts';
-import { runMaterialsFor } from '../../bin/sandbox.ts';
 import { readBody } from '../../lib/outbound-http.ts';
 import { runConnectionSigningPayload } from '../../lib/run-connection-signing.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
@@ -26,7 +24,7 @@ import { aKey } from '../support/builders.ts';
 import { call } from '../support/http.ts';
 import { conformanceChecker } from '../support/openapi-conformance.ts';
 import { importPackage } from '../support/runs.ts';
-import { anIntegration, anIntegrationWorld, apiKeyAuth, archive, type IntegrationWorld } from './integrations-harness.ts';
+import { anIntegration, anIntegrationWorld, apiKeyAuth, archive, executeInSandbox, type IntegrationWorld } from './integrations-harness.ts';
 
 const CRM_KEY = 'crm-key-without-auth-test-61d0';
 
@@ -101,23 +99,7 @@ async function anAgent(name: string, integrations: Record<string, string[]>, scr
 }
 
 /** Boots the run in a real sandbox (sidecar and agent processes) and waits for its ending. */
-async function execute(runId: string): Promise<any> {
-  const { app } = world;
-  const activities = createRunActivities({
-    pool: app.deps.database.pool, db: app.deps.database.db, secrets: app.deps.secrets, log: app.deps.log,
-    adapter, materials: runMaterialsFor(app.deps), eventsBaseUrl: app.url, bootSeconds: 60, heartbeatSeconds: 10,
-    egressAllowInternalHosts: app.deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, egressPlatformEndpoints: app.deps.platformEndpoints ?? [],
-    limits: { memoryMb: 512, cpus: 1 },
-  });
-  const sandbox = await activities.boot(runId);
-  try {
-    let run = (await world.api.get(`/api/runs/${runId}?wait=true`)).body;
-    while (run.status === 'pending' || run.status === 'running') run = (await world.api.get(`/api/runs/${runId}?wait=true`)).body;
-    return run;
-  } finally {
-    await activities.teardown(runId, sandbox.sandboxId);
-  }
-}
+const execute = (runId: string) => executeInSandbox(world, adapter, runId);
 
 async function runIntegrationRows(runId: string) {
   const { rows } = await world.app.deps.database.pool.query(

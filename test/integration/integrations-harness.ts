@@ -2,7 +2,8 @@
 // upstreams the test names (and the scripted model), an organization with its owner's key, and
 // builders for integration and agent packages.
 import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
-import { runActivitiesFor } from '../../bin/sandbox.ts';
+import { createRunActivities } from '../../activities/run-activities.ts';
+import { runActivitiesFor, runMaterialsFor } from '../../bin/sandbox.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { writeZip } from '../../lib/zip/write-zip.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
@@ -106,4 +107,23 @@ export function apiKeyAuth(base: string): Record<string, unknown> {
       },
     },
   };
+}
+
+/** Boots the run in a real sandbox of `adapter` (sidecar and agent processes) and waits for its ending. */
+export async function executeInSandbox(world: IntegrationWorld, adapter: SandboxAdapter, runId: string): Promise<any> {
+  const { app } = world;
+  const activities = createRunActivities({
+    pool: app.deps.database.pool, db: app.deps.database.db, secrets: app.deps.secrets, log: app.deps.log,
+    adapter, materials: runMaterialsFor(app.deps), eventsBaseUrl: app.url, bootSeconds: 60, heartbeatSeconds: 10,
+    egressAllowInternalHosts: app.deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, egressPlatformEndpoints: app.deps.platformEndpoints ?? [],
+    limits: { memoryMb: 512, cpus: 1 },
+  });
+  const sandbox = await activities.boot(runId);
+  try {
+    let run = (await world.api.get(`/api/runs/${runId}?wait=true`)).body;
+    while (run.status === 'pending' || run.status === 'running') run = (await world.api.get(`/api/runs/${runId}?wait=true`)).body;
+    return run;
+  } finally {
+    await activities.teardown(runId, sandbox.sandboxId);
+  }
 }

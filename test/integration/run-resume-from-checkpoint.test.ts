@@ -12,16 +12,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createRunActivities } from '../../activities/run-activities.ts';
 import { createProcessAdapter, type ProcessSandboxAdapter } from '../../activities/sandbox/process-adapter.ts';
-import { runMaterialsFor } from '../../bin/sandbox.ts';
 import { finalizeRun } from '../../db/run-finalization.ts';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
 import { aKey, anOrg } from '../support/builders.ts';
 import { call, client } from '../support/http.ts';
 import { conformanceChecker } from '../support/openapi-conformance.ts';
 import { importPackage } from '../support/runs.ts';
-import { anIntegration, anIntegrationWorld, apiKeyAuth, archive, type IntegrationWorld } from './integrations-harness.ts';
+import { anIntegration, anIntegrationWorld, apiKeyAuth, archive, executeInSandbox, type IntegrationWorld } from './integrations-harness.ts';
 
 const CRM_KEY = 'crm-key-resume-test-7c2e';
 
@@ -76,23 +74,7 @@ after(async () => {
 });
 
 /** Boots the run in a real sandbox (sidecar and agent processes) and waits for its ending. */
-async function execute(runId: string): Promise<any> {
-  const { app } = world;
-  const activities = createRunActivities({
-    pool: app.deps.database.pool, db: app.deps.database.db, secrets: app.deps.secrets, log: app.deps.log,
-    adapter, materials: runMaterialsFor(app.deps), eventsBaseUrl: app.url, bootSeconds: 60, heartbeatSeconds: 10,
-    egressAllowInternalHosts: app.deps.config.EGRESS_ALLOW_INTERNAL_HOSTS, egressPlatformEndpoints: app.deps.platformEndpoints ?? [],
-    limits: { memoryMb: 512, cpus: 1 },
-  });
-  const sandbox = await activities.boot(runId);
-  try {
-    let run = (await world.api.get(`/api/runs/${runId}?wait=true`)).body;
-    while (run.status === 'pending' || run.status === 'running') run = (await world.api.get(`/api/runs/${runId}?wait=true`)).body;
-    return run;
-  } finally {
-    await activities.teardown(runId, sandbox.sandboxId);
-  }
-}
+const execute = (runId: string) => executeInSandbox(world, adapter, runId);
 
 const checkpointOf = async (runId: string) =>
   (await world.app.deps.database.pool.query('SELECT step, state, bytes FROM run_checkpoints WHERE run_id = $1', [runId])).rows[0];
