@@ -74,11 +74,11 @@ test('npm run demo goes from bootstrap to a successful run, printing each call a
   assert.doesNotMatch(platform.output(), /Unsupported runtime|EBADENGINE/);
 });
 
-/** The README's walkthrough, as a newcomer pastes it, where this platform and model listen. */
+/** The first run by hand (docs/integrators.md), as a newcomer pastes it, where this platform and model listen. */
 function walkthrough(on: PlatformProcess, modelPort: number): string {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const readme = fs.readFileSync(path.join(root, 'docs/integrators.md'), 'utf8');
   const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('/api/auth/bootstrap/redeem'));
-  assert.ok(block, 'the README has the walkthrough');
+  assert.ok(block, 'docs/integrators.md has the walkthrough');
   // Only where this platform and model listen differ from what a newcomer has.
   return block
     .replace('B=http://127.0.0.1:3000', `B=${on.url}`)
