@@ -78,3 +78,9 @@ test('every page of docs/ is reachable from the README', () => {
   const unreached = pages.filter((p) => !reached.has(p)).map((p) => path.relative(root, p));
   assert.deepEqual(unreached, []);
 });
+
+test('the README stays a front page: at most 150 lines, linking every guide', () => {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  assert.ok(readme.split('\n').length <= 151, `README.md has ${readme.split('\n').length - 1} lines`);
+  for (const guide of ['integrators', 'agent-authors', 'operators', 'support', 'security', 'runbook']) assert.ok(readme.includes(`(docs/${guide}.md)`), `README.md links docs/${guide}.md`);
+});
