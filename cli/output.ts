@@ -1,6 +1,6 @@
 // What the CLI prints: tables and coloured words for people (colour only on a terminal, never
 // with NO_COLOR), one JSON document for machines (--json), and problem documents as
-// `code: detail (request_id)`. The exit codes are documented in cli/README.md and `--help`.
+// `code: detail (request_id)`. The exit codes are documented in docs/integrators.md ("The command-line client") and `--help`.
 import { PlatformError } from '../sdk/src/core.ts';
 
 export const EXIT = {

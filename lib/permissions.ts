@@ -134,7 +134,7 @@ export function describeNeed(need: Need): string {
 /**
  * The scopes a space-level (end-user) token can carry, and so the most it can do: read and run
  * the space's agents, read, cancel and decide the approvals of the end-user's own runs (and follow
- * them on the realtime streams), read the end-user's own files. Published in the README and the
+ * them on the realtime streams), read the end-user's own files. Published in docs/integrators.md and the
  * OpenAPI document.
  */
 export const SPACE_TOKEN_SCOPES = ['agents:read', 'agents:run', 'runs:read', 'runs:cancel', 'runs:approve', 'files:read'] as const satisfies readonly KeyScope[];

@@ -78,7 +78,7 @@ async function main(): Promise<void> {
   const services = await ensureTestServices(root);
   const started = Date.now();
   // A full run records every error code any process emits (lib/problem-log.ts), then checks the
-  // catalog against that record and the README's "Codes not produced" table.
+  // catalog against that record and the "Codes not produced" table of docs/reference/errors.md.
   const codeLog = full ? fs.mkdtempSync(path.join(os.tmpdir(), 'problem-codes-')) : undefined;
   const timesLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'file-times-')), 'times.jsonl');
   const env = { ...process.env, ...services.env, NODE_ENV: 'test', FILE_TIMES_LOG: timesLog, ...(codeLog ? { PROBLEM_CODE_LOG: codeLog } : {}) };

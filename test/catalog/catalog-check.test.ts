@@ -1,6 +1,6 @@
 // The catalog check, run last by a full `npm test`: every code of lib/error-catalog.ts is either
 // emitted by some test (recorded under PROBLEM_CODE_LOG by every process the tests start, see
-// lib/problem-log.ts) or listed with a reason in the README's "Codes not produced" table.
+// lib/problem-log.ts) or listed with a reason in the "Codes not produced" table of docs/reference/errors.md.
 // Run alone there is no record: the table is still checked, and the coverage test says what it
 // needs instead of passing.
 import assert from 'node:assert/strict';
@@ -12,11 +12,11 @@ import { parseNotProducedTable, readNotProducedTable } from './not-produced-tabl
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const catalog = new Set(Object.keys(errorCatalog));
-const table = readNotProducedTable(path.join(root, 'README.md'));
+const table = readNotProducedTable(path.join(root, 'docs/reference/errors.md'));
 
-test('the README table of codes not produced is well formed and names catalog codes only', () => {
+test('the table of codes not produced (docs/reference/errors.md) is well formed and names catalog codes only', () => {
   assert.deepEqual(table.faults, []);
-  const unknown = table.rows.filter((r) => !catalog.has(r.code)).map((r) => `${r.code} (README line ${r.line})`);
+  const unknown = table.rows.filter((r) => !catalog.has(r.code)).map((r) => `${r.code} (docs/reference/errors.md line ${r.line})`);
   assert.deepEqual(unknown, [], 'listed codes that the catalog does not hold');
 });
 
@@ -43,10 +43,10 @@ test('every catalog code is produced by a test or listed with a reason', { todo:
   assert.ok(produced.has('validation_failed') && produced.has('unauthorized'), `the record under ${logDir} lacks codes every full run emits: recording is broken`);
   const listed = new Set(table.rows.map((r) => r.code));
   const unaccounted = [...catalog].filter((c) => !produced.has(c) && !listed.has(c)).sort();
-  const stale = table.rows.filter((r) => produced.has(r.code)).map((r) => `${r.code} (README line ${r.line})`);
+  const stale = table.rows.filter((r) => produced.has(r.code)).map((r) => `${r.code} (docs/reference/errors.md line ${r.line})`);
   const summary = `catalog ${catalog.size}; produced by tests ${[...catalog].filter((c) => produced.has(c)).length}; listed ${listed.size}; unaccounted ${unaccounted.length}`;
   t.diagnostic(`catalog check: ${summary}`);
   // the whole list in the message: a long deepEqual diff would be cut
-  if (unaccounted.length) assert.fail(`codes neither produced by a test nor listed in the README's "Codes not produced" table: ${unaccounted.join(', ')} (${summary})`);
-  if (stale.length) assert.fail(`codes listed as not produced that a test produces, remove their README rows: ${stale.join(', ')}`);
+  if (unaccounted.length) assert.fail(`codes neither produced by a test nor listed in the "Codes not produced" table of docs/reference/errors.md: ${unaccounted.join(', ')} (${summary})`);
+  if (stale.length) assert.fail(`codes listed as not produced that a test produces, remove their rows from docs/reference/errors.md: ${stale.join(', ')}`);
 });

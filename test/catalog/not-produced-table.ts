@@ -1,5 +1,5 @@
-// The README's "Codes not produced" table: every catalog code that no test provokes, each with the
-// reason. Parsed here for the catalog check; the README is the one place the list lives.
+// The "Codes not produced" table of docs/reference/errors.md: every catalog code that no test provokes, each with the
+// reason. Parsed here for the catalog check; that page is the one place the list lives.
 import fs from 'node:fs';
 
 export const NOT_PRODUCED_HEADING = 'Codes not produced';
@@ -12,7 +12,7 @@ export interface NotProducedRow {
 
 export interface NotProducedTable {
   rows: NotProducedRow[];
-  /** well-formedness faults, each naming its README line */
+  /** well-formedness faults, each naming its line */
   faults: string[];
 }
 

@@ -1,5 +1,5 @@
-// The compose deployment (docker/compose.yaml), started as the README says (docker/compose-up.sh:
-// images from local files, then `up`): the README's first run against one of its API replicas
+// The compose deployment (docker/compose.yaml), started as docs/operators.md says (docker/compose-up.sh:
+// images from local files, then `up`): the first run of docs/integrators.md against one of its API replicas
 // (claim, key, the scripted model on the host, agent-echo imported, a run that succeeds), the same
 // through the other replica, then platform-worker restarted with two runs in flight: the worker
 // runs the docker backend, so their containers outlive it, the restarted worker adopts them, and
@@ -123,7 +123,7 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     const token = /AP_BOOTSTRAP_TOKEN=(\S+)/.exec(fs.readFileSync(envFile, 'utf8'))![1];
     const [a, b] = apis;
 
-    // 1. claim, 2. a key, 3. the scripted model, 4. agent-echo, 5. a run: the README's first run
+    // 1. claim, 2. a key, 3. the scripted model, 4. agent-echo, 5. a run: the first run of docs/integrators.md
     const claim = await fetch(`${a}/api/auth/bootstrap/redeem`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ token, email: 'me@example.com', password: 'a long passphrase', name: 'Me' }),

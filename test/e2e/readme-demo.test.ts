@@ -2,15 +2,14 @@
 // key, the scripted model as provider and default model, the sample agent imported, a run that
 // succeeds with the sample's promised output. Every call and answer is printed, and the owner's
 // password, with which the demo organization can be signed into; the demo exits 0 only when the
-// run succeeded. And the README's walkthrough by hand, pasted into a shell as written: on the
-// instance the demo just claimed it stops at its first step, showing that answer and calling
-// nothing more; on an unclaimed instance it gets to the same success, leaving no file behind.
+// run succeeded. And the walkthrough by hand (docs/integrators.md), pasted into a shell as written:
+// on the instance the demo just claimed it stops at its first step, showing that answer and calling
+// nothing more (on an unclaimed instance, test/e2e/docs-blocks.test.ts runs it to the echo).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { namedPort, startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
@@ -74,11 +73,11 @@ test('npm run demo goes from bootstrap to a successful run, printing each call a
   assert.doesNotMatch(platform.output(), /Unsupported runtime|EBADENGINE/);
 });
 
-/** The README's walkthrough, as a newcomer pastes it, where this platform and model listen. */
+/** The first run by hand (docs/integrators.md), as a newcomer pastes it, where this platform and model listen. */
 function walkthrough(on: PlatformProcess, modelPort: number): string {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const readme = fs.readFileSync(path.join(root, 'docs/integrators.md'), 'utf8');
   const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('/api/auth/bootstrap/redeem'));
-  assert.ok(block, 'the README has the walkthrough');
+  assert.ok(block, 'docs/integrators.md has the walkthrough');
   // Only where this platform and model listen differ from what a newcomer has.
   return block
     .replace('B=http://127.0.0.1:3000', `B=${on.url}`)
@@ -99,9 +98,8 @@ async function paste(script: string, tmp: string): Promise<{ code: number | null
   return { code, out };
 }
 
-const rootEntries = () => fs.readdirSync(root).sort();
 
-test('the README walkthrough pasted after npm run demo, on the same instance: it stops at the claim, showing the 410', async () => {
+test('the walkthrough of docs/integrators.md pasted after npm run demo, on the same instance: it stops at the claim, showing the 410', async () => {
   const tmp = fs.mkdtempSync(path.join(platform.dataDir, 'paste-'));
   const { code, out } = await paste(walkthrough(platform, modelPort), tmp);
   assert.notEqual(code, 0, out);
@@ -110,24 +108,5 @@ test('the README walkthrough pasted after npm run demo, on the same instance: it
   assert.deepEqual(fs.readdirSync(tmp), [], 'the cookie file is removed');
 });
 
-test('the README walkthrough, pasted into sh on an unclaimed instance, claims it and gets the echo', async () => {
-  const port = await namedPort();
-  const own = await startPlatformProcess({ env: { BOOTSTRAP_TOKEN: '', EGRESS_ALLOW_INTERNAL_HOSTS: `127.0.0.1:${port}`, SANDBOX_WARM_POOL: '1' } });
-  const model = await startFakeModel({ port });
-  try {
-    const tmp = fs.mkdtempSync(path.join(own.dataDir, 'paste-'));
-    const before = rootEntries();
-    const { code, out } = await paste(walkthrough(own, port), tmp);
-    assert.equal(code, 0, `${out}\n--- platform ---\n${own.output().slice(-3000)}`);
-    const run = JSON.parse(out.trim().split('\n').at(-1)!) as { status: string; result: { output: unknown } };
-    assert.equal(run.status, 'success', out);
-    assert.deepEqual(run.result.output, { echo: 'hello' });
-    assert.equal(model.requests.length > 0, true, 'the run asked the scripted model');
-    assert.deepEqual(rootEntries(), before, 'nothing is left in the repository folder (no cookie jar)');
-    // mktemp's files are tmp.*; npm's tools keep caches of their own there
-    assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.startsWith('tmp.')), [], 'the cookie file is removed');
-  } finally {
-    await model.close();
-    await own.stop();
-  }
-});
+// The walkthrough on an unclaimed instance, getting to the echo, is run by test/e2e/docs-blocks.test.ts
+// with every other command of the guides, on the platform it shares with them.

@@ -1,4 +1,4 @@
-// The camelCase request-body spellings of the deprecation period (README: Deprecated spellings):
+// The camelCase request-body spellings of the deprecation period (docs/integrators.md: Deprecated spellings):
 // still accepted where a body used to take them, answered with the snake_case name only; a body
 // naming one field both ways is refused rather than guessed.
 import assert from 'node:assert/strict';

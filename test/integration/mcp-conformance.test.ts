@@ -1,7 +1,7 @@
 // The MCP project's conformance suite (@modelcontextprotocol/conformance, server mode) against an
 // organization's endpoint. The suite's client sends no credential, so it talks to a loopback relay
 // that adds an API key's Authorization header and passes everything else through unchanged. The
-// scenarios the endpoint fails, each for a reason given in README.md, are the suite's own baseline
+// scenarios the endpoint fails, each for a reason given in docs/integrators.md ("The MCP endpoint"), are the suite's own baseline
 // file (test/fixtures/mcp-conformance-expected-failures.yaml): a new failure, or a listed scenario
 // that now passes, fails this test.
 import assert from 'node:assert/strict';
@@ -78,7 +78,7 @@ function results(): Map<string, Array<{ id: string; status: string; errorMessage
   return found;
 }
 
-test('the conformance suite passes against the endpoint, but for the failures README.md lists with their reasons', { timeout: 300_000 }, async (t) => {
+test('the conformance suite passes against the endpoint, but for the failures docs/integrators.md lists with their reasons', { timeout: 300_000 }, async (t) => {
   const { code, output } = await runSuite();
   const scenarios = results();
   for (const [name, checks] of scenarios) {

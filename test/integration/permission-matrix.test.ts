@@ -16,7 +16,7 @@ import { aKey, aMember, anOrg, aSession, type BuiltOrg } from '../support/builde
 import { call } from '../support/http.ts';
 
 const SPEC_TABLE: Array<{ group: string; scope: string }> = JSON.parse(readFileSync(new URL('../fixtures/spec/scopes.json', import.meta.url), 'utf8'));
-// Scopes this platform adds to the spec's table, each documented in the README beside the feature
+// Scopes this platform adds to the spec's table, each documented in the guides (docs/) beside the feature
 // it guards, and placed in the catalog after the spec scope named here.
 const EXTENSIONS: Array<{ group: string; scope: string; after: string }> = [
   { group: 'Runs', scope: 'runs:approve', after: 'runs:cancel' }, // human approval of tool calls

@@ -1,5 +1,5 @@
 // Schedule ticks across daylight-saving changes in America/New_York (2026: clocks go forward at
-// 02:00 on 8 March, back at 02:00 on 1 November), as README "Schedules" documents them.
+// 02:00 on 8 March, back at 02:00 on 1 November), as docs/integrators.md "Schedules" documents them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CronError, TimeZoneError, isTimeZone, nextFireAfter } from '../../lib/schedule-cron.ts';
