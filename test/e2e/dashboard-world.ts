@@ -1,9 +1,11 @@
 // The world the dashboard's browser tests share: one started platform (with its dashboard built by
 // bin/start.mjs) on the scripted model, its owner, a member whose space role reads every run but
 // may not cancel, the echo agent, and models that answer or hang (the model server can also be put in an outage); one Chromium.
+// Agents of the scripted model ask a loopback MCP upstream's forecast, a call needing approval.
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { importForecastAgent, importWeatherIntegration, startWeatherUpstream, type WeatherUpstream } from '../support/approval-agent.ts';
 import { launchChromium } from '../support/browser.ts';
 import { client } from '../support/http.ts';
 import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
@@ -22,23 +24,26 @@ export interface DashboardWorld {
   orgId: string;
   spaceId: string;
   owner: Person;
-  /** holds runs:read-all but not runs:cancel in the space */
+  /** the MCP upstream of the gated forecast tool */
+  weather: WeatherUpstream;
+  /** holds runs:read-all but neither runs:cancel nor runs:approve in the space */
   auditor: Person;
   /** the owner's API key in the space, for launches made "elsewhere" */
   key: string;
-  models: { hang: string };
+  /** hang: never answers; script: the scripted model the approval agents need */
+  models: { hang: string; script: string };
   close(): Promise<void>;
 }
 
 const PASSWORD = 'a long enough passphrase';
 
 export async function aDashboardWorld(): Promise<DashboardWorld> {
-  const fake = await startFakeModel();
+  const [fake, weather] = await Promise.all([startFakeModel(), startWeatherUpstream()]);
   let platform: PlatformProcess | undefined;
   let browser: Browser | undefined;
   try {
     [platform, browser] = await Promise.all([
-      startPlatformProcess({ env: { SANDBOX_WARM_POOL: '2', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } }),
+      startPlatformProcess({ env: { SANDBOX_WARM_POOL: '2', EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, weather.host].join(',') } }),
       launchChromium(),
     ]);
     const anon = client(platform.url);
@@ -53,25 +58,30 @@ export async function aDashboardWorld(): Promise<DashboardWorld> {
     const key = keyRes.body.key as string;
     await aDefaultModel(platform.url, key, fake.url);
     const hang = await aDefaultModel(platform.url, key, fake.url, 'fake-hang');
+    const script = await aDefaultModel(platform.url, key, fake.url, 'fake-script');
     // the last one made is the default: the answering model again
     const models = await client(platform.url, { key }).get('/api/models');
     const answering = models.body.data.find((m: { model: string }) => m.model === 'fake').id;
     assert.equal((await client(platform.url, { key }).patch(`/api/models/${answering}`, { is_default: true })).status, 200);
     await importFixture(platform.url, key, 'agent-echo');
+    await importWeatherIntegration(platform.url, key, weather);
+    await importForecastAgent(platform.url, key, '@acme/forecaster', '<b>Oslo</b>');
 
     const auditor = await aMemberWithRole(platform.url, asOwner, orgId, spaceId);
     return {
-      platform, fake, browser, orgId, spaceId, owner, auditor, key, models: { hang },
+      platform, fake, weather, browser, orgId, spaceId, owner, auditor, key, models: { hang, script },
       async close() {
         await browser?.close().catch(() => undefined);
         await platform?.stop();
         await fake.close();
+        await weather.close();
       },
     };
   } catch (err) {
     await browser?.close().catch(() => undefined);
     await platform?.stop();
     await fake.close();
+    await weather.close();
     throw err;
   }
 }

@@ -2,7 +2,9 @@
 // launches an agent from its generated form and watches the run succeed live, cancels a running
 // run, reruns a failed one, schedules the agent and sees its next fires, creates an API key seen
 // once; a member without runs:cancel sees no cancel button and the API still refuses; a page of
-// another origin cannot write with the session cookie (not even sign out). Every page
+// another origin cannot write with the session cookie (not even sign out); a run's tool call
+// waiting for approval appears live on its page, as text, and is approved (the run succeeds live)
+// or rejected with a reason, while a member without runs:approve is offered neither. Every page
 // is checked by axe-core and photographed (the folder is printed).
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -44,6 +46,22 @@ async function launchElsewhere(modelId?: string): Promise<string> {
   const res = await client(world.platform.url, { key: world.key }).post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'from elsewhere' }, ...(modelId ? { model_id: modelId } : {}) });
   assert.equal(res.status, 201, res.text);
   return res.body.id;
+}
+
+/** A run of the agent whose forecast call needs approval (the scripted model), launched elsewhere. */
+async function launchGated(): Promise<string> {
+  const res = await client(world.platform.url, { key: world.key }).post('/api/agents/@acme/forecaster/run', { input: {}, model_id: world.models.script });
+  assert.equal(res.status, 201, res.text);
+  return res.body.id;
+}
+
+/** Opens the run's page (before its request exists) and waits for the pending call to appear live. */
+async function pendingCallOn(p: Page, runId: string) {
+  await p.goto(`${world.platform.url}/#/runs/${runId}`);
+  await p.getByRole('heading', { name: /^Run / }).waitFor();
+  const card = p.getByRole('region', { name: /^Pending approval apr_/ });
+  await card.waitFor({ timeout: LIVE });
+  return card;
 }
 
 /**
@@ -171,6 +189,66 @@ describe('the dashboard', () => {
     await dialog.getByRole('button', { name: 'Cancel run' }).click();
     await page.getByTestId('run-status').getByText('cancelled').waitFor({ timeout: LIVE });
     await shot(page, 'run-cancelled');
+  });
+
+  test('a tool call waiting for approval appears live with its tool and arguments as text; approved after a confirmation, the run reaches success live', async () => {
+    const runId = await launchGated();
+    const card = await pendingCallOn(page, runId);
+    assert.equal(await card.getByTestId('approval-tool').innerText(), 'public_weather__forecast');
+    // the arguments are text: the markup in them is shown, not made into elements
+    const args = card.getByTestId('approval-arguments');
+    assert.deepEqual(JSON.parse(await args.innerText()), { city: '<b>Oslo</b>' });
+    assert.equal(await args.locator('b').count(), 0);
+    assert.deepEqual(world.weather.calls, [], 'the upstream waits for the decision');
+    await assertAccessible(page, 'run awaiting approval');
+    await shot(page, 'run-awaiting-approval');
+
+    // a member without runs:approve sees the request but no decision (and the API refuses one)
+    const memberContext = await world.browser.newContext();
+    try {
+      const member = await signIn(memberContext, world.auditor);
+      const seen = await pendingCallOn(member, runId);
+      assert.match(await seen.innerText(), /Your role here cannot decide on it/);
+      assert.equal(await member.getByRole('button', { name: 'Approve' }).count(), 0);
+      assert.equal(await member.getByRole('button', { name: 'Reject' }).count(), 0);
+      const approvalId = (await seen.getAttribute('data-approval'))!;
+      const refused = await client(world.platform.url, { cookie: world.auditor.cookie, org: world.orgId, space: world.spaceId })
+        .post(`/api/runs/${runId}/approvals/${approvalId}`, { decision: 'approve' });
+      assert.deepEqual([refused.status, refused.body.code], [403, 'forbidden'], refused.text);
+    } finally {
+      await memberContext.close();
+    }
+
+    await card.getByRole('button', { name: 'Approve' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Approve' });
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), /public_weather__forecast/);
+    await assertAccessible(page, 'approve confirmation');
+    await dialog.getByLabel('Reason (optional)').fill('checked the city');
+    await dialog.getByRole('button', { name: 'Approve' }).click();
+    await page.getByTestId('run-status').getByText('success').waitFor({ timeout: LIVE });
+    assert.deepEqual(JSON.parse(await page.getByTestId('run-output').innerText()), { forecast: 'Sunny in <b>Oslo</b>' });
+    await page.getByRole('list', { name: 'Decided approvals' }).getByText('approved').waitFor();
+    assert.equal(await page.getByRole('region', { name: /^Pending approval/ }).count(), 0);
+    assert.deepEqual(world.weather.calls, ['<b>Oslo</b>']);
+    const [decided] = (await client(world.platform.url, { key: world.key }).get(`/api/runs/${runId}/approvals`)).body.data;
+    assert.deepEqual([decided.status, decided.reason], ['approved', 'checked the city']);
+    await shot(page, 'run-approved');
+  });
+
+  test('a tool call rejected with a reason is refused to the agent, which goes on to success with the refusal', async () => {
+    const runId = await launchGated();
+    const card = await pendingCallOn(page, runId);
+    await card.getByRole('button', { name: 'Reject' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Reject' });
+    await dialog.getByLabel('Reason (optional)').fill('not today');
+    await shot(page, 'reject-confirmation');
+    await dialog.getByRole('button', { name: 'Reject' }).click();
+    await page.getByTestId('run-status').getByText('success').waitFor({ timeout: LIVE });
+    assert.match(await page.getByRole('list', { name: 'Decided approvals' }).innerText(), /public_weather__forecast: rejected .*\(reason: not today\)/);
+    assert.match(JSON.parse(await page.getByTestId('run-output').innerText()).forecast, /rejected.*not today/);
+    assert.deepEqual(world.weather.calls, ['<b>Oslo</b>'], 'the rejected call never reached the upstream');
+    await assertAccessible(page, 'run with a rejected call');
   });
 
   test('reruns a failed run: the new run names the one it reran', async () => {
