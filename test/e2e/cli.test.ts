@@ -521,12 +521,10 @@ test('runs approvals lists the tool call a run waits on; runs approve lets it ru
   const pendingOf = async (runId: string) => {
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const listed = await run(['runs', 'approvals', runId, '--json'], env);
-      assert.equal(listed.code, 0, listed.stderr);
-      const pending = JSON.parse(listed.stdout).data.find((a: { status: string }) => a.status === 'pending');
+      const pending = (await api.get(`/api/runs/${runId}/approvals`)).body.data.find((a: { status: string }) => a.status === 'pending');
       if (pending) return pending;
       if (Date.now() > deadline) throw new Error(`no pending approval of ${runId}`);
-      await new Promise((r) => setTimeout(r, 250));
+      await new Promise((r) => setTimeout(r, 100));
     }
   };
   const launch = async () => {
@@ -534,10 +532,13 @@ test('runs approvals lists the tool call a run waits on; runs approve lets it ru
     assert.equal(launched.status, 201, launched.text);
     return launched.body.id as string;
   };
+  // both runs at once: their sandboxes start together
+  const [first, second] = await Promise.all([launch(), launch()]);
+  const [pending, other] = await Promise.all([pendingOf(first), pendingOf(second)]);
 
-  const first = await launch();
-  const pending = await pendingOf(first);
-  assert.deepEqual([pending.tool, pending.arguments], ['public_weather__forecast', { city: 'Tromso' }]);
+  const listed = await run(['runs', 'approvals', first, '--json'], env);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.deepEqual(JSON.parse(listed.stdout).data.map((a: any) => [a.id, a.tool, a.arguments, a.status]), [[pending.id, 'public_weather__forecast', { city: 'Tromso' }, 'pending']]);
   const table = await run(['runs', 'approvals', first], env);
   assert.match(table.stdout, /^APPROVAL +TOOL +STATUS +REQUESTED +ARGUMENTS +REASON$/m);
   assert.match(table.stdout, new RegExp(`^${pending.id} +public_weather__forecast +pending +\\S+ \\S+ +\\{"city":"Tromso"\\}$`, 'm'));
@@ -545,23 +546,44 @@ test('runs approvals lists the tool call a run waits on; runs approve lets it ru
   const approved = await run(['runs', 'approve', first, pending.id], env);
   assert.equal(approved.code, 0, approved.stderr);
   assert.equal(approved.stdout.trim(), `${pending.id} approved (public_weather__forecast)`);
-  const succeeded = await run(['runs', 'show', first, '--wait', '--json'], env);
+  const rejected = await run(['runs', 'reject', second, other.id, '--reason', 'not today', '--json'], env);
+  assert.equal(rejected.code, 0, rejected.stderr);
+  assert.deepEqual([JSON.parse(rejected.stdout).status, JSON.parse(rejected.stdout).reason], ['rejected', 'not today']);
+
+  const [succeeded, ended] = await Promise.all([run(['runs', 'show', first, '--wait', '--json'], env), run(['runs', 'show', second, '--wait', '--json'], env)]);
   assert.equal(succeeded.code, 0, succeeded.stderr + succeeded.stdout);
   assert.deepEqual(JSON.parse(succeeded.stdout).result.output, { forecast: 'Sunny in Tromso' });
+  assert.equal(ended.code, 0, ended.stderr + ended.stdout);
+  assert.match(JSON.parse(ended.stdout).result.output.forecast, /rejected.*not today/);
   // decided: another decision is a conflict (exit 4)
   const again = await run(['runs', 'reject', first, pending.id], env);
   assert.equal(again.code, 4, again.stderr);
   assert.match(again.stderr, /^(approval_already_decided|run_not_running): .+ \(req_[^)]+\)$/m);
-
-  const second = await launch();
-  const other = await pendingOf(second);
-  const rejected = await run(['runs', 'reject', second, other.id, '--reason', 'not today', '--json'], env);
-  assert.equal(rejected.code, 0, rejected.stderr);
-  assert.deepEqual([JSON.parse(rejected.stdout).status, JSON.parse(rejected.stdout).reason], ['rejected', 'not today']);
-  const ended = await run(['runs', 'show', second, '--wait', '--json'], env);
-  assert.equal(ended.code, 0, ended.stderr + ended.stdout);
-  assert.match(JSON.parse(ended.stdout).result.output.forecast, /rejected.*not today/);
   assert.deepEqual(weather.calls.filter((c) => c === 'Tromso'), ['Tromso'], 'the rejected call never reached the upstream');
+});
+
+test('use saves the default organization and space for the instance (0600), refusing a malformed id; agents show; agents run --input-file --wait prints the ending and output', async () => {
+  const used = await run(['use', '--url', platform.url, '--org', orgId, '--space', spaceId, '--json']);
+  assert.equal(used.code, 0, used.stderr);
+  assert.deepEqual(JSON.parse(used.stdout), { url: platform.url, org: orgId, space: spaceId });
+  assert.deepEqual([config().url, config().instances[platform.url].org, config().instances[platform.url].space], [platform.url, orgId, spaceId]);
+  assert.equal(statSync(configPath()).mode & 0o777, 0o600);
+  const bad = await run(['use', '--org', 'not-an-org']);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /--org takes an organization id/);
+  assert.equal(config().instances[platform.url].org, orgId, 'a refused use changes nothing');
+
+  const env = { AGENT_PLATFORM_URL: platform.url, AGENT_PLATFORM_API_KEY: key };
+  const shown = await run(['agents', 'show', '@fixtures/agent-echo'], env);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /^agent: +@fixtures\/agent-echo$/m);
+  assert.match(shown.stdout, /^versions: +\S+/m);
+  const input = join(dir, 'input.json');
+  writeFileSync(input, JSON.stringify({ message: 'from a file' }));
+  const ran = await run(['agents', 'run', '@fixtures/agent-echo', '--input-file', input, '--wait'], env);
+  assert.equal(ran.code, 0, ran.stderr + ran.stdout);
+  assert.match(ran.stdout, /^status: +success$/m);
+  assert.match(ran.stdout, /from a file/);
 });
 
 /** A stand-in instance on loopback for the time of `use`, closed however it ends. */

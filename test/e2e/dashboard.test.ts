@@ -14,6 +14,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { assertAccessible, screenshotFolder, watchPageErrors } from '../support/browser.ts';
 import { client } from '../support/http.ts';
 import { waitForStatus } from '../support/runs.ts';
+import { writeZip } from '../../lib/zip/write-zip.ts';
 import { aDashboardWorld, type DashboardWorld, type Person } from './dashboard-world.ts';
 
 let world: DashboardWorld;
@@ -322,6 +323,89 @@ describe('the dashboard', () => {
       await shot(page, label);
     }
     assert.deepEqual(pageErrors, [], 'no CSP refusal and no uncaught error on any page');
+  });
+
+  test('filters the runs by status and by agent', async () => {
+    await page.goto(`${world.platform.url}/#/runs`);
+    await page.getByText('Live: updates as runs change').waitFor({ timeout: LIVE });
+    const rows = page.locator('tr[data-run]');
+    await page.getByLabel('Status', { exact: true }).selectOption('failed');
+    await page.waitForURL(/status=failed/);
+    await rows.first().waitFor();
+    const statuses = await rows.locator('.status').allInnerTexts();
+    assert.ok(statuses.length >= 1 && statuses.every((x) => /failed$/.test(x.trim())), statuses.join(', '));
+    await page.getByLabel('Status', { exact: true }).selectOption('');
+    await page.getByLabel('Agent', { exact: true }).selectOption('@acme/forecaster');
+    await page.waitForURL((u) => !u.hash.includes('status=') && u.hash.includes('agent='));
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-run]').length === 2);
+    for (const text of await rows.allInnerTexts()) assert.match(text, /@acme\/forecaster/);
+    await shot(page, 'runs-filtered');
+  });
+
+  test('imports a package dropped on the agents page; its form has enums as choices, types, and the field this space locked shown locked', async () => {
+    const manifest = {
+      name: '@acme/dropped', version: '2.0.0', type: 'agent', schema_version: '0.3', display_name: 'Dropped agent',
+      input: { schema: { type: 'object', required: ['city'], properties: {
+        city: { type: 'string', enum: ['Oslo', 'Lima'] }, days: { type: 'integer' }, detailed: { type: 'boolean' }, units: { type: 'string' },
+      } } },
+    };
+    const archive = writeZip(new Map([['manifest.json', Buffer.from(JSON.stringify(manifest))], ['prompt.md', Buffer.from('Answer.')]])).toString('base64');
+    await page.getByRole('link', { name: 'Agents', exact: true }).click();
+    await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
+    const files = await page.evaluateHandle((b64) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], 'dropped.afps', { type: 'application/zip' }));
+      return transfer;
+    }, archive);
+    await page.locator('.dropzone').dispatchEvent('drop', { dataTransfer: files });
+    await page.getByText('Imported @acme/dropped 2.0.0.').waitFor();
+    const asOwner = client(world.platform.url, { key: world.key });
+    const locked = await asOwner.put('/api/agents/@acme/dropped/config', { locked_input: { units: 'metric' } });
+    assert.equal(locked.status, 200, locked.text);
+    await page.getByRole('link', { name: 'Dropped agent' }).click();
+    const form = page.getByRole('region', { name: 'Run this agent' });
+    await form.waitFor();
+    const city = form.getByLabel('city (required)');
+    assert.deepEqual(await city.locator('option').allInnerTexts(), ['Oslo', 'Lima']);
+    assert.equal(await form.getByLabel('days').getAttribute('type'), 'number');
+    assert.equal(await form.getByLabel('detailed').getAttribute('type'), 'checkbox');
+    const units = form.getByLabel('units (locked by this space)');
+    assert.equal(await units.inputValue(), 'metric');
+    assert.equal(await units.isDisabled(), true);
+    // its versions and dist-tags
+    await page.getByRole('table', { name: 'Published versions' }).getByRole('cell', { name: '2.0.0', exact: true }).waitFor();
+    await page.getByRole('listitem').filter({ hasText: /^latest → 2\.0\.0/ }).waitFor();
+    await page.getByLabel('Tag', { exact: true }).fill('beta');
+    await page.getByRole('button', { name: 'Point tag' }).click();
+    await page.getByRole('listitem').filter({ hasText: /^beta → 2\.0\.0/ }).waitFor();
+    await assertAccessible(page, 'dropped agent');
+    await shot(page, 'agent-enum-locked');
+    await city.selectOption('Lima');
+    await page.getByRole('button', { name: 'Launch run' }).click();
+    await page.getByTestId('run-status').waitFor();
+    const runId = new URL(page.url()).hash.split('/')[2];
+    const recorded = (await asOwner.get(`/api/runs/${runId}`)).body;
+    assert.equal(recorded.input.city, 'Lima');
+    assert.equal(recorded.input.units, 'metric', 'the locked value is the one the run gets');
+  });
+
+  test('the keyboard alone: the skip link moves focus to the page, a confirmation opens with Enter and Escape closes it unchanged', async () => {
+    const runs = (await client(world.platform.url, { key: world.key }).get('/api/runs?status=failed&limit=1')).body.data;
+    await page.goto(`${world.platform.url}/#/runs/${runs[0].id}`);
+    await page.getByRole('button', { name: 'Rerun' }).waitFor();
+    await page.getByRole('link', { name: 'Skip to content' }).focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => Boolean(document.activeElement?.closest('main'))), true, 'Tab goes on inside the page');
+    await page.getByRole('button', { name: 'Rerun' }).focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Rerun' });
+    await dialog.waitFor();
+    assert.equal(await page.evaluate(() => Boolean(document.activeElement?.closest('dialog'))), true, 'focus is inside the dialog');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(new URL(page.url()).hash, `#/runs/${runs[0].id}`, 'nothing was launched');
   });
 
   test('an owner previews a lesser role: what that role may not do is hidden', async () => {
