@@ -2,7 +2,10 @@
 // bin/start.mjs) on the scripted model, its owner, a member whose space role reads every run but
 // may not cancel, the echo agent, and models that answer or hang (the model server can also be put in an outage); one Chromium.
 // Agents of the scripted model ask a loopback MCP upstream's forecast, a call needing approval.
+// Sign-in through an OpenID Connect provider (oauth2-mock-server on loopback) is enabled; it signs
+// in as the owner.
 import assert from 'node:assert/strict';
+import { OAuth2Server } from 'oauth2-mock-server';
 import type { Browser } from 'playwright-core';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
 import { importForecastAgent, importWeatherIntegration, startWeatherUpstream, type WeatherUpstream } from '../support/approval-agent.ts';
@@ -30,20 +33,41 @@ export interface DashboardWorld {
   auditor: Person;
   /** the owner's API key in the space, for launches made "elsewhere" */
   key: string;
+  /** the name of the OpenID Connect provider the sign-in page offers */
+  socialName: string;
   /** hang: never answers; script: the scripted model the approval agents need */
   models: { hang: string; script: string };
   close(): Promise<void>;
 }
 
 const PASSWORD = 'a long enough passphrase';
+const SOCIAL_NAME = 'Acme ID';
+
+/** An OpenID Connect provider on loopback that signs in as the owner (a verified address: the account is linked). */
+async function anIdentityProvider(): Promise<OAuth2Server> {
+  const idp = new OAuth2Server();
+  await idp.issuer.keys.generate('RS256');
+  await idp.start(0, '127.0.0.1');
+  idp.issuer.url = `http://127.0.0.1:${idp.address().port}`;
+  idp.service.on('beforeTokenSigning', (token: { payload: Record<string, unknown> }) => {
+    if (token.payload.aud === 'dashboardclient') Object.assign(token.payload, { sub: 'acme-olive', email: 'owner@example.test', email_verified: true, name: 'Olive Owner' });
+  });
+  return idp;
+}
 
 export async function aDashboardWorld(): Promise<DashboardWorld> {
-  const [fake, weather] = await Promise.all([startFakeModel(), startWeatherUpstream()]);
+  const [fake, weather, idp] = await Promise.all([startFakeModel(), startWeatherUpstream(), anIdentityProvider()]);
   let platform: PlatformProcess | undefined;
   let browser: Browser | undefined;
   try {
+    const issuer = new URL(idp.issuer.url!);
     [platform, browser] = await Promise.all([
-      startPlatformProcess({ env: { SANDBOX_WARM_POOL: '2', EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, weather.host].join(',') } }),
+      startPlatformProcess({
+        env: {
+          SANDBOX_WARM_POOL: '2', EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, weather.host, issuer.host].join(','),
+          AUTH_SOCIAL_ISSUER_URL: issuer.origin, AUTH_SOCIAL_CLIENT_ID: 'dashboardclient', AUTH_SOCIAL_CLIENT_SECRET: 'dashboard-client-secret', AUTH_SOCIAL_NAME: SOCIAL_NAME,
+        },
+      }),
       launchChromium(),
     ]);
     const anon = client(platform.url);
@@ -69,12 +93,13 @@ export async function aDashboardWorld(): Promise<DashboardWorld> {
 
     const auditor = await aMemberWithRole(platform.url, asOwner, orgId, spaceId);
     return {
-      platform, fake, weather, browser, orgId, spaceId, owner, auditor, key, models: { hang, script },
+      platform, fake, weather, socialName: SOCIAL_NAME, browser, orgId, spaceId, owner, auditor, key, models: { hang, script },
       async close() {
         await browser?.close().catch(() => undefined);
         await platform?.stop();
         await fake.close();
         await weather.close();
+        await idp.stop();
       },
     };
   } catch (err) {
@@ -82,6 +107,7 @@ export async function aDashboardWorld(): Promise<DashboardWorld> {
     await platform?.stop();
     await fake.close();
     await weather.close();
+    await idp.stop();
     throw err;
   }
 }

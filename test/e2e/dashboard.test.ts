@@ -1,4 +1,5 @@
-// The dashboard in a real headless Chromium against one started platform: a person signs in,
+// The dashboard in a real headless Chromium against one started platform: a person signs in (with
+// a password, or through the instance's OpenID Connect provider),
 // launches an agent from its generated form and watches the run succeed live, cancels a running
 // run, reruns a failed one, schedules the agent and sees its next fires, creates an API key seen
 // once; a member without runs:cancel sees no cancel button and the API still refuses; a page of
@@ -127,6 +128,21 @@ describe('the dashboard', () => {
     page = first;
     assert.equal(await page.getByLabel('Organization').inputValue(), world.orgId);
     assert.equal(await page.getByLabel('Space').inputValue(), world.spaceId);
+  });
+
+  test('signs in through the OpenID Connect provider the instance offers', async () => {
+    const context = await world.browser.newContext();
+    try {
+      const p = await context.newPage();
+      await p.goto(`${world.platform.url}/`);
+      await p.getByRole('link', { name: `Sign in with ${world.socialName}` }).click();
+      await p.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
+      assert.equal(new URL(p.url()).origin, world.platform.url, 'back on the dashboard');
+      assert.match(await p.getByText('owner@example.test').first().innerText(), /owner@example\.test/);
+      assert.equal(await p.getByLabel('Organization').inputValue(), world.orgId);
+    } finally {
+      await context.close();
+    }
   });
 
   test('a run launched elsewhere appears on the runs page and reaches success without a reload', async () => {
