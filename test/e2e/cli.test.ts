@@ -380,9 +380,18 @@ test('bash completion completes commands, subcommands and the flags of the comma
   assert.deepEqual(complete(['agent-platform', 'runs', 'l']).sort(), ['list', 'logs']);
   assert.ok(complete(['agent-platform', 'agents', 'run', '@a/b', '--']).includes('--follow'));
   assert.deepEqual(complete(['agent-platform', 'runs', 'list', '--status', 'su']), ['success']);
+  assert.deepEqual(complete(['agent-platform', 'runs', 'appr']).sort(), ['approvals', 'approve']);
+  assert.ok(complete(['agent-platform', 'runs', 'reject', 'run_1', 'apr_1', '--']).includes('--reason'));
   const zsh = spawnSync(process.execPath, [BIN, 'completion', 'zsh'], { encoding: 'utf8' });
   assert.equal(zsh.status, 0);
   assert.match(zsh.stdout, /^#compdef agent-platform/);
+});
+
+test('npx agent-platform from the repository runs the package\'s bin', () => {
+  const r = spawnSync('npx', ['--offline', 'agent-platform', '--help'], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: dir, npm_config_update_notifier: 'false', npm_config_offline: 'true' } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^usage: agent-platform <command>/m);
+  assert.match(r.stdout, /^ {2}runs approve RUN_ID APPROVAL_ID \[--reason\]$/m);
 });
 
 test('runs logs --follow: a dropped stream is reconnected and what was logged meanwhile is caught up from since, each entry once, in order', async () => {

@@ -5,6 +5,8 @@
 // Sign-in through an OpenID Connect provider (oauth2-mock-server on loopback) is enabled; it signs
 // in as the owner.
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { OAuth2Server } from 'oauth2-mock-server';
 import type { Browser } from 'playwright-core';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
@@ -33,6 +35,8 @@ export interface DashboardWorld {
   auditor: Person;
   /** the owner's API key in the space, for launches made "elsewhere" */
   key: string;
+  /** a webhook receiver on loopback: its URL and the events it received */
+  hooks: { url: string; received: string[] };
   /** the name of the OpenID Connect provider the sign-in page offers */
   socialName: string;
   /** hang: never answers; script: the scripted model the approval agents need */
@@ -42,6 +46,12 @@ export interface DashboardWorld {
 
 const PASSWORD = 'a long enough passphrase';
 const SOCIAL_NAME = 'Acme ID';
+
+async function aReceiver(): Promise<Server> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return server;
+}
 
 /** An OpenID Connect provider on loopback that signs in as the owner (a verified address: the account is linked). */
 async function anIdentityProvider(): Promise<OAuth2Server> {
@@ -56,7 +66,17 @@ async function anIdentityProvider(): Promise<OAuth2Server> {
 }
 
 export async function aDashboardWorld(): Promise<DashboardWorld> {
-  const [fake, weather, idp] = await Promise.all([startFakeModel(), startWeatherUpstream(), anIdentityProvider()]);
+  const [fake, weather, idp, receiver] = await Promise.all([startFakeModel(), startWeatherUpstream(), anIdentityProvider(), aReceiver()]);
+  const hooks = { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, received: [] as string[] };
+  receiver.on('request', (req, res) => {
+    hooks.received.push(String(req.headers['webhook-id'] ?? ''));
+    req.resume();
+    res.writeHead(204).end();
+  });
+  const stopReceiver = () => {
+    receiver.closeAllConnections();
+    return new Promise<void>((r) => receiver.close(() => r()));
+  };
   let platform: PlatformProcess | undefined;
   let browser: Browser | undefined;
   try {
@@ -64,7 +84,7 @@ export async function aDashboardWorld(): Promise<DashboardWorld> {
     [platform, browser] = await Promise.all([
       startPlatformProcess({
         env: {
-          SANDBOX_WARM_POOL: '2', EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, weather.host, issuer.host].join(','),
+          SANDBOX_WARM_POOL: '2', EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, weather.host, issuer.host, new URL(hooks.url).host].join(','),
           AUTH_SOCIAL_ISSUER_URL: issuer.origin, AUTH_SOCIAL_CLIENT_ID: 'dashboardclient', AUTH_SOCIAL_CLIENT_SECRET: 'dashboard-client-secret', AUTH_SOCIAL_NAME: SOCIAL_NAME,
         },
       }),
@@ -93,13 +113,14 @@ export async function aDashboardWorld(): Promise<DashboardWorld> {
 
     const auditor = await aMemberWithRole(platform.url, asOwner, orgId, spaceId);
     return {
-      platform, fake, weather, socialName: SOCIAL_NAME, browser, orgId, spaceId, owner, auditor, key, models: { hang, script },
+      platform, fake, weather, hooks, socialName: SOCIAL_NAME, browser, orgId, spaceId, owner, auditor, key, models: { hang, script },
       async close() {
         await browser?.close().catch(() => undefined);
         await platform?.stop();
         await fake.close();
         await weather.close();
         await idp.stop();
+        await stopReceiver();
       },
     };
   } catch (err) {
@@ -108,6 +129,7 @@ export async function aDashboardWorld(): Promise<DashboardWorld> {
     await fake.close();
     await weather.close();
     await idp.stop();
+    await stopReceiver();
     throw err;
   }
 }

@@ -14,7 +14,8 @@ import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { assertAccessible, screenshotFolder, watchPageErrors } from '../support/browser.ts';
 import { client } from '../support/http.ts';
-import { waitForStatus } from '../support/runs.ts';
+import pg from 'pg';
+import { importPackage, waitForStatus } from '../support/runs.ts';
 import { writeZip } from '../../lib/zip/write-zip.ts';
 import { aDashboardWorld, type DashboardWorld, type Person } from './dashboard-world.ts';
 
@@ -306,8 +307,27 @@ describe('the dashboard', () => {
     // disabling sends the ETag it read; the page shows the new state
     await page.getByRole('button', { name: 'Disable' }).click();
     await page.getByTestId('schedule-state').getByText('disabled').waitFor();
+    // edited with the ETag it read
+    const scheduleId = new URL(page.url()).hash.split('/')[2];
+    const asOwner = client(world.platform.url, { key: world.key });
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.locator('#edit-cron').fill('30 7 * * *');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('#edit-cron').waitFor({ state: 'detached' });
+    assert.equal((await asOwner.get(`/api/schedules/${scheduleId}`)).body.cron_expression, '30 7 * * *');
+    // a change made elsewhere meanwhile: the page's write is refused (412) and shown, not applied over it
+    const read = await asOwner.get(`/api/schedules/${scheduleId}`);
+    const renamed = await asOwner.patch(`/api/schedules/${scheduleId}`, { name: 'Renamed elsewhere' }, { headers: { 'if-match': read.headers.get('etag')! } });
+    assert.equal(renamed.status, 200, renamed.text);
+    await page.getByRole('button', { name: 'Enable' }).click();
+    const conflict = page.getByRole('alert');
+    await conflict.waitFor();
+    assert.match(await conflict.innerText(), /precondition_failed/);
+    assert.equal((await asOwner.get(`/api/schedules/${scheduleId}`)).body.enabled, false, 'the stale enable was not applied');
+    await conflict.getByRole('button', { name: 'Dismiss' }).click();
+    await page.getByRole('heading', { name: 'Schedule Renamed elsewhere' }).waitFor();
     await page.getByRole('link', { name: 'Schedules' }).click();
-    await page.getByRole('link', { name: 'Weekday mornings' }).waitFor();
+    await page.getByRole('link', { name: 'Renamed elsewhere' }).waitFor();
     await assertAccessible(page, 'schedules');
     await shot(page, 'schedules');
   });
@@ -330,6 +350,101 @@ describe('the dashboard', () => {
     assert.ok(!(await page.content()).includes(key));
   });
 
+  test('creates a webhook (its signing secret shown once) and shows its deliveries with every attempt', async () => {
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByLabel('Endpoint URL').fill(world.hooks.url);
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const secret = (await page.getByRole('region', { name: 'New webhook signing secret' }).getByTestId('shown-once').locator('code').innerText()).trim();
+    assert.match(secret, /^whsec_/);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    const received = world.hooks.received.length;
+    const runId = await launchElsewhere();
+    await waitForStatus(client(world.platform.url, { key: world.key }), runId, (x) => x === 'success', LIVE);
+    const deadline = Date.now() + LIVE;
+    while (world.hooks.received.length === received && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(world.hooks.received.length > received, 'the webhook was delivered');
+    await page.getByRole('button', { name: 'Deliveries' }).click();
+    await page.getByText(/^attempt 1 at .+: 204, \d+ ms$/).first().waitFor();
+    assert.match(await page.locator('.deliveries > li').first().innerText(), /run\.success succeeded, 1 attempt\(s\)/);
+    assert.ok(!(await page.content()).includes(secret), 'the secret is gone once dismissed');
+    await assertAccessible(page, 'webhook deliveries');
+    await shot(page, 'webhook-deliveries');
+  });
+
+  test('an agent missing a connection shows it before launch with a connect link; the hosted connect flow connects it; one needing reconnection is shown so, with Reconnect', async () => {
+    const zip = (manifest: Record<string, unknown>) => writeZip(new Map([['manifest.json', Buffer.from(JSON.stringify(manifest))], ['prompt.md', Buffer.from('Ask the CRM.')]]));
+    await importPackage(world.platform.url, world.key, zip({
+      name: '@acme/crm', version: '1.0.0', type: 'integration', schema_version: '0.3', display_name: 'Acme CRM', source: { kind: 'none' }, default_tools: ['api_call'],
+      auths: { key: {
+        type: 'api_key', credentials: { schema: { type: 'object', properties: { api_key: { type: 'string', minLength: 4 } }, required: ['api_key'] } },
+        authorized_uris: ['http://127.0.0.1:9/api/*'], delivery: { http: { in: 'header', name: 'X-Api-Key', value: '{$credential.api_key}' } },
+      } },
+    }));
+    await importPackage(world.platform.url, world.key, zip({
+      name: '@acme/crm-reader', version: '1.0.0', type: 'agent', schema_version: '0.3', display_name: 'CRM reader',
+      dependencies: { integrations: { '@acme/crm': '*' } }, integrations_configuration: { '@acme/crm': { tools: ['api_call'] } },
+    }));
+    await page.goto(`${world.platform.url}/#/agents/@acme/crm-reader`);
+    const problems = page.getByRole('region', { name: 'Readiness problems' });
+    await problems.waitFor();
+    assert.match(await problems.innerText(), /@acme\/crm: no connection/);
+    await assertAccessible(page, 'agent not ready');
+    await shot(page, 'agent-not-ready');
+    const [connectPage] = await Promise.all([ownerContext.waitForEvent('page'), problems.getByRole('button', { name: 'Connect @acme/crm' }).click()]);
+    await connectPage.getByLabel('api_key').fill('crm-key-1234');
+    await connectPage.getByRole('button', { name: 'Connect' }).click();
+    await connectPage.getByRole('heading', { name: 'Connected' }).waitFor();
+    await connectPage.close();
+
+    await page.getByRole('link', { name: 'Connections', exact: true }).click();
+    const card = page.getByRole('region', { name: /Acme CRM/ });
+    await card.getByText(/— connected/).waitFor({ timeout: LIVE });
+    const pool = new pg.Pool({ connectionString: world.platform.db.url, max: 1 });
+    try {
+      await pool.query(`UPDATE integration_connections SET needs_reconnection = true WHERE integration_package_id = '@acme/crm'`);
+    } finally {
+      await pool.end();
+    }
+    await page.reload();
+    await card.getByText('— needs reconnection').waitFor();
+    assert.equal(await card.getByRole('button', { name: 'Reconnect @acme/crm' }).count(), 1);
+    await assertAccessible(page, 'connections');
+    await shot(page, 'connection-needs-reconnection');
+    await page.goto(`${world.platform.url}/#/agents/@acme/crm-reader`);
+    assert.match(await page.getByRole('region', { name: 'Readiness problems' }).innerText(), /its connection needs reconnecting/);
+    await page.getByRole('region', { name: 'Readiness problems' }).getByRole('button', { name: 'Reconnect @acme/crm' }).waitFor();
+  });
+
+  test('admin: members with their organization and space roles, models with the default and credentials (keys never shown), an OAuth client made with its secret shown once', async () => {
+    await page.getByRole('link', { name: 'Members', exact: true }).click();
+    await page.getByLabel('Space role of auditor@example.test').waitFor();
+    assert.equal(await page.getByLabel('Space role of auditor@example.test').inputValue(), 'auditor');
+    assert.equal(await page.getByLabel('Organization role of owner@example.test').inputValue(), 'owner');
+    // a space role changed from the page is the API's
+    const spaceRoleOf = async () => (await client(world.platform.url, { cookie: world.owner.cookie, org: world.orgId, space: world.spaceId })
+      .get(`/api/spaces/${world.spaceId}/members`)).body.data.find((m: { email: string }) => m.email === world.auditor.email).role_key;
+    await page.getByLabel('Space role of auditor@example.test').selectOption('viewer');
+    for (let i = 0; i < 50 && (await spaceRoleOf()) !== 'viewer'; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await spaceRoleOf(), 'viewer');
+    await page.getByLabel('Space role of auditor@example.test').selectOption('auditor');
+    for (let i = 0; i < 50 && (await spaceRoleOf()) !== 'auditor'; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await spaceRoleOf(), 'auditor');
+    await page.getByRole('link', { name: 'Models', exact: true }).click();
+    await page.getByRole('cell', { name: 'fake (default)' }).waitFor();
+    await page.getByRole('cell', { name: 'fake-script', exact: true }).waitFor();
+    await page.getByText('fake fake-script — openai-compatible at').waitFor();
+    assert.ok(!(await page.content()).includes('sk-fake-provider-key'), 'a provider key is never shown back');
+    await page.getByRole('link', { name: 'OAuth clients', exact: true }).click();
+    await page.getByLabel('Client name').fill('Partner app');
+    await page.getByLabel('Redirect URI').fill('https://partner.example.test/callback');
+    await page.getByRole('button', { name: 'Create client' }).click();
+    const secret = (await page.getByRole('region', { name: 'New client secret' }).getByTestId('shown-once').locator('code').innerText()).trim();
+    assert.ok(secret.length >= 20, secret);
+    await page.getByRole('cell', { name: 'Partner app', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    assert.ok(!(await page.content()).includes(secret));
+  });
+
   test('every other page renders without an accessibility violation', async () => {
     for (const [link, label] of [['Connections', 'connections'], ['Webhooks', 'webhooks'], ['Members', 'members'], ['Models', 'models'], ['OAuth clients', 'oauth-clients'], ['Agents', 'agents']]) {
       await page.getByRole('link', { name: link, exact: true }).click();
@@ -345,16 +460,29 @@ describe('the dashboard', () => {
     await page.goto(`${world.platform.url}/#/runs`);
     await page.getByText('Live: updates as runs change').waitFor({ timeout: LIVE });
     const rows = page.locator('tr[data-run]');
+    /** the rows' texts once `shown` holds of them (the list is read again after a filter changes) */
+    const rowsWhen = async (column: string, shown: (texts: string[]) => boolean) => {
+      const deadline = Date.now() + LIVE;
+      for (;;) {
+        const texts = (await rows.locator(column).allInnerTexts()).map((x) => x.trim());
+        if (shown(texts)) return texts;
+        if (Date.now() > deadline) throw new Error(`rows never matched: ${texts.join(', ')}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
     await page.getByLabel('Status', { exact: true }).selectOption('failed');
     await page.waitForURL(/status=failed/);
-    await rows.first().waitFor();
-    const statuses = await rows.locator('.status').allInnerTexts();
-    assert.ok(statuses.length >= 1 && statuses.every((x) => /failed$/.test(x.trim())), statuses.join(', '));
+    await rowsWhen('.status', (texts) => texts.length >= 1 && texts.every((x) => x.endsWith('failed')));
     await page.getByLabel('Status', { exact: true }).selectOption('');
     await page.getByLabel('Agent', { exact: true }).selectOption('@acme/forecaster');
     await page.waitForURL((u) => !u.hash.includes('status=') && u.hash.includes('agent='));
-    await page.waitForFunction(() => document.querySelectorAll('tr[data-run]').length === 2);
-    for (const text of await rows.allInnerTexts()) assert.match(text, /@acme\/forecaster/);
+    // the agent's two runs (approved, rejected), and no other
+    await rowsWhen('td:nth-child(3)', (texts) => texts.length === 2 && texts.every((x) => x.startsWith('@acme/forecaster')));
+    assert.deepEqual(await page.locator('table.runs thead th').allInnerTexts(), ['Run', 'Status', 'Agent', 'Trigger', 'Created', 'Duration', 'Cost']);
+    // newest first
+    const listed = (await client(world.platform.url, { key: world.key }).get('/api/agents/@acme/forecaster/runs')).body.data as { id: string; createdAt: string }[];
+    assert.ok(Date.parse(listed[0].createdAt) >= Date.parse(listed[1].createdAt));
+    assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-run'))), listed.map((r) => r.id));
     await shot(page, 'runs-filtered');
   });
 
@@ -382,6 +510,7 @@ describe('the dashboard', () => {
     const form = page.getByRole('region', { name: 'Run this agent' });
     await form.waitFor();
     const city = form.getByLabel('city (required)');
+    await city.waitFor();
     assert.deepEqual(await city.locator('option').allInnerTexts(), ['Oslo', 'Lima']);
     assert.equal(await form.getByLabel('days').getAttribute('type'), 'number');
     assert.equal(await form.getByLabel('detailed').getAttribute('type'), 'checkbox');
