@@ -51,6 +51,9 @@ async function launchElsewhere(modelId?: string): Promise<string> {
   return res.body.id;
 }
 
+/** The page's document as the focus checks read it (the tests are compiled without the DOM's types). */
+type PageGlobals = { document: { activeElement: { tagName: string; closest(selector: string): unknown } | null } };
+
 /** A run of the agent whose forecast call needs approval (the scripted model), launched elsewhere. */
 async function launchGated(): Promise<string> {
   const res = await client(world.platform.url, { key: world.key }).post('/api/agents/@acme/forecaster/run', { input: {}, model_id: world.models.script });
@@ -497,7 +500,7 @@ describe('the dashboard', () => {
     await page.getByRole('link', { name: 'Agents', exact: true }).click();
     await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
     const files = await page.evaluateHandle((b64) => {
-      const transfer = new DataTransfer();
+      const transfer = new (globalThis as unknown as { DataTransfer: new () => { items: { add(file: File): void } } }).DataTransfer();
       transfer.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], 'dropped.afps', { type: 'application/zip' }));
       return transfer;
     }, archive);
@@ -540,17 +543,52 @@ describe('the dashboard', () => {
     await page.getByRole('button', { name: 'Rerun' }).waitFor();
     await page.getByRole('link', { name: 'Skip to content' }).focus();
     await page.keyboard.press('Enter');
-    assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1');
+    assert.equal(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.activeElement?.tagName), 'H1');
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => Boolean(document.activeElement?.closest('main'))), true, 'Tab goes on inside the page');
+    assert.equal(await page.evaluate(() => Boolean((globalThis as unknown as PageGlobals).document.activeElement?.closest('main'))), true, 'Tab goes on inside the page');
     await page.getByRole('button', { name: 'Rerun' }).focus();
     await page.keyboard.press('Enter');
     const dialog = page.getByRole('dialog', { name: 'Rerun' });
     await dialog.waitFor();
-    assert.equal(await page.evaluate(() => Boolean(document.activeElement?.closest('dialog'))), true, 'focus is inside the dialog');
+    assert.equal(await page.evaluate(() => Boolean((globalThis as unknown as PageGlobals).document.activeElement?.closest('dialog'))), true, 'focus is inside the dialog');
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
     assert.equal(new URL(page.url()).hash, `#/runs/${runs[0].id}`, 'nothing was launched');
+  });
+
+  test('a permission withdrawn after the page was read: the refused write shows the 403 problem with its request id', async () => {
+    const asOwner = client(world.platform.url, { cookie: world.owner.cookie, org: world.orgId, space: world.spaceId });
+    const auditorId = (await asOwner.get(`/api/spaces/${world.spaceId}/members`)).body.data.find((m: { email: string }) => m.email === world.auditor.email).userId;
+    const setRole = async (role_key: string) => {
+      const res = await asOwner.patch(`/api/spaces/${world.spaceId}/members/${auditorId}`, { role_key });
+      assert.ok(res.status === 200 || res.status === 204, res.text);
+    };
+    await setRole('runner');
+    const launched = await client(world.platform.url, { cookie: world.auditor.cookie, org: world.orgId, space: world.spaceId })
+      .post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'mine' }, model_id: world.models.hang });
+    assert.equal(launched.status, 201, launched.text);
+    const runId = launched.body.id;
+    const memberContext = await world.browser.newContext();
+    try {
+      const member = await signIn(memberContext, world.auditor);
+      await member.goto(`${world.platform.url}/#/runs/${runId}`);
+      await member.getByRole('button', { name: 'Cancel run' }).waitFor();
+      await setRole('auditor');
+      await member.getByRole('button', { name: 'Cancel run' }).click();
+      const dialog = member.getByRole('dialog');
+      await dialog.getByRole('button', { name: 'Cancel run' }).click();
+      const problem = dialog.getByRole('alert');
+      await problem.waitFor();
+      const text = await problem.innerText();
+      assert.match(text, /forbidden/);
+      assert.match(text, /Your role here does not allow this/);
+      assert.match(text, /Request id: req_/);
+      await shot(member, 'refused-403');
+      assert.notEqual((await asOwner.get(`/api/runs/${runId}`)).body.status, 'cancelled');
+    } finally {
+      await memberContext.close();
+      await asOwner.post(`/api/runs/${runId}/cancel`, {});
+    }
   });
 
   test('an owner previews a lesser role: what that role may not do is hidden', async () => {
