@@ -591,6 +591,28 @@ describe('the dashboard', () => {
     }
   });
 
+  test('the space switcher: another space shows its own runs (the requests carry its X-Space-Id), and back', async () => {
+    const made = await client(world.platform.url, { cookie: world.owner.cookie, org: world.orgId }).post('/api/spaces', { name: 'Second space' });
+    assert.equal(made.status, 201, made.text);
+    await page.goto(`${world.platform.url}/#/runs`);
+    await page.locator('tr[data-run]').first().waitFor();
+    await page.reload();
+    const sent: string[] = [];
+    const seen = (req: { url(): string; headers(): Record<string, string> }) => {
+      if (new URL(req.url()).pathname === '/api/runs') sent.push(req.headers()['x-space-id'] ?? '');
+    };
+    page.on('request', seen);
+    try {
+      await page.getByLabel('Space', { exact: true }).selectOption(made.body.id);
+      await page.getByText('No runs here yet.').waitFor();
+      assert.ok(sent.includes(made.body.id), JSON.stringify(sent));
+      await page.getByLabel('Space', { exact: true }).selectOption(world.spaceId);
+      await page.locator('tr[data-run]').first().waitFor();
+    } finally {
+      page.off('request', seen);
+    }
+  });
+
   test('an owner previews a lesser role: what that role may not do is hidden', async () => {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('button', { name: 'Create key' }).waitFor();
