@@ -17,6 +17,7 @@ import { client } from '../support/http.ts';
 import pg from 'pg';
 import { importPackage, waitForStatus } from '../support/runs.ts';
 import { writeZip } from '../../lib/zip/write-zip.ts';
+import { pollDeviceFlow, startDeviceFlow } from '../../cli/oauth.ts';
 import { aDashboardWorld, type DashboardWorld, type Person } from './dashboard-world.ts';
 
 let world: DashboardWorld;
@@ -589,6 +590,30 @@ describe('the dashboard', () => {
       await memberContext.close();
       await asOwner.post(`/api/runs/${runId}/cancel`, {});
     }
+  });
+
+  test('a person signed in to the dashboard approves a device code (the CLI\'s login) on the instance\'s own pages in the same browser', async () => {
+    const { discovery, start } = await startDeviceFlow(world.platform.url, ['runs:read']);
+    const device = await ownerContext.newPage();
+    try {
+      await device.goto(start.verification_uri_complete!);
+      // the pages in turn: confirm the code, continue as the signed-in person, allow; each a form POST of this origin
+      const done = device.getByText('Your device is signed in');
+      const steps: string[] = [];
+      for (let i = 0; i < 6 && !(await done.isVisible()); i++) {
+        await device.waitForLoadState();
+        const heading = (await device.locator('h1').first().innerText().catch(() => '')).trim();
+        steps.push(heading);
+        const asOwner = device.getByRole('button', { name: `Continue as ${world.owner.email}` });
+        const next = (await asOwner.count()) ? asOwner : (await device.getByRole('button', { name: 'Allow' }).count()) ? device.getByRole('button', { name: 'Allow' }) : device.getByRole('button', { name: 'Continue', exact: true });
+        await Promise.all([device.waitForNavigation(), next.click()]);
+      }
+      assert.ok(await done.isVisible(), `pages walked: ${steps.join(' > ')}; last: ${await device.locator('body').innerText()}`);
+    } finally {
+      await device.close();
+    }
+    const tokens = await pollDeviceFlow(discovery, { ...start, interval: 1 });
+    assert.ok(tokens.access_token);
   });
 
   test('the space switcher: another space shows its own runs (the requests carry its X-Space-Id), and back', async () => {
