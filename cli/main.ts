@@ -491,6 +491,33 @@ export const COMMANDS: Command[] = [
     },
   },
   {
+    words: ['runs', 'approvals'], params: 'RUN_ID', flags: [], summary: "a run's approval requests, oldest first: the tool call each asks, its arguments and its decision",
+    async run(ctx) {
+      const id = arg(ctx, 0, 'the run id');
+      const s = await ctx.session();
+      const answer = await call(s, 'GET', `/api/runs/${encodeURIComponent(id)}/approvals`);
+      const items = answer.data as Record<string, any>[];
+      return listed(ctx.out, items, () => printTable(ctx.out, ['APPROVAL', 'TOOL', 'STATUS', 'REQUESTED', 'ARGUMENTS', 'REASON'],
+        items.map((a) => [a.id, a.tool, statusWord(ctx.out, String(a.status)), when(a.requested_at), JSON.stringify(a.arguments ?? null), a.reason ?? ''])));
+    },
+  },
+  ...(['approve', 'reject'] as const).map((decision): Command => ({
+    words: ['runs', decision], params: 'RUN_ID APPROVAL_ID', flags: ['reason'],
+    summary: decision === 'approve' ? 'let a running run make the tool call it waits on (--reason kept on the request)' : 'refuse a running run the tool call it waits on; the agent is told, with --reason',
+    async run(ctx) {
+      const id = arg(ctx, 0, 'the run id');
+      const approvalId = arg(ctx, 1, 'the approval id (see `runs approvals RUN_ID`)');
+      const s = await ctx.session();
+      const decided = await call(s, 'POST', `/api/runs/${encodeURIComponent(id)}/approvals/${encodeURIComponent(approvalId)}`, {
+        body: { decision, ...(ctx.values.reason ? { reason: ctx.values.reason } : {}) },
+        headers: { 'idempotency-key': crypto.randomUUID() },
+      });
+      if (ctx.out.json) printJson(ctx.out, decided);
+      else ctx.out.write(`${clean(decided.id)} ${statusWord(ctx.out, String(decided.status))} (${clean(decided.tool)})`);
+      return EXIT.ok;
+    },
+  })),
+  {
     words: ['packages', 'import'], params: 'FILE', flags: [], summary: 'import a package archive (.afps or .zip)',
     async run(ctx) {
       const file = arg(ctx, 0, 'the archive file');

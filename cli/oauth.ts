@@ -19,7 +19,7 @@ export const DEFAULT_API_SCOPES = [
   'spaces:read', // login's default space (GET /api/spaces)
   'agents:read', 'agents:write', 'agents:run', // agents list|show|run, runs rerun|resume, packages import|download of agents
   'skills:read', 'skills:write', 'mcp-servers:read', 'mcp-servers:write', 'integrations:read', 'integrations:write', // packages import|download of the other kinds
-  'runs:read', 'runs:cancel', // runs list|show|logs (and the realtime stream), runs cancel
+  'runs:read', 'runs:cancel', 'runs:approve', // runs list|show|logs|approvals (and the realtime stream), runs cancel, runs approve|reject
   'files:read', // a run's files
   'schedules:read', 'schedules:write', // schedules list|create|disable
 ];

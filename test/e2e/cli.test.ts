@@ -5,6 +5,8 @@
 // parsed; refused calls give their problem line and exit code; an expired access token is
 // refreshed; logout revokes the refresh token so a later refresh is refused. login asks for the
 // scopes of every command but keys (fewer with --scopes); keys signs in with a password session.
+// A run failed after a completed step is resumed to success (`runs resume --wait`); a run's tool
+// call waiting for approval is listed, approved and, on another run, rejected with a reason.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type RequestListener } from 'node:http';
@@ -16,9 +18,10 @@ import { after, before, test } from 'node:test';
 import { buildFixtureArchive } from '../fixtures/build-packages.ts';
 import { startFakeModel } from '../fixtures/fake-model/server.ts';
 import { Browser } from '../integration/oidc-harness.ts';
+import { importForecastAgent, importWeatherIntegration, startWeatherUpstream, type WeatherUpstream } from '../support/approval-agent.ts';
 import { client } from '../support/http.ts';
 import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
-import { aDefaultModel } from '../support/runs.ts';
+import { aDefaultModel, waitForStatus } from '../support/runs.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/agent-platform.mjs');
@@ -26,11 +29,12 @@ const OWNER = { email: 'owner@example.test', password: 'a long enough passphrase
 /** what `login` asks by default: the routes of every command but keys (api/routes) */
 const CLI_SCOPES = [
   'spaces:read', 'agents:read', 'agents:write', 'agents:run', 'skills:read', 'skills:write', 'mcp-servers:read', 'mcp-servers:write',
-  'integrations:read', 'integrations:write', 'runs:read', 'runs:cancel', 'files:read', 'schedules:read', 'schedules:write',
+  'integrations:read', 'integrations:write', 'runs:read', 'runs:cancel', 'runs:approve', 'files:read', 'schedules:read', 'schedules:write',
 ];
 
 let platform: PlatformProcess;
 let fake: Awaited<ReturnType<typeof startFakeModel>>;
+let weather: WeatherUpstream;
 let dir: string;
 let key: string;
 let orgId: string;
@@ -68,8 +72,8 @@ const configPath = () => join(dir, 'config/agent-platform/config.json');
 const config = () => JSON.parse(readFileSync(configPath(), 'utf8'));
 
 before(async () => {
-  fake = await startFakeModel();
-  platform = await startPlatformProcess({ env: { SANDBOX_WARM_POOL: '1', EGRESS_ALLOW_INTERNAL_HOSTS: new URL(fake.url).host } });
+  [fake, weather] = await Promise.all([startFakeModel(), startWeatherUpstream()]);
+  platform = await startPlatformProcess({ env: { SANDBOX_WARM_POOL: '1', EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, weather.host].join(',') } });
   dir = mkdtempSync(join(tmpdir(), 'cli-e2e-'));
   const anon = client(platform.url);
   const redeem = await anon.post('/api/auth/bootstrap/redeem', { token: 'process-bootstrap-token-0123456789', ...OWNER, name: 'Owner' });
@@ -86,6 +90,7 @@ before(async () => {
 after(async () => {
   await platform?.stop();
   await fake?.close();
+  await weather?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -375,9 +380,18 @@ test('bash completion completes commands, subcommands and the flags of the comma
   assert.deepEqual(complete(['agent-platform', 'runs', 'l']).sort(), ['list', 'logs']);
   assert.ok(complete(['agent-platform', 'agents', 'run', '@a/b', '--']).includes('--follow'));
   assert.deepEqual(complete(['agent-platform', 'runs', 'list', '--status', 'su']), ['success']);
+  assert.deepEqual(complete(['agent-platform', 'runs', 'appr']).sort(), ['approvals', 'approve']);
+  assert.ok(complete(['agent-platform', 'runs', 'reject', 'run_1', 'apr_1', '--']).includes('--reason'));
   const zsh = spawnSync(process.execPath, [BIN, 'completion', 'zsh'], { encoding: 'utf8' });
   assert.equal(zsh.status, 0);
   assert.match(zsh.stdout, /^#compdef agent-platform/);
+});
+
+test('npx agent-platform from the repository runs the package\'s bin', () => {
+  const r = spawnSync('npx', ['--offline', 'agent-platform', '--help'], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: dir, npm_config_update_notifier: 'false', npm_config_offline: 'true' } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^usage: agent-platform <command>/m);
+  assert.match(r.stdout, /^ {2}runs approve RUN_ID APPROVAL_ID \[--reason\]$/m);
 });
 
 test('runs logs --follow: a dropped stream is reconnected and what was logged meanwhile is caught up from since, each entry once, in order', async () => {
@@ -456,6 +470,129 @@ test('keys signs out of its password session even when the call is refused, havi
     assert.deepEqual(seen[1], { path: '/api/api-keys', cookie: 'ap.session_token=s3cret', org: orgId, space: 'spc_1' });
     assert.equal(seen[2].cookie, 'ap.session_token=s3cret');
   });
+});
+
+/** The scripted model (the forecast agents' script), made beside the default model, which stays the default. */
+async function aScriptedModel(): Promise<string> {
+  const api = client(platform.url, { key });
+  const defaultId = (await api.get('/api/models')).body.data.find((m: { is_default: boolean }) => m.is_default).id;
+  const script = await aDefaultModel(platform.url, key, fake.url, 'fake-script');
+  assert.equal((await api.patch(`/api/models/${defaultId}`, { is_default: true })).status, 200);
+  return script;
+}
+
+let scripted: Promise<string> | undefined;
+const scriptedModel = () => (scripted ??= aScriptedModel());
+let weatherImported: Promise<void> | undefined;
+const weatherIntegration = () => (weatherImported ??= importWeatherIntegration(platform.url, key, weather));
+
+test('runs resume RUN_ID --wait: a run failed after a completed step goes on from its checkpoint to success, the step not made again', async () => {
+  const env = { AGENT_PLATFORM_URL: platform.url, AGENT_PLATFORM_API_KEY: key };
+  const api = client(platform.url, { key });
+  const model = await scriptedModel();
+  await weatherIntegration();
+  await importForecastAgent(platform.url, key, '@acme/resumable', 'Bergen', false);
+  // the forecast (a completed step) starts a model outage: the run's next model call fails until it ends failed
+  weather.onCall = () => fake.setOutage(true);
+  let failedId: string;
+  try {
+    const launched = await api.post('/api/agents/@acme/resumable/run', { input: {}, model_id: model });
+    assert.equal(launched.status, 201, launched.text);
+    failedId = launched.body.id;
+    const failed = await waitForStatus(api, failedId, (s) => s !== 'pending' && s !== 'running', 120_000);
+    assert.equal(failed.status, 'failed', JSON.stringify(failed));
+  } finally {
+    weather.onCall = undefined;
+    fake.setOutage(false);
+  }
+  assert.deepEqual(weather.calls, ['Bergen']);
+
+  const resumed = await run(['runs', 'resume', failedId, '--wait', '--json'], env);
+  assert.equal(resumed.code, 0, resumed.stderr + resumed.stdout);
+  const ran = JSON.parse(resumed.stdout);
+  assert.equal(ran.status, 'success');
+  assert.equal(ran.resumed_from, failedId);
+  assert.notEqual(ran.id, failedId);
+  assert.deepEqual(ran.result.output, { forecast: 'Sunny in Bergen' });
+  assert.deepEqual(weather.calls, ['Bergen'], 'the completed forecast was not asked again');
+  // for people: the new run named, its ending and output; a run that succeeded is not resumable (exit 4)
+  const refused = await run(['runs', 'resume', ran.id], env);
+  assert.equal(refused.code, 4, refused.stdout + refused.stderr);
+  assert.match(refused.stderr, /^run_not_resumable: .+ \(req_[^)]+\)$/m);
+});
+
+test('runs approvals lists the tool call a run waits on; runs approve lets it run (the run succeeds), runs reject refuses another with its reason', async () => {
+  const env = { AGENT_PLATFORM_URL: platform.url, AGENT_PLATFORM_API_KEY: key };
+  const api = client(platform.url, { key });
+  const model = await scriptedModel();
+  await weatherIntegration();
+  await importForecastAgent(platform.url, key, '@acme/forecaster', 'Tromso');
+  const pendingOf = async (runId: string) => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const pending = (await api.get(`/api/runs/${runId}/approvals`)).body.data.find((a: { status: string }) => a.status === 'pending');
+      if (pending) return pending;
+      if (Date.now() > deadline) throw new Error(`no pending approval of ${runId}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const launch = async () => {
+    const launched = await api.post('/api/agents/@acme/forecaster/run', { input: {}, model_id: model });
+    assert.equal(launched.status, 201, launched.text);
+    return launched.body.id as string;
+  };
+  // both runs at once: their sandboxes start together
+  const [first, second] = await Promise.all([launch(), launch()]);
+  const [pending, other] = await Promise.all([pendingOf(first), pendingOf(second)]);
+
+  const listed = await run(['runs', 'approvals', first, '--json'], env);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.deepEqual(JSON.parse(listed.stdout).data.map((a: any) => [a.id, a.tool, a.arguments, a.status]), [[pending.id, 'public_weather__forecast', { city: 'Tromso' }, 'pending']]);
+  const table = await run(['runs', 'approvals', first], env);
+  assert.match(table.stdout, /^APPROVAL +TOOL +STATUS +REQUESTED +ARGUMENTS +REASON$/m);
+  assert.match(table.stdout, new RegExp(`^${pending.id} +public_weather__forecast +pending +\\S+ \\S+ +\\{"city":"Tromso"\\}$`, 'm'));
+  assert.ok(!weather.calls.includes('Tromso'), 'the upstream waits for the decision');
+  const approved = await run(['runs', 'approve', first, pending.id], env);
+  assert.equal(approved.code, 0, approved.stderr);
+  assert.equal(approved.stdout.trim(), `${pending.id} approved (public_weather__forecast)`);
+  const rejected = await run(['runs', 'reject', second, other.id, '--reason', 'not today', '--json'], env);
+  assert.equal(rejected.code, 0, rejected.stderr);
+  assert.deepEqual([JSON.parse(rejected.stdout).status, JSON.parse(rejected.stdout).reason], ['rejected', 'not today']);
+
+  const [succeeded, ended] = await Promise.all([run(['runs', 'show', first, '--wait', '--json'], env), run(['runs', 'show', second, '--wait', '--json'], env)]);
+  assert.equal(succeeded.code, 0, succeeded.stderr + succeeded.stdout);
+  assert.deepEqual(JSON.parse(succeeded.stdout).result.output, { forecast: 'Sunny in Tromso' });
+  assert.equal(ended.code, 0, ended.stderr + ended.stdout);
+  assert.match(JSON.parse(ended.stdout).result.output.forecast, /rejected.*not today/);
+  // decided: another decision is a conflict (exit 4)
+  const again = await run(['runs', 'reject', first, pending.id], env);
+  assert.equal(again.code, 4, again.stderr);
+  assert.match(again.stderr, /^(approval_already_decided|run_not_running): .+ \(req_[^)]+\)$/m);
+  assert.deepEqual(weather.calls.filter((c) => c === 'Tromso'), ['Tromso'], 'the rejected call never reached the upstream');
+});
+
+test('use saves the default organization and space for the instance (0600), refusing a malformed id; agents show; agents run --input-file --wait prints the ending and output', async () => {
+  const used = await run(['use', '--url', platform.url, '--org', orgId, '--space', spaceId, '--json']);
+  assert.equal(used.code, 0, used.stderr);
+  assert.deepEqual(JSON.parse(used.stdout), { url: platform.url, org: orgId, space: spaceId });
+  assert.deepEqual([config().url, config().instances[platform.url].org, config().instances[platform.url].space], [platform.url, orgId, spaceId]);
+  assert.equal(statSync(configPath()).mode & 0o777, 0o600);
+  const bad = await run(['use', '--org', 'not-an-org']);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /--org takes an organization id/);
+  assert.equal(config().instances[platform.url].org, orgId, 'a refused use changes nothing');
+
+  const env = { AGENT_PLATFORM_URL: platform.url, AGENT_PLATFORM_API_KEY: key };
+  const shown = await run(['agents', 'show', '@fixtures/agent-echo'], env);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /^agent: +@fixtures\/agent-echo$/m);
+  assert.match(shown.stdout, /^versions: +\S+/m);
+  const input = join(dir, 'input.json');
+  writeFileSync(input, JSON.stringify({ message: 'from a file' }));
+  const ran = await run(['agents', 'run', '@fixtures/agent-echo', '--input-file', input, '--wait'], env);
+  assert.equal(ran.code, 0, ran.stderr + ran.stdout);
+  assert.match(ran.stdout, /^status: +success$/m);
+  assert.match(ran.stdout, /from a file/);
 });
 
 /** A stand-in instance on loopback for the time of `use`, closed however it ends. */

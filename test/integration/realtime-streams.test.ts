@@ -131,6 +131,28 @@ describe('events and frames', () => {
     assert.deepEqual(statusesOf(one.frames, runId), ['running', 'success']);
   });
 
+  test('a single-run stream carries a running run\'s approval coming and going (same status, another awaiting), and no repeat of either', async () => {
+    const runId = await launch(w.key);
+    const send = await sidecarOf(runId);
+    await send('started');
+    const one = stream(`/api/realtime/runs/${runId}`, keyed(w.key));
+    await one.count('ping', 1);
+    const pool = w.app.deps.database.pool;
+    const announce = () => pool.query('SELECT announce_run_status(r) FROM runs r WHERE r.id = $1', [runId]);
+    const awaitingOf = (frames: Frame[]) => frames.filter((f) => f.event === 'run_update' && f.data.id === runId).map((f) => f.data.awaiting?.approval_id ?? null);
+    await pool.query(`UPDATE runs SET awaiting = jsonb_build_object('kind', 'approval', 'approval_id', 'apr_streamtest1', 'since', wire_time(now()), 'parked', false) WHERE id = $1`, [runId]);
+    await announce();
+    await announce();
+    await one.until((f) => awaitingOf(f).includes('apr_streamtest1'), 'the approval request');
+    await pool.query('UPDATE runs SET awaiting = NULL WHERE id = $1', [runId]);
+    await announce();
+    await send('output', { output: { echo: 'x' } });
+    await send('completed');
+    await one.until(ended(runId), 'the run to end');
+    assert.deepEqual(statusesOf(one.frames, runId), ['running', 'running', 'running', 'success']);
+    assert.deepEqual(awaitingOf(one.frames), [null, 'apr_streamtest1', null, null]);
+  });
+
   test('an agent stream carries only that agent (package id as one encoded segment); an unknown agent or run is 404', async () => {
     const agentStream = stream(`/api/realtime/agents/${encodeURIComponent(AGENT)}/runs`, keyed(w.key));
     await agentStream.count('ping', 1);

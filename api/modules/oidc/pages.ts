@@ -23,7 +23,10 @@ export function applyCsp(req: IncomingMessage, res: ServerResponse, formTargets:
   // response_mode=form_post); without the directive that script would be refused
   res.setHeader('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'none'; form-action ${targets}; frame-ancestors 'none'; base-uri 'none'`);
   res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('Referrer-Policy', 'no-referrer');
+  // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the pages'
+  // form POSTs, which the cookie-origin check refuses for a person signed in (the session cookie);
+  // same-origin still sends no referrer to another site (a client's redirect URI)
+  res.setHeader('Referrer-Policy', 'same-origin');
   res.setHeader('Cache-Control', 'no-store');
   return nonce;
 }

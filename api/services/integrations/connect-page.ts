@@ -5,7 +5,10 @@ export const CONNECT_PAGE_HEADERS: Record<string, string> = {
   'Content-Type': 'text/html; charset=utf-8',
   'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
   'Cache-Control': 'no-store',
-  'Referrer-Policy': 'no-referrer',
+  // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the form's
+  // POST, which the cookie-origin check refuses for a person signed in to the dashboard in the same
+  // browser; same-origin still sends nothing (not the token in the address) to another site
+  'Referrer-Policy': 'same-origin',
   'X-Content-Type-Options': 'nosniff',
 };
 
@@ -35,7 +38,7 @@ const isSecret = (name: string, f: FieldSchema) => f.format === 'password' || f.
 
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">`
-    + `<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;
+    + `<meta name="referrer" content="same-origin"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;
 }
 
 export function connectFormPage(o: { integrationId: string; authKey: string; token: string; schema: Record<string, unknown> | undefined }): string {

@@ -9,7 +9,7 @@ import type { Response } from '../../http.ts';
 import type { AuthCache } from '../auth-cache.ts';
 import type { RunStatusChange, RunStatusFeed } from '../runs/status-feed.ts';
 import type { RealtimeBus, RealtimeMessage } from './bus.ts';
-import { briefRun, mayRead, Stream, type RunMeta, type StreamOptions } from './stream.ts';
+import { awaitingOf, briefRun, mayRead, Stream, type RunMeta, type StreamOptions } from './stream.ts';
 
 const META_CACHE_MAX = 20_000;
 
@@ -86,9 +86,10 @@ export function createRealtimeHub(deps: HubDeps): RealtimeHub {
     }
     let brief: string | undefined;
     let full: string | undefined;
+    const awaiting = awaitingOf(wire);
     for (const s of audience) {
-      if (s.opts.verbose) s.runUpdate(c.status, (full ??= JSON.stringify(wire)));
-      else s.runUpdate(c.status, (brief ??= JSON.stringify(briefRun(wire))));
+      if (s.opts.verbose) s.runUpdate(c.status, (full ??= JSON.stringify(wire)), false, awaiting);
+      else s.runUpdate(c.status, (brief ??= JSON.stringify(briefRun(wire))), false, awaiting);
     }
   };
   const stopStatus = deps.feed.on((c) => {

@@ -47,6 +47,12 @@ export interface RunMeta {
 const STATUS_RANK: Record<string, number> = { pending: 0, running: 1 };
 const rank = (status: unknown) => STATUS_RANK[String(status)] ?? 2;
 
+/** What a run waits for, as one word for comparing announcements ('' when nothing is awaited). */
+export function awaitingOf(wire: Record<string, unknown>): string {
+  const a = wire.awaiting as { approval_id?: unknown } | null | undefined;
+  return a && typeof a.approval_id === 'string' ? a.approval_id : '';
+}
+
 /** Rule 1: every run of the space with runs:read-all, else the caller's own; an end-user only theirs. */
 export function mayRead(a: StreamAudience, run: RunMeta): boolean {
   if (run.orgId !== a.orgId || run.spaceId !== a.spaceId) return false;
@@ -71,6 +77,7 @@ export class Stream {
   private head = 0;
   private held: Array<() => void> | null = [];
   private lastRank = -1;
+  private lastAwaiting = '';
   /** the connection, once the response's head is out: frames are written to it directly */
   private wire: Socket | null = null;
   private readonly onDrain = () => this.flush();
@@ -106,7 +113,7 @@ export class Stream {
   start(snapshot?: Record<string, unknown>): void {
     if (this.closed) return;
     this.res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', 'X-Accel-Buffering': 'no' });
-    if (snapshot) this.runUpdate(snapshot.status, JSON.stringify(this.opts.verbose ? snapshot : briefRun(snapshot)), true);
+    if (snapshot) this.runUpdate(snapshot.status, JSON.stringify(this.opts.verbose ? snapshot : briefRun(snapshot)), true, awaitingOf(snapshot));
     this.send('ping', '{}', true);
     // the head went out with the first frame; from here on each frame is one write of one
     // ready-framed chunk to the connection (a fan-out writes to every subscriber: the response's own
@@ -121,15 +128,19 @@ export class Stream {
     for (const f of held) f();
   }
 
-  runUpdate(status: unknown, data: string, now = false): void {
+  /** `awaiting`: what the run waits for (awaitingOf), so a running run's approval coming and going is announced. */
+  runUpdate(status: unknown, data: string, now = false, awaiting = ''): void {
     if (this.held && !now) {
-      this.held.push(() => this.runUpdate(status, data));
+      this.held.push(() => this.runUpdate(status, data, false, awaiting));
       return;
     }
     // a single-run stream never goes back: an announcement its snapshot already shows is skipped
+    // (the same status waiting for the same thing; a status it has passed)
     if (this.opts.runId !== undefined) {
-      if (rank(status) <= this.lastRank) return;
-      this.lastRank = rank(status);
+      const r = rank(status);
+      if (r < this.lastRank || (r === this.lastRank && awaiting === this.lastAwaiting)) return;
+      this.lastRank = r;
+      this.lastAwaiting = awaiting;
     }
     this.send('run_update', data, true);
   }

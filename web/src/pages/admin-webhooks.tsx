@@ -10,7 +10,7 @@ import { useLoad } from '../ui/load.ts';
 import { ProblemView } from '../ui/problem.tsx';
 import { ShownOnce } from '../ui/once.tsx';
 
-const EVENTS = ['run.started', 'run.success', 'run.failed', 'run.timeout', 'run.cancelled'] as const;
+const EVENTS = ['run.started', 'run.success', 'run.failed', 'run.timeout', 'run.cancelled', 'run.approval_requested', 'run.approval_decided'] as const;
 type Event = (typeof EVENTS)[number];
 
 export function WebhooksPage({ me }: { me: Me }) {

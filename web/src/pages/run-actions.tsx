@@ -1,5 +1,5 @@
-// What the caller may do to a run, each behind a confirmation. One entry per action: approving a
-// pending tool call joins this list when the API offers it.
+// What the caller may do to a run, each behind a confirmation. One entry per action; deciding on a
+// pending tool call is on the run's approval request itself (run-approvals.tsx).
 import type { ComponentChildren } from 'preact';
 import { agentParams, api, idempotencyKey, unwrap, type Schemas } from '../api/client.ts';
 import { can, type Me } from '../api/me.ts';

@@ -1,5 +1,5 @@
 // One run: its state following live (status, logs, cost), input, output or error, files, who
-// launched it, its lineage, and the actions the caller may take.
+// launched it, its lineage, the actions the caller may take, and the tool calls it asks approval of.
 import { useEffect, useState } from 'preact/hooks';
 import { api, unwrap, type Answer, type Schemas } from '../api/client.ts';
 import { subscribe } from '../api/live.ts';
@@ -12,6 +12,7 @@ import { ProblemView } from '../ui/problem.tsx';
 import { RunStatus, TERMINAL } from '../ui/status.tsx';
 import { Trigger } from '../ui/trigger.tsx';
 import { RunActions } from './run-actions.tsx';
+import { RunApprovals } from './run-approvals.tsx';
 
 type Run = Schemas['Run'];
 type Log = Answer<'/api/runs/{id}/logs', 'get'>['data'][number];
@@ -63,6 +64,7 @@ export function RunPage({ id, me }: { id: string; me: Me }) {
           : r.rerun_of ? <>rerun of <a href={href(['runs', r.rerun_of])}><code>{r.rerun_of}</code></a></> : 'first launch'}</dd>
       </dl>
       <RunActions run={r} me={me} changed={(next) => run.update(() => next)} />
+      <RunApprovals run={r} me={me} />
       {r.error ? (
         <div class="run-error" role="region" aria-label="Error">
           <h2>Error</h2>
