@@ -1,9 +1,10 @@
 // The credential matrix of issue 29, generated from the built route table (core and modules):
-// every protected operation × {session; API key with one unrelated read scope; organization-level
-// token with one unrelated scope; instance token of a dynamically registered client granted one
-// unrelated scope; an end-user's space-level token} × {the credential's own organization, another
-// organization of the same person}. The person owns both organizations, so every refusal comes
-// from the credential, never from the role. Expected: refused (401/403) unless the credential's
+// every protected operation × {session; API key with one unrelated read scope; the same kind of
+// key acting for an end-user (Service-User); organization-level token with one unrelated scope;
+// instance token of a dynamically registered client granted one unrelated scope; an end-user's
+// space-level token} × {the credential's own organization, another organization of the same
+// person}. The person owns both organizations, so every refusal comes from the credential, never
+// from the role. Expected: refused (401/403) unless the credential's
 // effective permissions meet the operation's declared need; the refused writes changed nothing.
 // Also here: the table has no protected operation without a declared need, and one test per
 // finding 1-3 of the issue, driven as an integrator (and an attacker) would. The owner's session
@@ -75,6 +76,12 @@ before(async () => {
   const euToken = await tokenOf('oac_matrix_space', `openid ${SPACE_TOKEN_SCOPES.join(' ')}`);
   assert.equal(jwtParts(euToken).payload.lvl, 'space');
   cred.endUserToken = { headers: { authorization: `Bearer ${euToken}` }, bound: true, ceiling: new Set(SPACE_TOKEN_SCOPES), kind: 'space' };
+
+  // end-user impersonation: a key of the space acting for one of its end-users (Service-User) has
+  // the key's authority (its scopes within its creator's role), bound to the key's organization and space
+  await pool().query('INSERT INTO end_users (id, org_id, space_id, external_id, name) VALUES ($1, $2, $3, $4, $5)', ['eu_matrix_impersonated', A, sA, 'matrix-customer', 'Customer']);
+  const impersonating = await aKey(pool(), { orgId: A, spaceId: sA, userId: person.userId, scopes: ['runs:read'] });
+  cred.impersonation = { headers: { authorization: `Bearer ${impersonating.key}`, 'service-user': 'eu_matrix_impersonated' }, bound: true, ceiling: new Set(['runs:read']), kind: 'impersonation' };
 });
 after(() => app.close());
 
@@ -135,9 +142,15 @@ function expectedAllowed(r: RouteDef<any, any, any>, name: string, org: 'own' | 
   return needMet(r.permission!, c.ceiling!);
 }
 
+/** Every table holding organization rows (the impersonation log aside: each request acting for an end-user is logged, as the spec asks). */
 async function snapshot(): Promise<string> {
+  const withoutLog = async (org: string) => {
+    const rows = await orgSnapshot(app, org);
+    delete rows.impersonation_log;
+    return rows;
+  };
   const orgs = await pool().query('SELECT md5(string_agg(x::text, \'|\' ORDER BY x.id)) AS h FROM organizations x WHERE id = ANY($1::uuid[])', [[A, C]]);
-  return JSON.stringify([await orgSnapshot(app, A), await orgSnapshot(app, C), orgs.rows[0].h]);
+  return JSON.stringify([await withoutLog(A), await withoutLog(C), orgs.rows[0].h]);
 }
 
 async function inParallel<T>(items: T[], width: number, work: (item: T) => Promise<void>): Promise<void> {
@@ -305,7 +318,7 @@ describe('credential matrix', () => {
 
   test('every operation × delegated credential × {own, other organization}: refused unless the grant meets the need; nothing changed', async () => {
     const before = await snapshot();
-    const cases = routes.filter(isProtected).flatMap((r) => ['apiKey', 'orgToken', 'instanceToken', 'endUserToken'].flatMap((name) => (['own', 'other'] as const).map((org) => ({ r, name, org }))));
+    const cases = routes.filter(isProtected).flatMap((r) => ['apiKey', 'impersonation', 'orgToken', 'instanceToken', 'endUserToken'].flatMap((name) => (['own', 'other'] as const).map((org) => ({ r, name, org }))));
     const wrong: string[] = [];
     let allowedSeen = 0;
     await inParallel(cases, 16, async ({ r, name, org }) => {
@@ -318,6 +331,9 @@ describe('credential matrix', () => {
     assert.deepEqual(wrong, []);
     assert.ok(allowedSeen >= 10, `the matrix also exercised allowed cases (${allowedSeen})`);
     assert.equal(await snapshot(), before, 'a refused request changed nothing in either organization');
+    // the impersonating key's allowed requests were acted on for the end-user (each one logged)
+    const logged = await pool().query(`SELECT count(*)::int AS n FROM impersonation_log WHERE end_user_id = 'eu_matrix_impersonated'`);
+    assert.ok(logged.rows[0].n > 0, 'the impersonation row reached handlers as the end-user');
   });
 
   test('the session (the owner of both) is refused nowhere, in either organization', async () => {
