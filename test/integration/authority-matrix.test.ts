@@ -281,6 +281,38 @@ describe('issue 29 findings', () => {
     assert.equal(after.status, 401, after.text);
   });
 
+  test('session-only account operations under /api/auth/ (and accepting an invitation) refuse every key and token: 401, nothing changed', async () => {
+    // the table's own list: every /api/auth/* route marked session-only, plus the invitation acceptance
+    const accountRoutes = routes.filter((r) => r.stage === 'auth' && r.sessionOnly).map((r) => `${r.method.toUpperCase()} ${r.path}`);
+    assert.ok(accountRoutes.includes('POST /api/auth/change-password') && accountRoutes.includes('POST /api/auth/set-password'), accountRoutes.join(', '));
+    const invitation = await call(app.url, 'POST', `/api/orgs/${A}/invitations`, { cookie: cred.session.headers.cookie, body: { email: 'invitee-of-a@example.test', role: 'admin' } });
+    assert.equal(invitation.status, 201, invitation.text);
+    const bodies: Record<string, unknown> = {
+      'POST /api/auth/change-password': { current_password: person.password, new_password: 'taken over by a token' },
+      'POST /api/auth/set-password': { new_password: 'taken over by a token' },
+    };
+    const targets = [...accountRoutes.map((r) => ({ op: r, path: r.split(' ')[1] })), { op: 'POST /api/invitations/{token}/accept', path: `/api/invitations/${invitation.body.token}/accept` }];
+    const before = await snapshot();
+    const wrong: string[] = [];
+    for (const name of ['apiKey', 'impersonation', 'orgToken', 'instanceToken', 'endUserToken']) {
+      for (const { op, path } of targets) {
+        const method = op.split(' ')[0];
+        const res = await fetch(`${app.url}${path}`, {
+          method, redirect: 'manual',
+          headers: { ...cred[name].headers, 'x-org-id': A, 'x-space-id': sA, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+          body: method === 'POST' ? JSON.stringify(bodies[op] ?? {}) : undefined,
+        });
+        if (res.status !== 401) wrong.push(`${name} ${op}: ${res.status} ${await res.text()}`);
+        else await res.body?.cancel();
+      }
+    }
+    assert.deepEqual(wrong, []);
+    assert.equal(await snapshot(), before);
+    // the password is the one the person chose
+    const signIn = await call(app.url, 'POST', '/api/auth/sign-in/email', { body: { email: person.email, password: person.password } });
+    assert.equal(signIn.status, 200, signIn.text);
+  });
+
   test('refusals of an authenticated caller carry Service-Version (issue 30, item 8)', async () => {
     const { key } = await aKey(pool(), { orgId: A, spaceId: sA, userId: person.userId, scopes: [UNRELATED] });
     for (const res of [
