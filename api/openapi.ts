@@ -13,6 +13,7 @@ const BEARER_DESCRIPTION = [
   'An API key (apst_...) or an OIDC access token. Every operation declares what it needs (x-permission: a permission, several joined by | of which any one suffices, or signed-in);',
   'the effective permissions are the person\'s current role cut to what the credential was granted:',
   'API key: its scopes ∩ its creator\'s role, bound to its organization and space;',
+  'API key with Service-User: eu_...: the same permissions as the key, acting as that end-user of its space (their own runs, files and connections);',
   'organization-level token: consented scopes ∩ the person\'s role, bound to the client\'s organization;',
   'instance-level token: consented scopes ∩ the person\'s role, in the organization and space of X-Org-Id / X-Space-Id;',
   `space-level (end-user) token: the allowlist ${SPACE_TOKEN_SCOPES.join(', ')} ∩ the consented scopes, acting as that end-user`,

@@ -1,9 +1,10 @@
 // The credential matrix of issue 29, generated from the built route table (core and modules):
-// every protected operation × {session; API key with one unrelated read scope; organization-level
-// token with one unrelated scope; instance token of a dynamically registered client granted one
-// unrelated scope; an end-user's space-level token} × {the credential's own organization, another
-// organization of the same person}. The person owns both organizations, so every refusal comes
-// from the credential, never from the role. Expected: refused (401/403) unless the credential's
+// every protected operation × {session; API key with one unrelated read scope; the same kind of
+// key acting for an end-user (Service-User); organization-level token with one unrelated scope;
+// instance token of a dynamically registered client granted one unrelated scope; an end-user's
+// space-level token} × {the credential's own organization, another organization of the same
+// person}. The person owns both organizations, so every refusal comes from the credential, never
+// from the role. Expected: refused (401/403) unless the credential's
 // effective permissions meet the operation's declared need; the refused writes changed nothing.
 // Also here: the table has no protected operation without a declared need, and one test per
 // finding 1-3 of the issue, driven as an integrator (and an attacker) would. The owner's session
@@ -75,6 +76,12 @@ before(async () => {
   const euToken = await tokenOf('oac_matrix_space', `openid ${SPACE_TOKEN_SCOPES.join(' ')}`);
   assert.equal(jwtParts(euToken).payload.lvl, 'space');
   cred.endUserToken = { headers: { authorization: `Bearer ${euToken}` }, bound: true, ceiling: new Set(SPACE_TOKEN_SCOPES), kind: 'space' };
+
+  // end-user impersonation: a key of the space acting for one of its end-users (Service-User) has
+  // the key's authority (its scopes within its creator's role), bound to the key's organization and space
+  await pool().query('INSERT INTO end_users (id, org_id, space_id, external_id, name) VALUES ($1, $2, $3, $4, $5)', ['eu_matrix_impersonated', A, sA, 'matrix-customer', 'Customer']);
+  const impersonating = await aKey(pool(), { orgId: A, spaceId: sA, userId: person.userId, scopes: ['runs:read'] });
+  cred.impersonation = { headers: { authorization: `Bearer ${impersonating.key}`, 'service-user': 'eu_matrix_impersonated' }, bound: true, ceiling: new Set(['runs:read']), kind: 'impersonation' };
 });
 after(() => app.close());
 
@@ -135,9 +142,15 @@ function expectedAllowed(r: RouteDef<any, any, any>, name: string, org: 'own' | 
   return needMet(r.permission!, c.ceiling!);
 }
 
+/** Every table holding organization rows (the impersonation log aside: each request acting for an end-user is logged, as the spec asks). */
 async function snapshot(): Promise<string> {
+  const withoutLog = async (org: string) => {
+    const rows = await orgSnapshot(app, org);
+    delete rows.impersonation_log;
+    return rows;
+  };
   const orgs = await pool().query('SELECT md5(string_agg(x::text, \'|\' ORDER BY x.id)) AS h FROM organizations x WHERE id = ANY($1::uuid[])', [[A, C]]);
-  return JSON.stringify([await orgSnapshot(app, A), await orgSnapshot(app, C), orgs.rows[0].h]);
+  return JSON.stringify([await withoutLog(A), await withoutLog(C), orgs.rows[0].h]);
 }
 
 async function inParallel<T>(items: T[], width: number, work: (item: T) => Promise<void>): Promise<void> {
@@ -185,8 +198,11 @@ describe('issue 29 findings', () => {
       await call(app.url, 'PATCH', `/api/orgs/${C}`, { key: token, body: { name: 'Renamed' } }),
       await call(app.url, 'POST', `/api/orgs/${C}/invitations`, { key: token, body: { email: 'attacker@example.test', role: 'owner' } }),
       await call(app.url, 'GET', '/api/runs', { key: token, org: C, space: sC }),
-      await call(app.url, 'GET', `/api/realtime/runs?orgId=${C}&spaceId=${sC}`, { key: token }),
     ];
+    // a stream's answer is read no further than its head (an accepted stream never ends)
+    const stream = await fetch(`${app.url}/api/realtime/runs?orgId=${C}&spaceId=${sC}`, { headers: { authorization: `Bearer ${token}` } });
+    if (!(stream.headers.get('content-type') ?? '').includes('json')) await stream.body?.cancel();
+    assert.equal(stream.status, 403, 'an organization-level token naming another organization in a stream query');
     for (const r of other) assert.equal(r.status, 403, r.text);
     assert.equal(await snapshot(), before);
     assert.equal((await own('GET', '/api/runs')).status, 200, 'runs:read in its own organization works');
@@ -196,9 +212,10 @@ describe('issue 29 findings', () => {
     const { key } = await aKey(pool(), { orgId: A, spaceId: sA, userId: person.userId, scopes: ['runs:read', 'webhooks:write', 'webhooks:read'] });
     const second = await aSpace(pool(), A);
     for (const q of [`orgId=${C}`, `spaceId=${second}`]) {
-      const res = await call(app.url, 'GET', `/api/realtime/runs?token=${key}&${q}`);
-      assert.equal(res.status, 403, `${q}: ${res.text}`);
-      assert.equal(res.body.code, 'forbidden');
+      // read no further than the answer's head: an accepted stream never ends
+      const res = await fetch(`${app.url}/api/realtime/runs?token=${key}&${q}`);
+      const code = (res.headers.get('content-type') ?? '').includes('json') ? ((await res.json()) as { code?: string }).code : (await res.body?.cancel(), undefined);
+      assert.deepEqual([res.status, code], [403, 'forbidden'], q);
     }
     const before = await snapshot();
     const body = await call(app.url, 'POST', '/api/webhooks', { key, body: { spaceId: second, url: 'https://hooks.example.test/x', events: ['run.success'] } });
@@ -268,6 +285,38 @@ describe('issue 29 findings', () => {
     assert.equal(after.status, 401, after.text);
   });
 
+  test('session-only account operations under /api/auth/ (and accepting an invitation) refuse every key and token: 401, nothing changed', async () => {
+    // the table's own list: every /api/auth/* route marked session-only, plus the invitation acceptance
+    const accountRoutes = routes.filter((r) => r.stage === 'auth' && r.sessionOnly).map((r) => `${r.method.toUpperCase()} ${r.path}`);
+    assert.ok(accountRoutes.includes('POST /api/auth/change-password') && accountRoutes.includes('POST /api/auth/set-password'), accountRoutes.join(', '));
+    const invitation = await call(app.url, 'POST', `/api/orgs/${A}/invitations`, { cookie: cred.session.headers.cookie, body: { email: 'invitee-of-a@example.test', role: 'admin' } });
+    assert.equal(invitation.status, 201, invitation.text);
+    const bodies: Record<string, unknown> = {
+      'POST /api/auth/change-password': { current_password: person.password, new_password: 'taken over by a token' },
+      'POST /api/auth/set-password': { new_password: 'taken over by a token' },
+    };
+    const targets = [...accountRoutes.map((r) => ({ op: r, path: r.split(' ')[1] })), { op: 'POST /api/invitations/{token}/accept', path: `/api/invitations/${invitation.body.token}/accept` }];
+    const before = await snapshot();
+    const wrong: string[] = [];
+    for (const name of ['apiKey', 'impersonation', 'orgToken', 'instanceToken', 'endUserToken']) {
+      for (const { op, path } of targets) {
+        const method = op.split(' ')[0];
+        const res = await fetch(`${app.url}${path}`, {
+          method, redirect: 'manual',
+          headers: { ...cred[name].headers, 'x-org-id': A, 'x-space-id': sA, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+          body: method === 'POST' ? JSON.stringify(bodies[op] ?? {}) : undefined,
+        });
+        if (res.status !== 401) wrong.push(`${name} ${op}: ${res.status} ${await res.text()}`);
+        else await res.body?.cancel();
+      }
+    }
+    assert.deepEqual(wrong, []);
+    assert.equal(await snapshot(), before);
+    // the password is the one the person chose
+    const signIn = await call(app.url, 'POST', '/api/auth/sign-in/email', { body: { email: person.email, password: person.password } });
+    assert.equal(signIn.status, 200, signIn.text);
+  });
+
   test('refusals of an authenticated caller carry Service-Version (issue 30, item 8)', async () => {
     const { key } = await aKey(pool(), { orgId: A, spaceId: sA, userId: person.userId, scopes: [UNRELATED] });
     for (const res of [
@@ -305,7 +354,7 @@ describe('credential matrix', () => {
 
   test('every operation × delegated credential × {own, other organization}: refused unless the grant meets the need; nothing changed', async () => {
     const before = await snapshot();
-    const cases = routes.filter(isProtected).flatMap((r) => ['apiKey', 'orgToken', 'instanceToken', 'endUserToken'].flatMap((name) => (['own', 'other'] as const).map((org) => ({ r, name, org }))));
+    const cases = routes.filter(isProtected).flatMap((r) => ['apiKey', 'impersonation', 'orgToken', 'instanceToken', 'endUserToken'].flatMap((name) => (['own', 'other'] as const).map((org) => ({ r, name, org }))));
     const wrong: string[] = [];
     let allowedSeen = 0;
     await inParallel(cases, 16, async ({ r, name, org }) => {
@@ -318,6 +367,9 @@ describe('credential matrix', () => {
     assert.deepEqual(wrong, []);
     assert.ok(allowedSeen >= 10, `the matrix also exercised allowed cases (${allowedSeen})`);
     assert.equal(await snapshot(), before, 'a refused request changed nothing in either organization');
+    // the impersonating key's allowed requests were acted on for the end-user (each one logged)
+    const logged = await pool().query(`SELECT count(*)::int AS n FROM impersonation_log WHERE end_user_id = 'eu_matrix_impersonated'`);
+    assert.ok(logged.rows[0].n > 0, 'the impersonation row reached handlers as the end-user');
   });
 
   test('the session (the owner of both) is refused nowhere, in either organization', async () => {

@@ -40,7 +40,7 @@ interface Form {
   body: string;
 }
 
-function formsOf(html: string): Form[] {
+export function formsOf(html: string): Form[] {
   const out: Form[] = [];
   for (const m of html.matchAll(/<form([^>]*)>([\s\S]*?)<\/form>/g)) {
     const action = /action="([^"]*)"/.exec(m[1])?.[1] ?? '';
@@ -71,6 +71,8 @@ export interface PageLog {
 export class Browser {
   cookies = new Map<string, string>();
   pages: PageLog[] = [];
+  /** sent with every request (X-Forwarded-For, say, to be another client address behind a trusted proxy) */
+  headers: Record<string, string> = {};
 
   constructor(private extraCookie?: string) {}
 
@@ -92,7 +94,7 @@ export class Browser {
   }
 
   async go(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<Response> {
-    const headers: Record<string, string> = { cookie: this.header(), accept: 'text/html,*/*;q=0.8' };
+    const headers: Record<string, string> = { ...this.headers, cookie: this.header(), accept: 'text/html,*/*;q=0.8' };
     let body: string | undefined;
     if (init.form) {
       body = new URLSearchParams(init.form).toString();

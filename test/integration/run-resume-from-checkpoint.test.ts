@@ -191,7 +191,7 @@ describe('resuming a failed run from its last checkpoint', () => {
     assert.equal(refused.body.code, 'run_not_resumable');
   });
 
-  test("another organization's caller gets 404; a key without agents:run 403; a body with unknown fields 400", async () => {
+  test("another organization's caller and another end-user get 404; a key without agents:run 403; a body with unknown fields 400", async () => {
     const other = await anOrg(world.app.deps.database.pool);
     const { key } = await aKey(world.app.deps.database.pool, { ...other, userId: other.ownerId });
     const foreign = await client(world.app.url, { key }).post(`/api/runs/${failed.id}/resume`);
@@ -200,6 +200,11 @@ describe('resuming a failed run from its last checkpoint', () => {
     const reader = (await aKey(world.app.deps.database.pool, { ...world.org, userId: world.org.ownerId, scopes: ['runs:read', 'runs:read-all'] })).key;
     const readOnly = await client(world.app.url, { key: reader }).post(`/api/runs/${failed.id}/resume`);
     assert.equal(readOnly.status, 403, readOnly.text);
+    // an end-user of the same space (the key acting for them) resumes only their own runs: 404
+    const endUser = await world.api.post('/api/end-users', { externalId: 'resume-outsider', name: 'Outsider' });
+    assert.equal(endUser.status, 201, endUser.text);
+    const asEndUser = await world.api.post(`/api/runs/${failed.id}/resume`, undefined, { headers: { 'Service-User': endUser.body.id } });
+    assert.deepEqual([asEndUser.status, asEndUser.body.code], [404, 'not_found'], asEndUser.text);
     const bad = await world.api.post(`/api/runs/${failed.id}/resume`, { from_step: 1 });
     assert.equal(bad.status, 400, bad.text);
     assert.match(bad.headers.get('content-type')!, /application\/problem\+json/);

@@ -122,6 +122,38 @@ test("neither organization B nor A's other space reads, changes or lists A's res
   assert.deepEqual(await orgSnapshot(app, a.orgId), before, "organization A's rows are unchanged");
 });
 
+test('organization-level resources (a webhook and an OAuth client, authority from an organization permission): organization B neither reads, changes nor lists them', async () => {
+  const before = await orgSnapshot(app, a.orgId);
+  const orgLevel = { ...a, webhookId: a.orgWebhookId, oauthClientId: a.orgOauthClientId };
+  const byId = routes.filter((r) => /^\/api\/(webhooks|oauth\/clients)\/\{id\}/.test(r.path));
+  assert.ok(byId.length >= 9, byId.map(keyOf).join(', '));
+  const wrong: string[] = [];
+  for (const r of byId) {
+    const path = fillPath(r.path, orgLevel);
+    if (r.method === 'get') {
+      const own = await call(app.url, 'GET', path, { cookie: a.ownerCookie, org: a.orgId, space: a.s1 });
+      if (own.status !== 200) wrong.push(`${keyOf(r)}: A's owner got ${own.status} ${own.body?.code ?? ''}`);
+    }
+    const c = CASES[keyOf(r)] as Probe;
+    for (const caller of otherOrg(r)) {
+      const res = await call(app.url, r.method.toUpperCase(), path, { ...caller.opts, body: r.body ? (c.body?.(a) ?? {}) : undefined });
+      const refused = res.status === 404 || (caller.key && res.status === 403 && res.body?.code === 'forbidden');
+      if (!refused) wrong.push(`${keyOf(r)} (${caller.name}): ${res.status} ${res.body?.code ?? res.text.slice(0, 80)}`);
+    }
+  }
+  // the lists: A's owner sees both (org-level rows are the webhook list's default), B's callers neither
+  for (const [list, id] of [['/api/webhooks', a.orgWebhookId], ['/api/oauth/clients', a.orgOauthClientId]] as const) {
+    const own = await call(app.url, 'GET', list, { cookie: a.ownerCookie, org: a.orgId, space: a.s1 });
+    if (!own.text.includes(`"${id}"`)) wrong.push(`GET ${list}: A's owner misses ${id} (${own.status})`);
+    for (const caller of otherOrg({ sessionOnly: false } as RouteDef)) {
+      const res = await call(app.url, 'GET', list === '/api/webhooks' ? `${list}?all=true` : list, caller.opts);
+      if (res.status !== 200 || res.text.includes(`"${id}"`)) wrong.push(`GET ${list} (${caller.name}): ${res.status}, lists ${id}: ${res.text.includes(`"${id}"`)}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+  assert.deepEqual(await orgSnapshot(app, a.orgId), before, "organization A's rows are unchanged");
+});
+
 test("a runner holding one run's secret is refused every other run's events, checkpoints, approvals, history, memory, files and connections", async () => {
   const runnerRoutes = routes.filter((r) => (CASES[keyOf(r)] as { runner?: true } | undefined)?.runner);
   assert.equal(runnerRoutes.length, 10);

@@ -55,6 +55,9 @@ export interface Tenant {
   fileId: string;
   /** a space-level OAuth client in s1 */
   oauthClientId: string;
+  /** organization-level resources, whose authority is an organization permission: a webhook and an OAuth client */
+  orgWebhookId: string;
+  orgOauthClientId: string;
   /** the owner's chat session in s1 (with one message), and the skill s1 enforces in its chats */
   chatSessionId: string;
   enforcedSkillId: string;
@@ -160,6 +163,18 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
      VALUES ($1, 'space', $2, $3, 'Portal', '{https://portal.example.test/cb}', '{authorization_code}', 'client_secret_basic', $4, '{openid}', 'api', $5)`,
     [oauthClientId, org.orgId, org.spaceId, app.deps.secrets.seal('oacs_tenant'), org.ownerId],
   );
+  const orgWebhookId = `wh_org_${tag}`;
+  await pool.query(
+    `INSERT INTO webhooks (id, org_id, space_id, level, url, events, payload_mode, secret_sealed, created_by)
+     VALUES ($1, $2, NULL, 'org', 'https://hooks.example.test/org', '{run.success}', 'summary', $3, $4)`,
+    [orgWebhookId, org.orgId, app.deps.secrets.seal('whsec_b3Jn'), org.ownerId],
+  );
+  const orgOauthClientId = `oac_org_${tag}`;
+  await pool.query(
+    `INSERT INTO oauth_clients (id, level, org_id, space_id, name, redirect_uris, grant_types, token_endpoint_auth_method, secret_sealed, scopes, registration, created_by)
+     VALUES ($1, 'org', $2, NULL, 'Partner app', '{https://partner.example.test/cb}', '{authorization_code}', 'client_secret_basic', $3, '{openid}', 'api', $4)`,
+    [orgOauthClientId, org.orgId, app.deps.secrets.seal('oacs_tenant_org'), org.ownerId],
+  );
   const notificationId = (await notify(pool, {
     orgId: org.orgId, spaceId: org.spaceId, userId: org.ownerId, kind: 'run_ended', title: 'Run ended', body: 'A run ended.', subject: { run_id: runId },
   })).id;
@@ -179,7 +194,7 @@ export async function aTenant(app: TestApp): Promise<Tenant> {
   );
 
   return {
-    webhookId, notificationId, oauthClientId, chatSessionId, enforcedSkillId,
+    webhookId, notificationId, oauthClientId, chatSessionId, enforcedSkillId, orgWebhookId, orgOauthClientId,
     orgId: org.orgId, s1: org.spaceId, s2, ownerId: org.ownerId,
     ownerCookie: (await aSession(pool, org.ownerId)).cookie,
     ownerKey1: k1.key, ownerKey2: k2.key, keyId: k1.keyId,
