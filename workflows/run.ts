@@ -382,7 +382,10 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     const booted = await boot(ctx, runId, trace, true);
     if ('ending' in booted) return booted.ending;
     held.sandbox = booted.sandbox;
-    view.lookedAt = view.recordableFrom = await ctx.date.now();
+    // the fresh sandbox has the boot allowance before its silence counts (a lost one is seen at once)
+    const wokenAt = await ctx.date.now();
+    view.lookedAt = wokenAt;
+    view.recordableFrom = wokenAt + seconds(booted.sandbox.bootSeconds);
     return null;
   }
 
