@@ -177,6 +177,9 @@ describe('a run waiting for an approval is parked', () => {
     // one request: the woken run took the decision made while it was parked
     const list = (await api.get(`/api/runs/${runId}/approvals`)).body.data;
     assert.deepEqual(list.map((a: any) => [a.id, a.status]), [[approvalId, 'approved']]);
+    // the fresh sandbox goes with the run's end (torn down right after it is recorded)
+    const gone = Date.now() + 15_000;
+    while (sandboxProcesses().length > 0 && Date.now() < gone) await sleep(100);
     assert.deepEqual(sandboxProcesses(), []);
   });
 
