@@ -13,6 +13,7 @@ import { runBudgetAtBoot } from '../db/budgets.ts';
 import { finalizeRun } from '../db/run-finalization.ts';
 import { expireApproval } from '../db/run-approvals.ts';
 import { startingCheckpoint } from '../db/run-checkpoints.ts';
+import { markParked, markWoken, parkHandedOver, requestPark, withdrawPark } from '../db/run-parking.ts';
 import type { Db } from '../db/client.ts';
 import type { OrgScope, SpaceScope } from '../db/tenant.ts';
 import { activityFailure, type RecordedEnding, type RunActivities, type RunEnding, type SandboxRef } from '../workflows/run-types.ts';
@@ -50,6 +51,10 @@ export interface RunActivityOptions {
   eventsBaseUrl: string;
   bootSeconds: number;
   heartbeatSeconds: number;
+  /** RUN_PARK_AFTER_SECONDS: how long a run waits for an approval holding its sandbox (absent: never parked) */
+  parkAfterSeconds?: number;
+  /** how long parking waits for the sidecar to hand the run's pending state over (20 s when absent) */
+  parkHandoverMs?: number;
   /** EGRESS_ALLOW_INTERNAL_HOSTS: the sidecar's model calls pass the same egress guard as the platform's */
   egressAllowInternalHosts: string[];
   /** the platform's own endpoints: a model provider is never one of them */
@@ -79,9 +84,12 @@ interface BootRow {
   inline_prompt: string | null;
   draft_snapshot: unknown;
   resumed_from: string | null;
+  parked: boolean;
+  last_sequence: number;
 }
 
 const REMOTE = 'remote';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Each skill's folder under skills/: its name (the package id @scope/name without its scope).
@@ -170,18 +178,24 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
     async boot(runId, context): Promise<SandboxRef> {
       const { rows } = await pool.query<BootRow>(
         `SELECT id, org_id, space_id, agent_id, agent_version, status, kind, input, model_id, model_settings, timeout_seconds, event_secret,
-                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot, resumed_from
+                actor_user_id, api_key_id, end_user_id, inline_manifest, inline_prompt, draft_snapshot, resumed_from,
+                parked_at IS NOT NULL AS parked, last_sequence
            FROM runs WHERE id = $1`,
         [runId],
       );
       const row = rows[0];
       if (!row) throw activityFailure('run_not_found', `Run ${runId} does not exist.`);
-      const timings = { timeoutSeconds: row.timeout_seconds, bootSeconds: o.bootSeconds, heartbeatSeconds: o.heartbeatSeconds };
+      const timings = {
+        timeoutSeconds: row.timeout_seconds, bootSeconds: o.bootSeconds, heartbeatSeconds: o.heartbeatSeconds,
+        ...(o.parkAfterSeconds && row.kind !== REMOTE ? { parkAfterSeconds: o.parkAfterSeconds } : {}),
+      };
+      const waking = context?.wake === true;
+      if (waking && (row.status !== 'running' || !row.parked)) throw activityFailure('run_not_parked', `Run ${runId} is ${row.status}; there is no parked run to wake.`);
       // A remote runner holds its sink from creation and may report `started` before the engine
       // gets here: running is as good as pending for it.
       if (row.kind === REMOTE && row.status === 'running') return { sandboxId: REMOTE, ...timings };
       // A run cancelled (or otherwise ended) before its sandbox started is not started at all.
-      if (row.status !== 'pending') throw activityFailure('run_not_pending', `Run ${runId} is ${row.status}; nothing to start.`);
+      if (row.status !== 'pending' && !waking) throw activityFailure('run_not_pending', `Run ${runId} is ${row.status}; nothing to start.`);
       if (row.kind === REMOTE) return { sandboxId: REMOTE, ...timings };
 
       let materials: Awaited<ReturnType<typeof materialsFor>>;
@@ -228,6 +242,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           publishUrl: `${base}/files`,
           checkpointUrl: `${base}/checkpoint`,
           resumes: materials.resumes,
+          ...(waking ? { firstSequence: row.last_sequence + 1 } : {}),
           connectionsUrl: `${base}/connections`,
           approvalsUrl: `${base}/approvals`,
           approvals: manifest.approvals ? { tools: manifest.approvals.tools, timeoutSeconds: manifest.approvals.timeout_seconds } : null,
@@ -244,7 +259,27 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
         limits: o.limits,
         localServers: materials.localServers,
       }));
+      if (waking) await markWoken(pool, runId);
       return { sandboxId, ...timings };
+    },
+
+    async park(runId, sandboxId, approvalId) {
+      if (sandboxId === REMOTE || !(await requestPark(pool, runId, approvalId))) return { parked: false };
+      // the sidecar reads the request a few times a second and hands the run's pending state over
+      const until = Date.now() + (o.parkHandoverMs ?? 20_000);
+      let handed = false;
+      while (!handed && Date.now() < until) {
+        await sleep(100);
+        handed = await parkHandedOver(pool, runId, approvalId);
+      }
+      if (!handed && !(await withdrawPark(pool, runId, approvalId))) {
+        o.log.warn('the run was not parked: its sidecar did not hand its pending state over', { run_id: runId, approval_id: approvalId });
+        return { parked: false };
+      }
+      await o.adapter.stop(sandboxId);
+      await markParked(pool, runId);
+      o.log.info('run parked', { run_id: runId, approval_id: approvalId });
+      return { parked: true };
     },
 
     async lastHeartbeatAt(runId) {

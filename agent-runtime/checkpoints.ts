@@ -11,6 +11,7 @@ import {
   MAX_CHECKPOINT_FILES,
   MAX_CHECKPOINT_MESSAGE_BYTES,
   type CheckpointFile,
+  type PendingToolCall,
 } from '../lib/run-checkpoints.ts';
 
 /** Most entries walked in the workspace per checkpoint: a huge tree is not listed every step. */
@@ -23,6 +24,8 @@ export interface ResumePoint {
   files: string[];
   /** paths of the start's workspace the agent had removed */
   removed: string[];
+  /** a parked run's calls still without a result: made before the model is asked again */
+  pending?: PendingToolCall[];
 }
 
 type Listing = Map<string, { size: number; mtimeMs: number }>;
@@ -62,7 +65,7 @@ export async function readResumePoint(sidecarUrl: string, sidecarFetch: typeof f
   if (res.status !== 200) throw new Error(`the checkpoint to resume from could not be read (status ${res.status})`);
   const body = (await res.json()) as Partial<ResumePoint>;
   if (!Number.isInteger(body.step) || !Array.isArray(body.messages)) throw new Error('the checkpoint to resume from is malformed');
-  return { step: body.step!, messages: body.messages, files: body.files ?? [], removed: body.removed ?? [] };
+  return { step: body.step!, messages: body.messages, files: body.files ?? [], removed: body.removed ?? [], pending: Array.isArray(body.pending) ? body.pending : [] };
 }
 
 export class CheckpointRecorder {
@@ -90,8 +93,24 @@ export class CheckpointRecorder {
   /** Records one completed step; false when the sidecar did not have it kept (the run goes on). */
   async record(messages: ModelMessage[]): Promise<boolean> {
     this.step += 1;
+    const body = await this.body(messages);
+    return body !== null && this.post('/runtime/checkpoint', body);
+  }
+
+  /**
+   * Hands the sidecar the state of a model turn whose calls are outstanding (one waits for a
+   * person's decision): the conversation with the turn's assistant message and the results already
+   * in, the workspace, the calls still waiting. The sidecar posts it as the run's checkpoint if the
+   * run is parked; the step is the last completed one.
+   */
+  async recordPending(messages: ModelMessage[], pending: PendingToolCall[]): Promise<boolean> {
+    const body = await this.body(messages, pending);
+    return body !== null && this.post('/runtime/pending', body);
+  }
+
+  private async body(messages: ModelMessage[], pending?: PendingToolCall[]): Promise<string | null> {
     const conversation = JSON.stringify(messages);
-    if (Buffer.byteLength(conversation) > MAX_CHECKPOINT_MESSAGE_BYTES) return false;
+    if (Buffer.byteLength(conversation) > MAX_CHECKPOINT_MESSAGE_BYTES) return null;
     const now = await listWorkspace(this.opts.workspace);
     const changed = [...now].filter(([path, s]) => {
       const before = this.start.get(path);
@@ -114,9 +133,13 @@ export class CheckpointRecorder {
       bytes += content.length;
       files.push({ path, content: content.toString('base64') });
     }
-    const body = `{"step":${this.step},"messages":${conversation},"files":${JSON.stringify(files)},"removed":${JSON.stringify([...removed].sort())}${truncated ? ',"truncated":true' : ''}}`;
+    // the step is at least 1: a run parked in its first turn resumes from its first step's start
+    return `{"step":${Math.max(1, this.step)},"messages":${conversation},"files":${JSON.stringify(files)},"removed":${JSON.stringify([...removed].sort())}${truncated ? ',"truncated":true' : ''}${pending ? `,"pending":${JSON.stringify(pending)}` : ''}}`;
+  }
+
+  private async post(path: string, body: string): Promise<boolean> {
     try {
-      const res = await this.opts.fetch(`${this.opts.sidecarUrl}/runtime/checkpoint`, {
+      const res = await this.opts.fetch(`${this.opts.sidecarUrl}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body,

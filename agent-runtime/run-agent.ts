@@ -4,6 +4,7 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { CheckpointRecorder, readResumePoint } from './checkpoints.ts';
+import { PendingTurn } from './pending-turn.ts';
 import { connectSidecarTools, type PrepareToolArgs } from './mcp-tools.ts';
 import { buildSystemPrompt, buildUserMessage, OUTPUT_REMINDER } from './system-prompt.ts';
 import { readWorkspace } from './workspace.ts';
@@ -30,22 +31,33 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
 
   // the sidecar swaps in the real model name and key: the runtime names neither
   const provider = createOpenAICompatible({ baseURL: `${opts.sidecarUrl}/v1`, name: 'sidecar', fetch: opts.fetch });
-  const model = provider.chatModel('run-model');
+  const sidecarFetch = opts.fetch ?? fetch;
   // a resumed run starts from its checkpoint: the conversation so far (boot restored the files)
   const resumed = await readResumePoint(opts.sidecarUrl, opts.fetch ?? fetch);
   const checkpoints = new CheckpointRecorder({ workspace: ws.dir, sidecarUrl: opts.sidecarUrl, fetch: opts.fetch ?? fetch, resumed });
   await checkpoints.begin();
   const sidecarTools = await connectSidecarTools(opts.sidecarUrl, opts.fetch, publishFromWorkspace(ws.dir));
+  // while a call waits for a person's decision, the sidecar holds the turn's state: the run may be parked
+  const turn = new PendingTurn({
+    gated: await gatedToolNames(opts.sidecarUrl, sidecarFetch),
+    handOver: (messages, pending) => checkpoints.recordPending(messages, pending),
+  });
+  const model = turn.watch(provider.chatModel('run-model'));
   try {
     const maxSteps = opts.maxSteps ?? DEFAULT_MAX_STEPS;
     // the steps the run made before it was resumed count towards its bound
     const stopWhen = stepCountIs(Math.max(1, maxSteps - checkpoints.completedSteps));
     const clash = sidecarTools.names.find((n) => n.startsWith(WORKSPACE_TOOL_PREFIX));
     if (clash) throw new Error(`the sidecar offers a tool named ${clash}, a name the workspace tools keep`);
-    const tools = { ...sidecarTools.tools, ...workspaceTools({ workspace: ws.dir, shell: opts.shell ?? null }) };
+    const tools = turn.wrap({ ...sidecarTools.tools, ...workspaceTools({ workspace: ws.dir, shell: opts.shell ?? null }) });
     const toolNames = Object.keys(tools);
     const system = buildSystemPrompt(ws, toolNames);
-    const messages: ModelMessage[] = resumed?.messages ?? [{ role: 'user', content: buildUserMessage(ws) }];
+    let messages: ModelMessage[] = resumed?.messages ?? [{ role: 'user', content: buildUserMessage(ws) }];
+    if (resumed?.pending?.length) {
+      // woken from a park: the held calls are made (each takes its decision), completing the turn
+      messages = [...messages, await turn.resume(messages, resumed.pending, tools)];
+      await checkpoints.record(messages);
+    }
     // each completed step is checkpointed (the sidecar takes it at once and posts it before the run's end)
     const checkpointAfter = (before: ModelMessage[]) => async (step: { response: { messages: ModelMessage[] } }) => {
       await checkpoints.record([...before, ...step.response.messages]);
@@ -59,6 +71,17 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentOutcome> {
     return { type: 'completed', text: second.text || first.text };
   } finally {
     await sidecarTools.close().catch(() => undefined);
+  }
+}
+
+/** The tools whose calls wait for a person's decision (the sidecar's gate); none when it does not say. */
+async function gatedToolNames(sidecarUrl: string, sidecarFetch: typeof fetch): Promise<Set<string>> {
+  try {
+    const res = await sidecarFetch(`${sidecarUrl}/runtime/approvals`, { signal: AbortSignal.timeout(30_000) });
+    const body = (await res.json().catch(() => null)) as { tools?: unknown } | null;
+    return new Set(res.status === 200 && Array.isArray(body?.tools) ? body.tools.filter((t): t is string => typeof t === 'string') : []);
+  } catch {
+    return new Set();
   }
 }
 

@@ -99,6 +99,7 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
     eventsBaseUrl: config.INTERNAL_API_URL ?? `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`,
     bootSeconds: config.RUN_BOOT_SECONDS,
     heartbeatSeconds: config.RUN_HEARTBEAT_SECONDS,
+    parkAfterSeconds: config.RUN_PARK_AFTER_SECONDS,
     egressAllowInternalHosts: config.EGRESS_ALLOW_INTERNAL_HOSTS,
     egressPlatformEndpoints: deps.platformEndpoints ?? [],
     limits: { memoryMb: limits.agent_memory_ceiling_mb, cpus: limits.agent_cpu_ceiling },

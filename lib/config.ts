@@ -235,6 +235,11 @@ export const ConfigSchema = z.object({
   RUN_BOOT_SECONDS: z.coerce.number().int().positive().default(60),
   /** seconds between a runner's heartbeats; a run silent for three of them is failed */
   RUN_HEARTBEAT_SECONDS: z.coerce.number().int().positive().default(5),
+  /**
+   * seconds a run waits for a person's approval while holding its sandbox; past them the run is
+   * parked: its state is checkpointed, its sandbox stopped, and a fresh one continues it on the decision
+   */
+  RUN_PARK_AFTER_SECONDS: z.coerce.number().int().positive().default(60),
   /** seconds between sweeps for runs whose workflow is gone from the engine and sandboxes whose run ended */
   RUN_RECONCILE_SECONDS: z.coerce.number().int().positive().default(60),
   /** days a run's logs are kept (facts pinned to memory excepted); 0 keeps them */

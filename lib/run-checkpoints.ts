@@ -17,6 +17,16 @@ export interface CheckpointFile {
   content: string;
 }
 
+/** A tool call of the last model turn still waiting for its result when the run parked (a person's decision, most often). */
+export interface PendingToolCall {
+  tool_call_id: string;
+  tool_name: string;
+  input: unknown;
+}
+
+/** Most pending calls one checkpoint carries (one model turn's tool calls). */
+export const MAX_PENDING_CALLS = 64;
+
 export interface CheckpointState {
   /** steps completed since the first run's start (a model turn with its tool results), counted across resumes */
   step: number;
@@ -28,6 +38,12 @@ export interface CheckpointState {
   removed: string[];
   /** true when changed files were left out for the bounds above */
   truncated?: boolean;
+  /**
+   * a parked run's checkpoint only: the calls of the last model turn without a result yet (its
+   * assistant message is the last of `messages` but for the results already in); the woken run makes
+   * them (a gated one takes the decision made meanwhile) before the model is asked again
+   */
+  pending?: PendingToolCall[];
 }
 
 /** A relative path inside the workspace: no absolute path, no `..`, no empty segment, no NUL. */
@@ -66,11 +82,23 @@ export function parseCheckpointState(body: unknown): CheckpointState {
   if (bytes > MAX_CHECKPOINT_FILE_BYTES + 2 * MAX_CHECKPOINT_FILES) fail(`files may hold at most ${MAX_CHECKPOINT_FILE_BYTES} bytes`);
   const removed = b.removed ?? [];
   if (!Array.isArray(removed) || removed.length > 10_000 || !removed.every(isWorkspaceRelativePath)) fail('removed must be an array of relative paths');
+  const pending = b.pending ?? [];
+  if (!Array.isArray(pending) || pending.length > MAX_PENDING_CALLS) fail(`pending must be an array of at most ${MAX_PENDING_CALLS} calls`);
+  for (const p of pending as unknown[]) {
+    const call = p as Partial<PendingToolCall> | null;
+    if (!call || typeof call !== 'object' || typeof call.tool_call_id !== 'string' || call.tool_call_id === '' || call.tool_call_id.length > 200
+      || typeof call.tool_name !== 'string' || call.tool_name === '' || call.tool_name.length > 200) {
+      fail('each pending call needs a tool_call_id and a tool_name');
+    }
+  }
   return {
     step: b.step as number,
     messages: b.messages as unknown[],
     files: (files as CheckpointFile[]).map((f) => ({ path: f.path, content: f.content })),
     removed: removed as string[],
     ...(b.truncated === true ? { truncated: true } : {}),
+    ...((pending as unknown[]).length > 0
+      ? { pending: (pending as PendingToolCall[]).map((c) => ({ tool_call_id: c.tool_call_id, tool_name: c.tool_name, input: c.input ?? {} })) }
+      : {}),
   };
 }

@@ -16,12 +16,19 @@ export interface ApprovalGateOptions {
   pollMs?: number;
   /** a line for the run's log (never the arguments) */
   note?: (message: string) => void;
+  /**
+   * Asked when the platform wants the run parked: hands the run's pending state over as its
+   * checkpoint; true once kept (the call is then held for good: a fresh sandbox makes it).
+   */
+  handOver?: () => Promise<boolean>;
 }
 
 interface ApprovalState {
   id: string;
   status: 'pending' | 'approved' | 'rejected' | 'expired';
   reason: string | null;
+  /** the platform parks the run: its pending state is wanted */
+  park?: boolean;
 }
 
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -38,7 +45,7 @@ function stateOf(text: string): ApprovalState | null {
   try {
     const body = JSON.parse(text) as Partial<ApprovalState>;
     if (typeof body.id !== 'string' || !['pending', 'approved', 'rejected', 'expired'].includes(body.status as string)) return null;
-    return { id: body.id, status: body.status as ApprovalState['status'], reason: typeof body.reason === 'string' ? body.reason : null };
+    return { id: body.id, status: body.status as ApprovalState['status'], reason: typeof body.reason === 'string' ? body.reason : null, park: body.park === true };
   } catch {
     return null;
   }
@@ -83,6 +90,11 @@ async function awaitDecision(opts: ApprovalGateOptions, url: string, asked: Appr
       });
       const state = res.status === 200 ? stateOf(res.text) : null;
       if (state && state.status !== 'pending') return state;
+      if (state?.park && opts.handOver && (await opts.handOver())) {
+        // parked: this sandbox is stopped and never makes the call; a fresh one takes the decision
+        opts.note?.(`the run parks while approval ${asked.id} is awaited`);
+        return new Promise<never>(() => {});
+      }
     } catch { /* read again at the next turn */ }
     if (Date.now() > giveUpAt) return { ...asked, status: 'expired', reason: `No decision was heard within ${opts.timeoutSeconds} seconds.` };
   }

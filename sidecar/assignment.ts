@@ -65,6 +65,8 @@ export interface SidecarAssignment {
   checkpointUrl?: string;
   /** the run continues from another run's checkpoint, which checkpointUrl answers; else its agent starts afresh */
   resumes: boolean;
+  /** the sequence of the run's first event from this sandbox (a run woken from its park goes on from its last); 1 when absent */
+  firstSequence?: number;
   /** base of the run's connection routes (`<base>/<connectionId>/refresh`), signed like the events */
   connectionsUrl?: string;
   /** where an approval request is POSTed and its decision read (`<base>/<approvalId>`), signed like the events */
@@ -238,6 +240,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     publishUrl: optionalUrl(raw.publishUrl, 'publishUrl'),
     checkpointUrl: optionalUrl(raw.checkpointUrl, 'checkpointUrl'),
     resumes: raw.resumes === true,
+    ...(Number.isInteger(raw.firstSequence) && (raw.firstSequence as number) >= 1 ? { firstSequence: raw.firstSequence as number } : {}),
     connectionsUrl: optionalUrl(raw.connectionsUrl, 'connectionsUrl'),
     approvalsUrl: optionalUrl(raw.approvalsUrl, 'approvalsUrl'),
     approvals: parseApprovals(raw.approvals),

@@ -27,6 +27,8 @@ export interface EventPosterOptions {
    * heartbeat, so a platform back from a restart hears from the run before it judges it silent.
    */
   maxBackoffMs?: number;
+  /** the first event's sequence (1 when absent): a run woken from its park goes on from its last sandbox's */
+  firstSequence?: number;
   /** awaited before the run's end is first sent (what must reach the platform before it: the last checkpoint) */
   beforeEnd?: () => Promise<void>;
   /** called once the run's end (completed or failed) is queued: from then on the sidecar holds it */
@@ -77,6 +79,7 @@ export class EventPoster {
   private readonly warn: (message: string) => void;
 
   constructor(private readonly opts: EventPosterOptions) {
+    this.sequence = Math.max(1, opts.firstSequence ?? 1) - 1;
     this.retryBudgetMs = opts.retryBudgetMs ?? 600_000;
     this.heartbeatBudgetMs = opts.heartbeatBudgetMs ?? 30_000;
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;

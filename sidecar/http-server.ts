@@ -14,6 +14,7 @@ import { EventPoster, type EventPosterOptions } from './event-poster.ts';
 import { CheckpointForwarder, fetchResumeCheckpoint, relayCheckpoint } from './checkpoint-relay.ts';
 import { platformCredentialRefresh } from './connection-refresh.ts';
 import { gatedTools } from './approval-gate.ts';
+import { ParkHandover } from './park-handover.ts';
 import { firstPartyTools } from './first-party-tools.ts';
 import { integrationTools, type IntegrationTools } from './integration-tools.ts';
 import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
@@ -43,6 +44,8 @@ interface AssignedRun {
   tracing: SidecarTracing;
   /** the run's checkpoints on their way to the platform (null: the run records none) */
   checkpoints: CheckpointForwarder | null;
+  /** the runtime's pending state, posted as the run's checkpoint when the platform parks the run */
+  park: ParkHandover;
 }
 
 class BodyTooLarge extends Error {}
@@ -158,6 +161,8 @@ export class SidecarHttpServer {
     const checkpoints = assignment.checkpointUrl ? new CheckpointForwarder(assignment.checkpointUrl, assignment.eventSecret, { maxBackoffMs, warn }) : null;
     const events = new EventPoster({
       eventsUrl: assignment.eventsUrl, secret: assignment.eventSecret, maxBackoffMs, ...hooks,
+      // a run woken from its park goes on numbering its events where its last sandbox stopped
+      ...(assignment.firstSequence ? { firstSequence: assignment.firstSequence } : {}),
       ...(checkpoints ? { beforeEnd: () => checkpoints.settled() } : {}),
       ...(tracing.recording ? { spans: () => tracing.recorder.take(), traceparent: tracing.recorder.traceparent } : {}),
     });
@@ -180,7 +185,9 @@ export class SidecarHttpServer {
       }),
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];
+    const park = new ParkHandover(assignment.checkpointUrl, assignment.eventSecret);
     const gate = {
+      handOver: () => park.handOver(),
       approvalsUrl: assignment.approvalsUrl,
       secret: assignment.eventSecret,
       tools: assignment.approvals?.tools ?? [],
@@ -190,7 +197,7 @@ export class SidecarHttpServer {
     // traced outside the gate: a tool span covers the wait for a person's decision too
     const mcp = integrations.then((found) => mcpToolServer(tracing.traceTools(gatedTools([...found.tools, ...tools], gate))));
     this.startLocalEgress(assignment, egress, (message) => events.emit('log', { level: 'warn', message }));
-    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing, checkpoints };
+    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing, checkpoints, park };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
@@ -262,6 +269,8 @@ export class SidecarHttpServer {
     if (path === '/mcp') return handleMcp(await run.mcp, req, res, body);
     if (path === '/runtime/events' && method === 'POST') return acceptRuntimeEvent(res, body, run.events);
     if (path === '/runtime/checkpoint' && method === 'POST') return relayCheckpoint(res, body, run.checkpoints);
+    if (path === '/runtime/pending' && method === 'POST') return run.park.accept(res, body);
+    if (path === '/runtime/approvals' && method === 'GET') return sendJson(res, 200, { tools: run.assignment.approvals?.tools ?? [] });
     if (path === '/runtime/checkpoint' && method === 'GET') return fetchResumeCheckpoint(res, run.assignment.resumes ? run.assignment.checkpointUrl : undefined, run.assignment.eventSecret);
     sendJson(res, 404, { error: `no route ${method} ${path}` });
   }

@@ -29,6 +29,8 @@ export interface SandboxRef {
   bootSeconds: number;
   /** How often the runner promises an event; liveness is checked every 2x, declared lost after 3x. */
   heartbeatSeconds: number;
+  /** How long the run waits for an approval holding this sandbox before it is parked (absent: never parked). */
+  parkAfterSeconds?: number;
 }
 
 export interface RunError {
@@ -66,6 +68,13 @@ export interface BootCheck {
 /** What the workflow hands the sandbox: the trace context its programs continue. */
 export interface BootContext {
   traceparent?: string;
+  /** the run is woken from its park: it is running already, and the sandbox starts from its own checkpoint */
+  wake?: boolean;
+}
+
+/** What parking left: the run parked (its sandbox stopped, its state in its checkpoint), or it holds its sandbox still. */
+export interface ParkOutcome {
+  parked: boolean;
 }
 
 export interface RunActivities {
@@ -91,6 +100,12 @@ export interface RunActivities {
   teardown(runId: string, sandboxId: string): Promise<void>;
   /** An approval request's timer ran out: it expires unless it was decided meanwhile (then false). */
   expireApproval(runId: string, approvalId: string): Promise<boolean>;
+  /**
+   * The run has waited long for an approval: its sidecar hands over the run's pending state as its
+   * checkpoint, then the sandbox is stopped and the run marked parked. Not parked when the request
+   * was decided first or the handover did not come. Absent: runs are never parked.
+   */
+  park?(runId: string, sandboxId: string, approvalId: string): Promise<ParkOutcome>;
 }
 
 /** An error shape activities throw to end the run without retries. */

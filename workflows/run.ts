@@ -7,11 +7,11 @@ import {
 } from './run-endings.ts';
 import {
   RESULT_STATE, RUN_WORKFLOW_NAME, approvalPromise, approvalRequestedPromise, isActivityFailure,
-  type ApprovalDecidedSignal, type ApprovalRequestedSignal, type BootCheck, type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowInput, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
+  type ApprovalDecidedSignal, type ApprovalRequestedSignal, type BootCheck, type BootContext, type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowInput, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
 } from './run-types.ts';
 import { runTrace, type RunTrace } from './run-trace.ts';
 
-type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown';
+type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown' | 'park';
 export type StepRetry = Pick<RunOptions<unknown>, 'maxRetryAttempts' | 'maxRetryDuration' | 'initialRetryInterval' | 'maxRetryInterval' | 'retryIntervalFactor'>;
 
 export interface RunWorkflowOptions {
@@ -32,6 +32,7 @@ const DEFAULT_RETRY: Record<StepName, StepRetry> = {
   // The ending is only recorded here, so this one is patient before it gives up.
   finalize: { maxRetryDuration: 600_000, initialRetryInterval: 500, maxRetryInterval: 30_000 },
   teardown: { maxRetryDuration: 300_000, initialRetryInterval: 500, maxRetryInterval: 30_000 },
+  park: { maxRetryAttempts: 3, maxRetryDuration: 120_000, initialRetryInterval: 1_000, maxRetryInterval: 10_000 },
 };
 
 /** The runner's signals, each a durable promise of the workflow resolved by a shared handler. */
@@ -77,6 +78,14 @@ interface LivenessView {
   recordableFrom: number;
 }
 
+/**
+ * The sandbox the run holds now: the one boot started, none while the run is parked, a fresh one
+ * once it was woken. finish tears down whichever it holds at the end.
+ */
+interface Held {
+  sandbox: SandboxRef | null;
+}
+
 /** What finish leaves: the workflow's result, and the ending the run holds now (its own or an earlier one). */
 interface FinishOutcome {
   result: RunWorkflowResult;
@@ -92,7 +101,8 @@ type Woken =
   | { by: 'liveness tick' }
   | { by: 'approval requested'; request: ApprovalRequestedSignal }
   | { by: 'approval decided' }
-  | { by: 'approval expired' };
+  | { by: 'approval expired' }
+  | { by: 'park' };
 
 /** Builds the `run` workflow (key = run id) over the given activities. */
 export function createRunWorkflow(activities: RunActivities, options: RunWorkflowOptions = {}) {
@@ -123,8 +133,9 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         continue;
       }
       let ending: RunEnding;
+      const held: Held = { sandbox };
       if ('startedAt' in start) {
-        ending = await watchExecution(ctx, runId, trace, signals, sandbox, start.startedAt).catch(unlessCancelled(engine, cancelledByOperator()));
+        ending = await watchExecution(ctx, runId, trace, signals, held, start.startedAt).catch(unlessCancelled(engine, cancelledByOperator()));
       } else if ('endedElsewhere' in start) {
         ending = await endedElsewhere(ctx, signals).catch(unlessCancelled(engine, cancelledByOperator()));
       } else if ('lostWithWorker' in start) {
@@ -132,7 +143,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       } else {
         ending = start.ending;
       }
-      return conclude(ctx, await finish(ctx, runId, trace, sandbox, ending, engine, 'recorded' in start ? start.recorded : undefined), engine.cancelled);
+      return conclude(ctx, await finish(ctx, runId, trace, held.sandbox, ending, engine, 'recorded' in start ? start.recorded : undefined), engine.cancelled);
     }
   }
 
@@ -160,7 +171,8 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
    * them, never time in which no worker ran the workflow: runs waiting to start when the platform
    * was killed get their full budget after the restart.
    */
-  async function boot(ctx: WorkflowContext, runId: string, trace: RunTrace): Promise<{ sandbox: SandboxRef } | { ending: RunEnding }> {
+  async function boot(ctx: WorkflowContext, runId: string, trace: RunTrace, wake = false): Promise<{ sandbox: SandboxRef } | { ending: RunEnding }> {
+    const context: BootContext = { traceparent: trace.traceparent, ...(wake ? { wake: true } : {}) };
     const policy = retry.boot;
     const maxAttempts = Math.max(1, policy.maxRetryAttempts ?? DEFAULT_RETRY.boot.maxRetryAttempts!);
     const maxSpentMs = durationMs(policy.maxRetryDuration ?? DEFAULT_RETRY.boot.maxRetryDuration!);
@@ -170,7 +182,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       const outcome = await ctx.run('boot', () => trace.step('boot', async (): Promise<BootAttempt> => {
         const began = Date.now();
         try {
-          return { sandbox: await activities.boot(runId, { traceparent: trace.traceparent }) };
+          return { sandbox: await activities.boot(runId, context) };
         } catch (err) {
           // A refused boot is journaled as a result, so it is never retried.
           if (isActivityFailure(err)) return { ending: failed(err.code, err.message, err.details) };
@@ -246,7 +258,8 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   }
 
   /** Execution phase: a terminal or cancel signal, the run's timeout, or a failed liveness check. */
-  async function watchExecution(ctx: WorkflowContext, runId: string, trace: RunTrace, signals: Signals, sandbox: SandboxRef, executionStartedAt: number): Promise<RunEnding> {
+  async function watchExecution(ctx: WorkflowContext, runId: string, trace: RunTrace, signals: Signals, held: Held, executionStartedAt: number): Promise<RunEnding> {
+    const sandbox = held.sandbox!;
     // Time spent waiting for a person's approval does not count: the timeout restarts with what is left.
     let timeoutLeftMs = seconds(sandbox.timeoutSeconds);
     let timeoutFrom = executionStartedAt;
@@ -276,7 +289,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       if (woken.by === 'approval requested') {
         const waitFrom = await ctx.date.now();
         timeoutLeftMs -= waitFrom - timeoutFrom;
-        const ended = await awaitApproval(ctx, runId, trace, signals, sandbox, view, woken.request);
+        const ended = await awaitApproval(ctx, runId, trace, signals, held, view, woken.request);
         if (ended) return ended;
         timeoutFrom = await ctx.date.now();
         timeout = ctx.sleep(Math.max(1, timeoutLeftMs), 'run timeout');
@@ -284,7 +297,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         nextApproval = ctx.promise<ApprovalRequestedSignal>(approvalRequestedPromise(approvals)).get();
         continue;
       }
-      const lost = await checkLiveness(ctx, runId, trace, sandbox, view);
+      const lost = await checkLiveness(ctx, runId, trace, held.sandbox!, view);
       if (lost === 'ended') return endedElsewhere(ctx, signals);
       if (lost) return lost;
     }
@@ -293,20 +306,27 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   /**
    * The run waits for a person's decision on a tool call: on the durable promise named for the
    * approval (what an operator sees), bounded by the request's own timeout, a durable timer whose
-   * end expires the request. The sandbox is held meanwhile, so its liveness is still watched; the
-   * run's timeout is not. Answers the run's ending when it ended while waiting, else null.
+   * end expires the request. The sandbox is held at first, so its liveness is still watched; the
+   * run's timeout is not. Past the park delay the run is parked (its state checkpointed, its
+   * sandbox stopped): it then waits on the promise and the timer alone, and the decision (or the
+   * expiry) wakes it in a fresh sandbox started from that checkpoint. Answers the run's ending when
+   * it ended while waiting, else null.
    */
   async function awaitApproval(
-    ctx: WorkflowContext, runId: string, trace: RunTrace, signals: Signals, sandbox: SandboxRef, view: LivenessView, request: ApprovalRequestedSignal,
+    ctx: WorkflowContext, runId: string, trace: RunTrace, signals: Signals, held: Held, view: LivenessView, request: ApprovalRequestedSignal,
   ): Promise<RunEnding | null> {
     const decided = ctx.promise<ApprovalDecidedSignal>(approvalPromise(request.approvalId)).get();
     const expiry = ctx.sleep(seconds(request.timeoutSeconds), `approval ${request.approvalId} expiry`);
+    const parkAfter = held.sandbox?.parkAfterSeconds && activities.park ? ctx.sleep(seconds(held.sandbox.parkAfterSeconds), `park ${request.approvalId}`) : null;
+    let parkTried = false;
     for (;;) {
+      const sandbox = held.sandbox!;
       const woken = await firstOf([
         decided.map(() => ({ by: 'approval decided' })),
         expiry.map(() => ({ by: 'approval expired' })),
         signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
         signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
+        ...(parkAfter && !parkTried ? [parkAfter.map((): Woken => ({ by: 'park' }))] : []),
         ctx.sleep(view.tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
       ]);
       if (woken.by === 'approval decided') return null;
@@ -316,10 +336,57 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         await ctx.run('expire approval', () => activities.expireApproval(runId, request.approvalId), retry.finalize);
         return null;
       }
+      if (woken.by === 'park') {
+        parkTried = true;
+        if (await park(ctx, runId, trace, sandbox, request.approvalId)) {
+          held.sandbox = null;
+          return waitParked(ctx, runId, trace, signals, held, view, request, decided, expiry);
+        }
+        continue;
+      }
       const lost = await checkLiveness(ctx, runId, trace, sandbox, view);
       if (lost === 'ended') return endedElsewhere(ctx, signals);
       if (lost) return lost;
     }
+  }
+
+  /** Parks the run (see RunActivities.park); a park that gives up leaves the run holding its sandbox. */
+  async function park(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef, approvalId: string): Promise<boolean> {
+    try {
+      const { parked } = await ctx.run('park', () => trace.step('park', () => activities.park!(runId, sandbox.sandboxId, approvalId)), retry.park);
+      return parked;
+    } catch (err) {
+      if (!isGiveUp(err)) throw err;
+      ctx.console.warn(`run ${runId} could not be parked: ${err.message}`);
+      return false;
+    }
+  }
+
+  /**
+   * A parked run holds no sandbox: it waits on the approval's durable promise and expiry timer (and
+   * a cancel) only, so the engine shows it suspended on them. The decision or the expiry boots a
+   * fresh sandbox from the run's checkpoint (the same run, still running), whose liveness is
+   * watched from its boot on.
+   */
+  async function waitParked(
+    ctx: WorkflowContext, runId: string, trace: RunTrace, signals: Signals, held: Held, view: LivenessView, request: ApprovalRequestedSignal,
+    decided: RestatePromise<ApprovalDecidedSignal>, expiry: RestatePromise<void>,
+  ): Promise<RunEnding | null> {
+    const woken = await firstOf([
+      decided.map(() => ({ by: 'approval decided' })),
+      expiry.map(() => ({ by: 'approval expired' })),
+      signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
+    ]);
+    if (woken.by === 'cancel') return cancelled(woken.signal.reason);
+    if (woken.by === 'approval expired') await ctx.run('expire approval', () => activities.expireApproval(runId, request.approvalId), retry.finalize);
+    const booted = await boot(ctx, runId, trace, true);
+    if ('ending' in booted) return booted.ending;
+    held.sandbox = booted.sandbox;
+    // the fresh sandbox has the boot allowance before its silence counts (a lost one is seen at once)
+    const wokenAt = await ctx.date.now();
+    view.lookedAt = wokenAt;
+    view.recordableFrom = wokenAt + seconds(booted.sandbox.bootSeconds);
+    return null;
   }
 
   /**

@@ -45,6 +45,8 @@ export interface SidecarAssignment {
   checkpointUrl?: string;
   /** the run continues from another run's checkpoint: its agent asks for it at the start */
   resumes?: boolean;
+  /** the sequence of the sidecar's first event: a run woken from its park goes on from its last */
+  firstSequence?: number;
   /** base of the run's connection routes: the sidecar asks there for a refreshed OAuth credential */
   connectionsUrl?: string;
   /** where the sidecar asks for a person's approval of a tool call and reads the decision (signed like the events) */

@@ -64,7 +64,7 @@ export const runSinkRoutes = [
   route({
     method: 'get', path: '/internal/runs/{id}/approvals/{approval_id}', summary: 'Read an approval request of the run: its decision (sidecar, while it waits)', tag: 'Run sink',
     stage: 'internal', rateLimit: { perMinute: 600, by: 'run' as const }, params: ApprovalParams, headers: SIGNATURE_HEADERS,
-    responses: { 200: { description: 'The request', schema: ApprovalSchema }, 401: { description: 'Signature missing or wrong' }, 404: { description: 'No such run or request' } },
+    responses: { 200: { description: 'The request; park: the run is to hand over its pending state (it is being parked)', schema: ApprovalSchema.extend({ park: z.boolean() }) }, 401: { description: 'Signature missing or wrong' }, 404: { description: 'No such run or request' } },
     handler: async ({ params, req, deps }) =>
       ok(await approvalForSidecar({ pool: deps.database.pool, secrets: deps.secrets }, params.id, signatureHeaders(req.headers), params.approval_id), NO_STORE),
   }),

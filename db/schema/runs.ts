@@ -32,6 +32,8 @@ export const runs = pgTable('runs', {
   modelSettings: jsonb('model_settings'),
   /** what the running run waits for ({ kind: 'approval', approval_id, since, parked }); null: nothing */
   awaiting: jsonb('awaiting'),
+  /** when the run last parked while it waited for an approval: a sandbox booted after starts from the run's own checkpoint */
+  parkedAt: ts('parked_at'),
   timeoutSeconds: integer('timeout_seconds').notNull(),
   /** the run's sealed event-signing secret */
   eventSecret: text('event_secret').notNull(),
@@ -102,6 +104,8 @@ export const runCheckpoints = pgTable('run_checkpoints', {
   step: integer('step').notNull(),
   state: text('state').notNull(),
   bytes: integer('bytes').notNull(),
+  /** tool calls the checkpoint holds pending (a parked run's calls awaiting a decision); 0 after a completed step */
+  pendingCalls: integer('pending_calls').notNull().default(0),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 
@@ -151,6 +155,10 @@ export const runApprovals = pgTable('run_approvals', {
   /** who decided: { kind, userId, api_key_id, end_user_id }; null while pending or when it expired */
   decidedBy: jsonb('decided_by'),
   reason: text('reason'),
+  /** the platform asked the run's sidecar for its pending state to park the run on this request */
+  parkRequestedAt: ts('park_requested_at'),
+  /** the run, woken from its park, took this request's decision (at most once) */
+  resumedAt: ts('resumed_at'),
 }, (t) => [
   uniqueIndex('run_approvals_run_sequence_uq').on(t.runId, t.sequence),
   index('run_approvals_tenant_idx').on(t.orgId, t.spaceId, t.runId),

@@ -10,6 +10,7 @@ import { problem } from '../../../lib/problem.ts';
 import type { Permission } from '../../../lib/permissions.ts';
 import type { SpaceScope } from '../../../db/tenant.ts';
 import { inTransaction } from '../../../db/transaction.ts';
+import { claimParkedRequest } from '../../../db/run-parking.ts';
 import { APPROVAL_WIRE as WIRE, signalApproval, stopAwaiting, type Approval, type ApprovalStatus } from '../../../db/run-approvals.ts';
 import type { RunWorkflowClient } from '../../../workflows/run-client.ts';
 import { refuseBadJson } from '../../middleware/clean-input.ts';
@@ -58,12 +59,15 @@ export async function requestApproval(
   await openSink(deps, runId, headers, raw);
   const request = parseRequest(raw);
   const id = newId('apr');
-  const { approval, sequence } = await inTransaction(deps.pool, async (db) => {
+  const { approval, sequence } = await inTransaction(deps.pool, async (db): Promise<{ approval: Approval; sequence: number | null }> => {
     const { rows } = await db.query<{ status: string; org_id: string; space_id: string; agent_id: string; actor_user_id: string | null; end_user_id: string | null }>(
       'SELECT status, org_id, space_id, agent_id, actor_user_id, end_user_id FROM runs WHERE id = $1 FOR UPDATE', [runId]);
     const run = rows[0];
     if (!run) throw problem('not_found', { detail: 'No such run.' });
     if (run.status !== 'running') throw problem('run_not_running', { detail: `The run is ${run.status}.` });
+    // a run woken from its park makes again the calls it held: each takes the request it made then
+    const claimed = await claimParkedRequest(db, runId, request.tool, request.arguments);
+    if (claimed) return { approval: claimed, sequence: null };
     const next = await db.query<{ n: number }>('SELECT COALESCE(MAX(sequence), 0) + 1 AS n FROM run_approvals WHERE run_id = $1', [runId]);
     const seq = next.rows[0].n;
     const inserted = await db.query<{ a: Approval; since: string }>(
@@ -88,6 +92,8 @@ export async function requestApproval(
     await signalApproval(db, runId, id, 'run.approval_requested');
     return { approval: inserted.rows[0].a, sequence: seq };
   });
+  // a claimed request: the workflow heard of it when it was made
+  if (sequence === null) return approval;
   try {
     await deps.runs?.approvalRequested(runId, { sequence, approvalId: id, timeoutSeconds: request.timeoutSeconds });
   } catch (err) {
@@ -97,12 +103,16 @@ export async function requestApproval(
   return approval;
 }
 
-/** The sidecar's read of one of its run's requests (signed, empty body). */
-export async function approvalForSidecar(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, approvalId: string): Promise<Approval> {
+/**
+ * The sidecar's read of one of its run's requests (signed, empty body). `park`: the workflow asks
+ * the sidecar to hand over the run's pending state (the run is about to be parked).
+ */
+export async function approvalForSidecar(deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, approvalId: string): Promise<Approval & { park: boolean }> {
   await openSink(deps, runId, headers, Buffer.alloc(0));
-  const { rows } = await deps.pool.query<{ a: Approval }>(`SELECT ${WIRE} AS a FROM run_approvals a WHERE a.run_id = $1 AND a.id = $2`, [runId, approvalId]);
+  const { rows } = await deps.pool.query<{ a: Approval; park: boolean }>(
+    `SELECT ${WIRE} AS a, (a.park_requested_at IS NOT NULL AND a.status = 'pending') AS park FROM run_approvals a WHERE a.run_id = $1 AND a.id = $2`, [runId, approvalId]);
   if (!rows[0]) throw problem('not_found', { detail: 'No such approval request of this run.' });
-  return rows[0].a;
+  return { ...rows[0].a, park: rows[0].park };
 }
 
 /** The requests of a run the caller can read, oldest first. */

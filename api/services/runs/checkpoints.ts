@@ -46,5 +46,6 @@ export async function checkpointToResumeFrom(deps: CheckpointDeps, runId: string
   const found = await startingCheckpoint(deps.pool, deps.secrets, runId);
   if (!found) return null;
   const { state } = found;
-  return { object: 'run_checkpoint' as const, from_run: found.fromRunId, step: state.step, messages: state.messages, files: state.files.map((f) => f.path), removed: state.removed };
+  return { object: 'run_checkpoint' as const, from_run: found.fromRunId, step: state.step, messages: state.messages, files: state.files.map((f) => f.path), removed: state.removed,
+    ...(state.pending ? { pending: state.pending } : {}) };
 }
