@@ -422,10 +422,11 @@ export interface IntegrationTools {
 }
 
 /** Every integration's tools; remote and local servers are connected (and their tools listed) before this resolves. */
-export async function integrationTools(integrations: IntegrationAssignment[], ctx: IntegrationToolsContext, local: LocalIntegrationAssignment[] = []): Promise<IntegrationTools> {
+/** `trustOf`: the certificate authority a local server's runtime is to trust (its credential injected over HTTPS), by package */
+export async function integrationTools(integrations: IntegrationAssignment[], ctx: IntegrationToolsContext, local: LocalIntegrationAssignment[] = [], trustOf: (packageId: string) => string | undefined = () => undefined): Promise<IntegrationTools> {
   const connections: Array<{ close(): Promise<void> }> = [];
   const localGroups = local.map((integration) => {
-    const connection = localConnection(integration);
+    const connection = localConnection(integration, trustOf(integration.packageId));
     connections.push(connection);
     return localTools(integration, connection);
   });

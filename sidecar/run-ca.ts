@@ -8,7 +8,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
 
 /** how long the authority and its certificates are valid: a run's longest life, with room */
 export const RUN_CA_VALIDITY_MS = 48 * 3600_000;
@@ -26,7 +26,9 @@ export interface RunCertificateAuthority {
   contextFor(host: string): tls.SecureContext;
 }
 
-function rsaKeys(): { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey; keyPem: string } {
+type ForgeModule = typeof Forge;
+
+function rsaKeys(forge: ForgeModule): { privateKey: Forge.pki.rsa.PrivateKey; publicKey: Forge.pki.rsa.PublicKey; keyPem: string } {
   // node's generator (native), handed to forge for signing: forge's own takes seconds
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keyPem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
@@ -40,11 +42,13 @@ function rsaKeys(): { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki
 /** a positive serial number of 16 random bytes, hex */
 const serial = () => `01${randomBytes(15).toString('hex')}`;
 
-export function createRunCa(opts: { validityMs?: number; now?: () => number } = {}): RunCertificateAuthority {
+/** The run's authority (node-forge is loaded on first use: a run without injection does not pay for it). */
+export async function createRunCa(opts: { validityMs?: number; now?: () => number } = {}): Promise<RunCertificateAuthority> {
+  const forge = ((await import('node-forge')) as unknown as { default?: ForgeModule }).default ?? ((await import('node-forge')) as unknown as ForgeModule);
   const now = opts.now ?? Date.now;
   const notBefore = new Date(now() - BACKDATE_MS);
   const notAfter = new Date(now() + (opts.validityMs ?? RUN_CA_VALIDITY_MS));
-  const authority = rsaKeys();
+  const authority = rsaKeys(forge);
   const subject = [
     { name: 'commonName', value: `agent-platform run CA ${randomBytes(6).toString('hex')}` },
     { name: 'organizationName', value: 'agent-platform sidecar' },
@@ -70,7 +74,7 @@ export function createRunCa(opts: { validityMs?: number; now?: () => number } = 
   const contexts = new Map<string, tls.SecureContext>();
 
   const sign = (host: string): tls.SecureContext => {
-    leafKeys ??= rsaKeys();
+    leafKeys ??= rsaKeys(forge);
     const cert = forge.pki.createCertificate();
     cert.publicKey = leafKeys.publicKey;
     cert.serialNumber = serial();

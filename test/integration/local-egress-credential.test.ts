@@ -334,13 +334,14 @@ describe('the egress proxy of local servers puts the credential on their request
 });
 
 describe("the run's certificate authority", () => {
-  test('signs a certificate per host on demand (cached), valid for a short time, for that host only, under an authority that signs nothing else below it', () => {
-    const ca = createRunCa({ validityMs: 3600_000 });
+  test('signs a certificate per host on demand (cached), valid for a short time, for that host only, under an authority that signs nothing else below it', async () => {
+    const ca = await createRunCa({ validityMs: 3600_000 });
     const root = new X509Certificate(ca.certPem);
     assert.equal(root.ca, true);
     assert.ok(new Date(root.validTo).getTime() - Date.now() <= 3600_000 + 1000);
     assert.equal(ca.contextFor('api.vendor.test'), ca.contextFor('API.vendor.test'), 'cached');
     const server = tls.createServer({ SNICallback: (name, cb) => cb(null, ca.contextFor(name)) });
+    const other = await createRunCa();
     return new Promise<void>((resolve, reject) => {
       server.listen(0, '127.0.0.1', () => {
         const at = (server.address() as AddressInfo).port;
@@ -351,7 +352,6 @@ describe("the run's certificate authority", () => {
           assert.ok(leaf.verify(root.publicKey));
           good.destroy();
           // another authority's trust does not accept it
-          const other = createRunCa();
           const bad = tls.connect({ host: '127.0.0.1', port: at, servername: 'api.vendor.test', ca: other.certPem });
           bad.once('secureConnect', () => reject(new Error('trusted by another run')));
           bad.once('error', () => {

@@ -23,13 +23,13 @@ export interface ChildConfig {
 
 const lines = createInterface({ input: process.stdin });
 let started = false;
-lines.on('line', (line) => {
+lines.on('line', (line) => void (async () => {
   if (started) return;
   started = true;
   const config = JSON.parse(line) as ChildConfig;
   const note = (message: string) => process.stdout.write(`${JSON.stringify({ note: message })}\n`);
   const refreshCredential = platformCredentialRefresh(config.connectionsUrl, config.eventSecret);
-  const ca = createRunCa();
+  const ca = await createRunCa();
   const proxy = localEgressProxy({
     clients: config.clients.map(({ credential, ...c }) => ({ ...c, ...(credential ? { credential: deliveredCredential(credential, { refreshCredential, note }) } : {}) })),
     egress: {
@@ -40,6 +40,7 @@ lines.on('line', (line) => {
     ca,
     note,
   });
-  void proxy.listen('127.0.0.1', 0).then((port) => process.stdout.write(`${JSON.stringify({ port, ca: ca.certPem })}\n`));
-});
+  const port = await proxy.listen('127.0.0.1', 0);
+  process.stdout.write(`${JSON.stringify({ port, ca: ca.certPem })}\n`);
+})());
 lines.on('close', () => process.exit(0));
