@@ -4,10 +4,18 @@
 // must be {"token": "<the run's token for this server>"}; it is answered {"bridge":"ready"} and
 // then piped, or closed. A newer authenticated connection replaces the older one. The bridge ends
 // with its server.
-//   MCP_BRIDGE_CONFIG={"token", "port", "command": [argv], "cwd", "env": {NAME: value}}
-import { spawn } from 'node:child_process';
+// With "trust": true (the sidecar injects the server's credential over HTTPS), the server starts
+// only once the first authenticated connection has said which certificate authority its runtime
+// trusts ({"token", "trust": "<PEM>"}: the sidecar's per-run authority): the bridge writes it to
+// /tmp, beside a bundle of the system's authorities with it, and starts the server with
+// NODE_EXTRA_CA_CERTS (the authority), SSL_CERT_FILE and REQUESTS_CA_BUNDLE (the bundle) set.
+//   MCP_BRIDGE_CONFIG={"token", "port", "command": [argv], "cwd", "env": {NAME: value}, "trust"?}
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 
 interface BridgeConfig {
   token: string;
@@ -15,6 +23,25 @@ interface BridgeConfig {
   command: string[];
   cwd: string;
   env: Record<string, string>;
+  /** start the server only once the sidecar named the authority its runtime trusts */
+  trust?: boolean;
+}
+
+/** where the run's authority and the bundle holding it are written (the container's /tmp, its own) */
+const TRUST_DIR = '/tmp/agent-platform-trust';
+/** the system's authorities, where the images this runs in keep them */
+const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
+const PEM_CERTIFICATE = /^-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----\r?\n?$/;
+
+/** Writes the authority and the bundle; the variables that point a runtime at them. */
+function trustFiles(pem: string): Record<string, string> {
+  mkdirSync(TRUST_DIR, { recursive: true, mode: 0o700 });
+  const ca = path.join(TRUST_DIR, 'run-ca.pem');
+  const bundle = path.join(TRUST_DIR, 'ca-bundle.pem');
+  writeFileSync(ca, pem.endsWith('\n') ? pem : `${pem}\n`, { mode: 0o600 });
+  const system = SYSTEM_BUNDLES.find((p) => existsSync(p));
+  writeFileSync(bundle, `${system ? readFileSync(system, 'utf8').replace(/\n?$/, '\n') : ''}${readFileSync(ca, 'utf8')}`, { mode: 0o600 });
+  return { NODE_EXTRA_CA_CERTS: ca, SSL_CERT_FILE: bundle, REQUESTS_CA_BUNDLE: bundle };
 }
 
 const HANDSHAKE_MS = 5_000;
@@ -64,24 +91,29 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 function main(): void {
   const config = readConfig();
   const expected = digest(config.token);
-  const server = spawn(config.command[0], config.command.slice(1), {
-    cwd: config.cwd,
-    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', ...config.env },
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  server.on('error', (err) => {
-    process.stderr.write(`mcp-bridge: the server could not start: ${err.message}\n`);
-    process.exit(127);
-  });
-  server.on('exit', (code, signal) => {
-    process.stderr.write(`mcp-bridge: the server exited (${signal ?? code})\n`);
-    process.exit(code ?? 1);
-  });
-  server.stdin.on('error', () => undefined);
-
+  let server: ChildProcessByStdio<Writable, Readable, null> | null = null;
   let current: net.Socket | null = null;
-  // what the server says while no one is connected has no one to go to
-  server.stdout.on('data', lines((line) => current?.write(Buffer.concat([line, Buffer.from('\n')]))));
+
+  const start = (extraEnv: Record<string, string>): void => {
+    const child = spawn(config.command[0], config.command.slice(1), {
+      cwd: config.cwd,
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', ...config.env, ...extraEnv },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    server = child;
+    child.on('error', (err) => {
+      process.stderr.write(`mcp-bridge: the server could not start: ${err.message}\n`);
+      process.exit(127);
+    });
+    child.on('exit', (code, signal) => {
+      process.stderr.write(`mcp-bridge: the server exited (${signal ?? code})\n`);
+      process.exit(code ?? 1);
+    });
+    child.stdin.on('error', () => undefined);
+    // what the server says while no one is connected has no one to go to
+    child.stdout.on('data', lines((line) => current?.write(Buffer.concat([line, Buffer.from('\n')]))));
+  };
+  if (!config.trust) start({});
 
   const listener = net.createServer((socket) => {
     let authenticated = false;
@@ -93,20 +125,33 @@ function main(): void {
     });
     socket.on('data', lines((line) => {
       if (authenticated) {
-        if (current === socket) server.stdin.write(Buffer.concat([line, Buffer.from('\n')]));
+        if (current === socket) server?.stdin.write(Buffer.concat([line, Buffer.from('\n')]));
         return;
       }
-      let token: unknown;
+      let hello: { token?: unknown; trust?: unknown } = {};
       try {
-        token = (JSON.parse(line.toString('utf8')) as { token?: unknown }).token;
+        const parsed: unknown = JSON.parse(line.toString('utf8'));
+        if (typeof parsed === 'object' && parsed !== null) hello = parsed as typeof hello;
       } catch {
-        token = undefined;
+        hello = {};
       }
-      if (typeof token !== 'string' || !timingSafeEqual(digest(token), expected)) {
+      if (typeof hello.token !== 'string' || !timingSafeEqual(digest(hello.token), expected)) {
         socket.destroy();
         return;
       }
       clearTimeout(deadline);
+      if (!server) {
+        // the first authenticated connection names the authority (or none: the server starts without)
+        let extra: Record<string, string> = {};
+        if (typeof hello.trust === 'string' && PEM_CERTIFICATE.test(hello.trust)) {
+          try {
+            extra = trustFiles(hello.trust);
+          } catch (err) {
+            process.stderr.write(`mcp-bridge: the run's certificate authority could not be written: ${(err as Error).message}\n`);
+          }
+        }
+        start(extra);
+      }
       authenticated = true;
       current?.destroy();
       current = socket;

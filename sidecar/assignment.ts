@@ -273,8 +273,10 @@ function parseSource(v: unknown, field: string): IntegrationSource {
     if (v.transport !== 'streamable-http' && v.transport !== 'sse') fail(`${field}.transport must be streamable-http or sse`);
     return { kind: 'remote', url: httpUrl(v.url, `${field}.url`), transport: v.transport };
   }
-  // a local source's server is reached through localIntegrations, which its runner fills in
-  fail(`${field}.kind must be none or remote`);
+  // a local source's server is reached through localIntegrations, which its runner fills in; its
+  // entry here carries the credential the egress proxy puts on the server's requests
+  if (v.kind === 'local') return { kind: 'local', command: stringList(v.command) ? v.command : [] };
+  fail(`${field}.kind must be none, remote or local`);
 }
 
 /** One entry of localIntegrations: the tools to serve and the bridge of their server. */

@@ -15,7 +15,8 @@ export class BridgeTransport implements Transport {
   private socket: net.Socket | null = null;
   private closed = false;
 
-  constructor(private readonly bridge: { host: string; port: number; token: string }, private readonly timeoutMs: number) {}
+  /** trust: the certificate authority (PEM) the server's runtime is to trust, named in the handshake (the bridge starts the server with it) */
+  constructor(private readonly bridge: { host: string; port: number; token: string }, private readonly timeoutMs: number, private readonly trust?: string) {}
 
   start(): Promise<void> {
     if (this.socket) return Promise.reject(new Error('the bridge transport is started already'));
@@ -26,7 +27,7 @@ export class BridgeTransport implements Transport {
       let handshaken = false;
       const timer = setTimeout(() => socket.destroy(new Error(`the bridge at ${this.bridge.host} did not answer in time`)), this.timeoutMs);
       socket.setEncoding('utf8');
-      socket.on('connect', () => socket.write(`${JSON.stringify({ token: this.bridge.token })}\n`));
+      socket.on('connect', () => socket.write(`${JSON.stringify({ token: this.bridge.token, ...(this.trust ? { trust: this.trust } : {}) })}\n`));
       socket.on('data', (chunk: string) => {
         pending += chunk;
         if (pending.length > MAX_LINE_BYTES) {

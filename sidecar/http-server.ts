@@ -16,7 +16,8 @@ import { platformCredentialRefresh } from './connection-refresh.ts';
 import { gatedTools } from './approval-gate.ts';
 import { ParkHandover } from './park-handover.ts';
 import { firstPartyTools } from './first-party-tools.ts';
-import { integrationTools, type IntegrationTools } from './integration-tools.ts';
+import { deliveredCredential, integrationTools, type DeliveredCredential, type IntegrationTools, type IntegrationToolsContext } from './integration-tools.ts';
+import { createRunCa, type RunCertificateAuthority } from './run-ca.ts';
 import { handleMcp, mcpToolServer } from './mcp-endpoint.ts';
 import { ModelBudget } from './model-budget.ts';
 import { answerModels, proxyModelCall, type ModelEndpointPath } from './model-proxy.ts';
@@ -102,6 +103,21 @@ function presentsToken(req: IncomingMessage, tokenDigest: Buffer): boolean {
   return match !== null && timingSafeEqual(sha256(match[1]), tokenDigest);
 }
 
+/**
+ * The credentials the local servers' egress proxy puts on their requests, by package: a local
+ * integration whose auth declares delivery.http comes with an entry in `integrations` (source
+ * local) holding its credential; one the runner gave no way out has nothing to inject into.
+ */
+function injectedCredentials(assignment: SidecarAssignment, ctx: Pick<IntegrationToolsContext, 'refreshCredential' | 'note'>): Map<string, DeliveredCredential> {
+  const out = new Map<string, DeliveredCredential>();
+  for (const local of assignment.localIntegrations) {
+    if (!local.egress) continue;
+    const integration = assignment.integrations.find((i) => i.packageId === local.packageId && i.source.kind === 'local' && i.delivery !== null);
+    if (integration) out.set(local.packageId, deliveredCredential(integration, ctx));
+  }
+  return out;
+}
+
 export interface SidecarServerOptions {
   /** name resolution of the model provider's host; the system resolver when absent (tests pin answers) */
   resolve?: EgressOptions['resolve'];
@@ -115,7 +131,7 @@ export class SidecarHttpServer {
   private socketServer: Server | null = null;
   private port: number | undefined;
   private listenHost = '127.0.0.1';
-  private localEgress: LocalEgressProxy | null = null;
+  private localEgress: Promise<LocalEgressProxy> | null = null;
 
   constructor(private readonly opts: SidecarServerOptions = {}) {
     this.server = createServer(this.handle);
@@ -167,13 +183,18 @@ export class SidecarHttpServer {
       ...(tracing.recording ? { spans: () => tracing.recorder.take(), traceparent: tracing.recorder.traceparent } : {}),
     });
     const egress = this.egressOptions(assignment);
-    const integrations = integrationTools(assignment.integrations, {
+    const refreshCredential = assignment.connectionsUrl ? platformCredentialRefresh(assignment.connectionsUrl, assignment.eventSecret) : undefined;
+    const infoNote = (message: string) => void events.emit('log', { level: 'info', message });
+    const injected = injectedCredentials(assignment, { refreshCredential, note: infoNote });
+    // the run's certificate authority: only when a local server's credential is to be injected (its HTTPS ends here)
+    const runCa = injected.size > 0 ? createRunCa() : Promise.resolve(null);
+    const integrations = runCa.then((ca) => integrationTools(assignment.integrations, {
       egress,
       proxy: assignment.proxy ?? null,
-      refreshCredential: assignment.connectionsUrl ? platformCredentialRefresh(assignment.connectionsUrl, assignment.eventSecret) : undefined,
-      note: (message) => events.emit('log', { level: 'info', message }),
+      refreshCredential,
+      note: infoNote,
       ...(tracing.recording ? { upstreamSpan: (method: string, target: URL) => tracing.upstreamSpan(method, target) } : {}),
-    }, assignment.localIntegrations);
+    }, assignment.localIntegrations, (packageId) => (ca && injected.has(packageId) ? ca.certPem : undefined)));
     const tools: SidecarTool[] = [
       ...runtimeTools({
         events,
@@ -196,7 +217,7 @@ export class SidecarHttpServer {
     };
     // traced outside the gate: a tool span covers the wait for a person's decision too
     const mcp = integrations.then((found) => mcpToolServer(tracing.traceTools(gatedTools([...found.tools, ...tools], gate))));
-    this.startLocalEgress(assignment, egress, (message) => events.emit('log', { level: 'warn', message }));
+    this.startLocalEgress(assignment, egress, injected, runCa, (message) => events.emit('log', { level: 'warn', message }));
     this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing, checkpoints, park };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
@@ -221,12 +242,21 @@ export class SidecarHttpServer {
    * the sidecar serves its run on (the docker backend: every network of the sidecar; only a server
    * presenting its own secret is served).
    */
-  private startLocalEgress(assignment: SidecarAssignment, egress: EgressOptions, note: (message: string) => void): void {
-    const clients = assignment.localIntegrations.flatMap((l) => (l.egress ? [{ packageId: l.packageId, ...l.egress }] : []));
+  private startLocalEgress(assignment: SidecarAssignment, egress: EgressOptions, injected: Map<string, DeliveredCredential>, runCa: Promise<RunCertificateAuthority | null>, note: (message: string) => void): void {
+    const clients = assignment.localIntegrations.flatMap((l) => {
+      if (!l.egress) return [];
+      const credential = injected.get(l.packageId);
+      return [{ packageId: l.packageId, ...l.egress, ...(credential ? { credential } : {}) }];
+    });
     if (clients.length === 0) return;
-    const proxy = localEgressProxy({ clients, egress, proxy: assignment.proxy ?? null, note });
-    this.localEgress = proxy;
-    proxy.listen(this.listenHost, this.opts.localEgressPort ?? LOCAL_EGRESS_PROXY_PORT).catch((err: Error) => {
+    this.localEgress = runCa.then((ca) => {
+      const proxy = localEgressProxy({ clients, egress, proxy: assignment.proxy ?? null, note, ca });
+      return proxy.listen(this.listenHost, this.opts.localEgressPort ?? LOCAL_EGRESS_PROXY_PORT).then(() => proxy, async (err: Error) => {
+        await proxy.close();
+        throw err;
+      });
+    });
+    this.localEgress.catch((err: Error) => {
       note(`the local MCP servers' egress proxy could not listen: ${(err as { code?: string }).code ?? err.message}`);
     });
   }
@@ -234,7 +264,7 @@ export class SidecarHttpServer {
   /** Closes the remote integrations' sessions, and the local servers' egress proxy. */
   async close(): Promise<void> {
     this.run?.checkpoints?.close();
-    await this.localEgress?.close();
+    await (await this.localEgress?.catch(() => null))?.close();
     await (await this.run?.integrations)?.close();
   }
 

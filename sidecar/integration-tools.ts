@@ -112,16 +112,43 @@ interface UpstreamAnswer {
   body: string;
 }
 
-function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsContext): SidecarTool {
-  const egress = egressFor(integration, ctx.egress);
+/** Why a credential may not go to a target: the code and message a caller answers with. */
+export interface CredentialRefusal {
+  code: 'unauthorized_target' | 'credential_exfiltration_refused' | 'credential_unusable';
+  message: string;
+}
+
+/**
+ * One integration's credential as the sidecar delivers it (delivery.http), shared by api_call and
+ * the egress proxy of local MCP servers (local-egress-proxy.ts): where it may go, the header it
+ * makes, and the mid-run refresh of an OAuth credential an upstream answered 401 (one refresh at a
+ * time, the call retried once), so both behave the same way.
+ */
+export interface DeliveredCredential {
+  readonly integration: IntegrationAssignment;
+  /** the credential fields in use now (replaced by a refresh) */
+  current(): Record<string, string>;
+  /** every credential value this run held, longest first: never shown to the agent or a server */
+  secrets(): string[];
+  /** the delivery header's name, lower case (a caller's own header of that name is dropped); null without a delivery */
+  readonly headerName: string | null;
+  /** whether `target` may receive `credentials`: the header to put on it, or the refusal */
+  authorize(credentials: Record<string, string>, target: URL): { header: [string, string] | null } | CredentialRefusal;
+  /**
+   * `send` with the credential in use; when `unauthorized` says the upstream refused it (401) and
+   * it can be refreshed: refreshed once (or taken from a refresh another call made meanwhile),
+   * `discard` handed the refused answer, and `send` again. `refusedRefresh`: the platform's code
+   * when it could not refresh (an OAUTH_* code, or why the connection needs reconnecting).
+   */
+  withRefresh<T>(send: (credentials: Record<string, string>) => Promise<T>, unauthorized: (answer: T) => boolean, discard?: (answer: T) => void): Promise<{ answer: T; refusedRefresh?: string }>;
+}
+
+export function deliveredCredential(integration: IntegrationAssignment, ctx: Pick<IntegrationToolsContext, 'refreshCredential' | 'note'>): DeliveredCredential {
   /** the credential calls use now: replaced when the platform refreshed it */
   let current = integration.credentials;
-  /** every credential value this tool ever held: an old one must not reach the agent either */
+  /** every credential value this integration ever held: an old one must not leak either */
   let secrets = secretsOf(integration);
   let refreshing: Promise<CredentialRefresh> | undefined;
-  const deliveredName = integration.delivery?.name.toLowerCase();
-  /** one host per integration: the first host:port a call reaches is the only one later calls may */
-  let boundHost: string | undefined;
   const refreshable = integration.authType === 'oauth2' && integration.connectionId !== null && ctx.refreshCredential !== undefined;
 
   /** One refresh at a time: calls meeting a 401 together share it. */
@@ -137,6 +164,60 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
     });
     return refreshing;
   };
+
+  return {
+    integration,
+    current: () => current,
+    secrets: () => secrets,
+    headerName: integration.delivery?.name.toLowerCase() ?? null,
+    authorize(credentials, target) {
+      // judged for each credential: authorized_uris may render its fields
+      const decision = authorizeCredentialTarget(integration.authorizedUris, credentials, target.href);
+      if (decision === 'unauthorized_target') {
+        return { code: 'unauthorized_target', message: `${target.origin} is not under the integration's authorized_uris` };
+      }
+      if (decision === 'credential_exfiltration_refused') {
+        return { code: 'credential_exfiltration_refused', message: 'no authorized_uris entry binds this host safely, or the URL carries a credential' };
+      }
+      const header = deliveryHeader(integration.delivery, credentials);
+      if (integration.delivery && !header) {
+        return { code: 'credential_unusable', message: 'the connection lacks a field the credential delivery names; reconnect it' };
+      }
+      return { header };
+    },
+    async withRefresh(send, unauthorized, discard) {
+      const used = current;
+      let answer = await send(used);
+      let refusedRefresh: string | undefined;
+      // an expired access token: refreshed once (or already refreshed by another call), the call retried once
+      if (refreshable && unauthorized(answer)) {
+        let retry = current !== used;
+        if (!retry) {
+          const outcome = await refresh();
+          if (outcome.ok) {
+            ctx.note?.(`${integration.packageId}: the upstream refused the access token (401); the platform refreshed it and the call was retried once`);
+            retry = true;
+          } else {
+            refusedRefresh = outcome.code;
+            ctx.note?.(`${integration.packageId}: the upstream refused the access token (401) and the platform could not refresh it (${outcome.code})`);
+          }
+        }
+        if (retry) {
+          discard?.(answer);
+          answer = await send(current);
+        }
+      }
+      return refusedRefresh === undefined ? { answer } : { answer, refusedRefresh };
+    },
+  };
+}
+
+function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsContext): SidecarTool {
+  const egress = egressFor(integration, ctx.egress);
+  const credential = deliveredCredential(integration, ctx);
+  const deliveredName = credential.headerName ?? undefined;
+  /** one host per integration: the first host:port a call reaches is the only one later calls may */
+  let boundHost: string | undefined;
 
   return {
     name: `${integration.toolPrefix}__api_call`,
@@ -186,7 +267,7 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
       } catch {
         return refusal('unauthorized_target', 'the url cannot be parsed');
       }
-      const decision = authorizeCredentialTarget(integration.authorizedUris, current, target.href);
+      const decision = authorizeCredentialTarget(integration.authorizedUris, credential.current(), target.href);
       if (decision === 'unauthorized_target') {
         return refusal('unauthorized_target', `${target.origin} is not under the integration's authorized_uris`);
       }
@@ -194,7 +275,7 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
         return refusal('credential_exfiltration_refused', 'no authorized_uris entry binds this host safely, or the URL carries a credential');
       }
       const headerText = Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\n');
-      if (carriesSecret(headerText, secrets) || (body !== undefined && carriesSecret(body, secrets))) {
+      if (carriesSecret(headerText, credential.secrets()) || (body !== undefined && carriesSecret(body, credential.secrets()))) {
         return refusal('credential_exfiltration_refused', 'the request carries a credential value; the platform adds the credential itself');
       }
       const hostKey = `${target.hostname.toLowerCase()}:${effectivePort(target)}`;
@@ -205,17 +286,9 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
       /** One request with `credentials` delivered; a ToolAnswer when refused or failed on the way. */
       const send = async (credentials: Record<string, string>): Promise<UpstreamAnswer | ToolAnswer> => {
         // checked again for a refreshed credential: authorized_uris may name its fields
-        const decision = authorizeCredentialTarget(integration.authorizedUris, credentials, target.href);
-        if (decision === 'unauthorized_target') {
-          return refusal('unauthorized_target', `${target.origin} is not under the integration's authorized_uris`);
-        }
-        if (decision === 'credential_exfiltration_refused') {
-          return refusal('credential_exfiltration_refused', 'no authorized_uris entry binds this host safely, or the URL carries a credential');
-        }
-        const delivered = deliveryHeader(integration.delivery, credentials);
-        if (integration.delivery && !delivered) {
-          return refusal('credential_unusable', 'the connection lacks a field the credential delivery names; reconnect it');
-        }
+        const authorized = credential.authorize(credentials, target);
+        if ('code' in authorized) return refusal(authorized.code, authorized.message);
+        const delivered = authorized.header;
         const sent = { ...headers };
         if (delivered) sent[delivered[0].toLowerCase()] = delivered[1];
         if (body !== undefined) sent['content-length'] = String(Buffer.byteLength(body));
@@ -253,27 +326,10 @@ function apiCallTool(integration: IntegrationAssignment, ctx: IntegrationToolsCo
         return { status: res.statusCode ?? 502, headers: shownHeaders, body: content.toString('utf8') };
       };
 
-      const used = current;
-      let answer = await send(used);
-      let refusedRefresh: string | undefined;
-      // an expired access token: refreshed once (or already refreshed by another call), the call retried once
-      if (refreshable && 'status' in answer && answer.status === 401) {
-        let retry = current !== used;
-        if (!retry) {
-          const outcome = await refresh();
-          if (outcome.ok) {
-            ctx.note?.(`${integration.packageId}: the upstream refused the access token (401); the platform refreshed it and the call was retried once`);
-            retry = true;
-          } else {
-            refusedRefresh = outcome.code;
-            ctx.note?.(`${integration.packageId}: the upstream refused the access token (401) and the platform could not refresh it (${outcome.code})`);
-          }
-        }
-        if (retry) answer = await send(current);
-      }
+      const { answer, refusedRefresh } = await credential.withRefresh(send, (a) => 'status' in a && a.status === 401);
       if (!('status' in answer)) return answer;
       const shown = { status: answer.status, headers: answer.headers, body: answer.body, ...(refusedRefresh ? { credential_refresh: `refused: ${refusedRefresh}` } : {}) };
-      return { text: scrubSecrets(JSON.stringify(shown), secrets), isError: answer.status >= 400 };
+      return { text: scrubSecrets(JSON.stringify(shown), credential.secrets()), isError: answer.status >= 400 };
     },
   };
 }
@@ -366,10 +422,11 @@ export interface IntegrationTools {
 }
 
 /** Every integration's tools; remote and local servers are connected (and their tools listed) before this resolves. */
-export async function integrationTools(integrations: IntegrationAssignment[], ctx: IntegrationToolsContext, local: LocalIntegrationAssignment[] = []): Promise<IntegrationTools> {
+/** `trustOf`: the certificate authority a local server's runtime is to trust (its credential injected over HTTPS), by package */
+export async function integrationTools(integrations: IntegrationAssignment[], ctx: IntegrationToolsContext, local: LocalIntegrationAssignment[] = [], trustOf: (packageId: string) => string | undefined = () => undefined): Promise<IntegrationTools> {
   const connections: Array<{ close(): Promise<void> }> = [];
   const localGroups = local.map((integration) => {
-    const connection = localConnection(integration);
+    const connection = localConnection(integration, trustOf(integration.packageId));
     connections.push(connection);
     return localTools(integration, connection);
   });

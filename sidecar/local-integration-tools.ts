@@ -1,7 +1,8 @@
 // The tools of a local integration (source.kind local): its MCP server runs in a runner of its own
 // (the docker backend's container, behind its bridge); the sidecar is its only client, through the
 // official SDK client over the bridge's connection, and serves the selected tools under the naming
-// rule, like a remote integration's. No credential is involved: a local server receives none.
+// rule, like a remote integration's. The server holds no credential (unless its auth declares
+// delivery.env): the sidecar's egress proxy puts a delivery.http one on its requests.
 import type { LocalIntegrationAssignment } from './assignment.ts';
 import { BridgeTransport } from './bridge-transport.ts';
 import { servedTools, type ToolsClient } from './mcp-served-tools.ts';
@@ -21,12 +22,13 @@ export interface LocalConnection {
 }
 
 /** The SDK client of one local server: connected on first use, and again once the connection is lost. */
-export function localConnection(integration: LocalIntegrationAssignment): LocalConnection {
+/** trust: the run's certificate authority, handed to the bridge when the server's credential is injected over HTTPS */
+export function localConnection(integration: LocalIntegrationAssignment, trust?: string): LocalConnection {
   let pending: Promise<LocalClient> | undefined;
   const connect = async (): Promise<LocalClient> => {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const client = new Client({ name: 'agent-platform-sidecar', version: '1.0.0' });
-    await client.connect(new BridgeTransport(integration.bridge, CONNECT_TIMEOUT_MS), { timeout: CONNECT_TIMEOUT_MS });
+    await client.connect(new BridgeTransport(integration.bridge, CONNECT_TIMEOUT_MS, trust), { timeout: CONNECT_TIMEOUT_MS });
     return client as unknown as LocalClient;
   };
   return {

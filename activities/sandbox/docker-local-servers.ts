@@ -74,7 +74,7 @@ export async function startLocalServers(docker: Docker, opts: {
       image: serverImage(server, opts.agentImage, opts.allowedImages),
       serverDir: server.files ? serverDir(opts.sandboxDir, index) : null,
       // the proxy variables last: the manifest cannot point the server elsewhere
-      bridge: { token, command: server.command, env: { ...server.env, ...localEgressEnv(SIDECAR_MCP_ALIAS, egress.secret) } },
+      bridge: { token, command: server.command, env: { ...server.env, ...localEgressEnv(SIDECAR_MCP_ALIAS, egress.secret) }, ...(server.trustRunCa ? { trust: true } : {}) },
       limits: opts.limits,
     }));
     const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Duplex;

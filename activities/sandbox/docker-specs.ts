@@ -203,7 +203,7 @@ export interface McpServerContainer {
   /** host folder of the mcp-server package's files (mounted read-only), or null: the command is the image's */
   serverDir: string | null;
   /** what the bridge reads (bin/mcp-bridge.ts): its token and port, the server's argv and environment */
-  bridge: { token: string; command: string[]; env: Record<string, string> };
+  bridge: { token: string; command: string[]; env: Record<string, string>; trust?: boolean };
   limits: { memoryMb: number; cpus: number };
 }
 
@@ -214,7 +214,7 @@ export const SIDECAR_MCP_ALIAS = 'sidecar';
 export function mcpServerContainerSpec(c: McpServerContainer): Docker.ContainerCreateOptions {
   const n = names(c.sandboxId);
   const cwd = c.serverDir ? MCP_SERVER_DIR : '/tmp';
-  const config = { token: c.bridge.token, port: MCP_BRIDGE_PORT, command: c.bridge.command, cwd, env: c.bridge.env };
+  const config = { token: c.bridge.token, port: MCP_BRIDGE_PORT, command: c.bridge.command, cwd, env: c.bridge.env, ...(c.bridge.trust ? { trust: true } : {}) };
   return {
     name: n.mcp(c.index),
     Image: c.image,

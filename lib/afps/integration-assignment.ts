@@ -33,7 +33,9 @@ export interface IntegrationAssignment {
 /**
  * A local integration (source.kind local) of the run: its MCP server runs in a container of its own
  * beside the sidecar (the docker backend), behind a bridge that speaks the server's stdio over TCP.
- * No credential reaches a local server: the spec names no way for one to receive it.
+ * The server holds no credential (except by delivery.env, which an organization allows): where the
+ * auth declares delivery.http, the run's `integrations` hold an entry of the same package (source
+ * local) whose credential the sidecar's egress proxy puts on the server's requests.
  */
 export interface LocalIntegrationAssignment {
   /** "@scope/name" of the integration package */
@@ -84,6 +86,12 @@ export interface LocalServerSpec {
   env: Record<string, string>;
   /** the integration's literal authorized_uris (every auth's): where its server may reach through the sidecar */
   authorizedUris?: string[];
+  /**
+   * an auth of the integration declares delivery.http: the sidecar may inject its credential into
+   * the server's HTTPS requests, so the server starts only once the sidecar named the run's
+   * certificate authority its runtime is to trust (bin/mcp-bridge.ts)
+   */
+  trustRunCa?: boolean;
   /** the mcp-server package's files, mounted read-only where the command runs; null for a command in an image */
   files: Array<{ path: string; content: Buffer }> | null;
 }

@@ -11,10 +11,10 @@ const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURE_DIR = fileURLToPath(new URL('../fixtures/local-mcp-server/', import.meta.url));
 const TOKEN = 'k'.repeat(43);
 
-function startBridge(command: string[]): { child: ChildProcess; port: Promise<number> } {
+function startBridge(command: string[], trust = false): { child: ChildProcess; port: Promise<number> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bin/mcp-bridge.ts'], {
     cwd: REPO,
-    env: { ...process.env, MCP_BRIDGE_CONFIG: JSON.stringify({ token: TOKEN, port: 0, command, cwd: FIXTURE_DIR, env: { GREETING: 'hi' } }) },
+    env: { ...process.env, MCP_BRIDGE_CONFIG: JSON.stringify({ token: TOKEN, port: 0, command, cwd: FIXTURE_DIR, env: { GREETING: 'hi' }, ...(trust ? { trust: true } : {}) }) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const port = new Promise<number>((resolve, reject) => {
@@ -83,6 +83,28 @@ describe('the MCP bridge', () => {
     second.send(call(3, 'second'));
     await until(() => second.lines.length === 2);
     assert.equal(JSON.parse(second.lines[1]).result.content[0].text, 'hi: second');
+  });
+
+  test("with trust, the server starts once the first connection names the run's authority, its runtime pointed at it and at a bundle holding it", async () => {
+    const { createRunCa } = await import('../../sidecar/run-ca.ts');
+    const { readFileSync } = await import('node:fs');
+    const ca = await createRunCa();
+    const bridge = startBridge(['node', 'server.cjs'], true);
+    started.push(bridge.child);
+    const port = await bridge.port;
+    const client = aClient(port);
+    client.send({ token: TOKEN, trust: ca.certPem });
+    client.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'environment', arguments: {} } });
+    await until(() => client.lines.length === 2);
+    const env = JSON.parse(JSON.parse(client.lines[1]).result.content[0].text).env as Record<string, string>;
+    assert.equal(env.NODE_EXTRA_CA_CERTS, '/tmp/agent-platform-trust/run-ca.pem');
+    assert.equal(env.SSL_CERT_FILE, '/tmp/agent-platform-trust/ca-bundle.pem');
+    assert.equal(env.REQUESTS_CA_BUNDLE, env.SSL_CERT_FILE);
+    assert.equal(readFileSync(env.NODE_EXTRA_CA_CERTS, 'utf8'), ca.certPem.endsWith('\n') ? ca.certPem : `${ca.certPem}\n`);
+    const bundle = readFileSync(env.SSL_CERT_FILE, 'utf8');
+    assert.ok(bundle.endsWith(readFileSync(env.NODE_EXTRA_CA_CERTS, 'utf8')));
+    assert.ok((bundle.match(/BEGIN CERTIFICATE/g) ?? []).length > 1, 'the system authorities and the run one');
+    (await import('node:fs')).rmSync('/tmp/agent-platform-trust', { recursive: true, force: true });
   });
 
   test('a connection that says nothing is dropped', async () => {

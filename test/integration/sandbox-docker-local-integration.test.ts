@@ -242,6 +242,87 @@ http.createServer(h('http')).listen(8080, () => https.createServer({ key: proces
     }
   });
 
+  test("delivery.http: the sidecar puts the credential on the server's requests; the server never holds it, trusts the run's authority, and the vendor's certificate is verified by the sidecar", async () => {
+    const docker = adapter.docker;
+    const vendorNet = `apt-vendor-${Date.now().toString(36)}`;
+    const TOKEN = 'tok_docker_live_5e8a1c3b9d7f2a4e';
+    // the vendor answers whether the credential came, never the credential
+    const vendorScript = `const http = require('http');
+http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify({ path: req.url, credential: req.headers.authorization === 'Bearer ${TOKEN}' ? 'live' : req.headers.authorization ? 'other' : 'none' })); }).listen(8080, () => console.log('ready'));
+const https = require('https'); https.createServer({ key: process.env.KEY, cert: process.env.CERT }, (req, res) => res.end('{}')).listen(8443);`;
+    const cert = aSelfSignedCert('vendor.test');
+    await docker.createNetwork({ Name: vendorNet, Internal: true, Labels: { 'agent-platform.test': 'vendor' } });
+    const vendor = await docker.createContainer({
+      Image: AGENT_IMAGE, Entrypoint: ['/usr/bin/node'], Cmd: ['-e', vendorScript], User: '10001:10001', Env: [`KEY=${cert.key}`, `CERT=${cert.cert}`],
+      HostConfig: { NetworkMode: vendorNet }, NetworkingConfig: { EndpointsConfig: { [vendorNet]: { Aliases: ['vendor.test'] } } },
+    });
+    let sandboxId: string | undefined;
+    try {
+      await vendor.start();
+      for (let i = 0; !String(await vendor.logs({ stdout: true, stderr: true })).includes('ready'); i++) {
+        if (i > 150) throw new Error('the vendor did not start');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const urls = ['http://vendor.test:8080/api/items', 'https://vendor.test:8443/v1/me', 'http://elsewhere.test:8080/api/items', 'http://127.0.0.1:3128/x'];
+      const script = [
+        { tool: 'acme_local-echo__fetch', arguments: { urls } },
+        { tool: 'acme_local-echo__environment', arguments: {} },
+        { tool: 'log', arguments: { level: 'info', message: 'fetched {{result:0}}' } },
+        { tool: 'log', arguments: { level: 'info', message: 'environment {{result:1}}' } },
+        { tool: 'output', arguments: { summary: 'done', count: 1 } },
+      ];
+      const runId = 'run_docker_local_inject';
+      const base = aSandboxSpec({ runId, eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 256 });
+      base.sidecar.model = { ...base.sidecar.model!, model: 'fake-script' };
+      base.sidecar.egressAllowInternalHosts = [...(base.sidecar.egressAllowInternalHosts ?? []), 'vendor.test:8080', 'vendor.test:8443', '127.0.0.1:3128'];
+      const authorizedUris = ['http://vendor.test:8080/api/*', 'https://vendor.test:8443/*', 'http://127.0.0.1:3128/*'];
+      base.sidecar.integrations = [{
+        packageId: '@acme/local-echo', toolPrefix: 'acme_local-echo', tools: ['fetch'], source: { kind: 'local', command: ['node', 'server.cjs'] },
+        authKey: 'main', authType: 'api_key', connectionId: 'conn_local', authorizedUris,
+        delivery: { in: 'header', name: 'Authorization', prefix: 'Bearer ', value: '{$credential.access_token}' }, credentials: { access_token: TOKEN },
+      }];
+      base.workspace[0] = { path: 'prompt.md', content: Buffer.from(`Use the tools.\n\n\`\`\`fake-model-script\n${JSON.stringify(script)}\n\`\`\`\n`) };
+      const server = aLocalServer({ authorizedUris, trustRunCa: true });
+      model.setLatency(3000);
+      try {
+        ({ sandboxId } = await adapter.start({ ...base, localServers: [server] }));
+        await docker.getNetwork(vendorNet).connect({ Container: adapter.containers(sandboxId).sidecar });
+      } finally {
+        model.setLatency(0);
+      }
+      const events = () => world.eventsOf(runId);
+      await waitUntil(() => events().some((e) => e.type === 'completed' || e.type === 'failed'), 60_000);
+      const logged = (prefix: string) => {
+        const e = events().find((x) => x.type === 'log' && String(x.data.message).startsWith(prefix));
+        assert.ok(e && e.type === 'log', `a log line ${prefix}`);
+        return String(e.data.message).slice(prefix.length);
+      };
+      const results = JSON.parse(logged('fetched ')) as Array<{ status: number; body: string }>;
+      assert.deepEqual(results[0], { status: 200, body: JSON.stringify({ path: '/api/items', credential: 'live' }) }, 'the credential injected on plain HTTP');
+      // the server's TLS trusted the run's authority (its handshake with the sidecar succeeded); the
+      // sidecar's own TLS to the vendor refused the vendor's self-signed certificate, which it does not trust
+      assert.equal(results[1].status, 502, results[1].body);
+      assert.match(results[1].body, /^upstream_unreachable/);
+      assert.equal(results[2].status, 403);
+      assert.match(results[2].body, /^unauthorized_target/);
+      assert.equal(results[3].status, 403);
+      assert.match(results[3].body, /platform's own endpoints/);
+      const seen = JSON.parse(logged('environment ')) as { env: Record<string, string> };
+      assert.equal(seen.env.NODE_EXTRA_CA_CERTS, '/tmp/agent-platform-trust/run-ca.pem');
+      assert.equal(seen.env.SSL_CERT_FILE, '/tmp/agent-platform-trust/ca-bundle.pem');
+      assert.ok(!JSON.stringify(seen.env).includes(TOKEN), "the credential is not in the server's environment");
+      const [mcp] = await mcpContainersOf(docker, sandboxId!);
+      const serverLog = String(await docker.getContainer(mcp.Id).logs({ stdout: true, stderr: true }));
+      assert.ok(!serverLog.includes(TOKEN), "nor in what the server wrote");
+      assert.ok(!JSON.stringify(events()).includes(TOKEN), "nor in the run's events");
+      assert.ok(events().some((e) => e.type === 'completed'));
+    } finally {
+      if (sandboxId) await adapter.stop(sandboxId);
+      await vendor.remove({ force: true }).catch(() => undefined);
+      await docker.getNetwork(vendorNet).remove().catch(() => undefined);
+    }
+  });
+
   test('a pair with a local server is adopted by the next adapter, whose stop (the reaper) removes the server too', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sbx-docker-local-adopt-'));
     const first = await createDockerAdapter({ workDir: dir, sidecarImage: SIDECAR_IMAGE, agentImage: AGENT_IMAGE });

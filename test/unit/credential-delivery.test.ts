@@ -76,9 +76,12 @@ describe('the sidecar assignment integrations', () => {
   test('absent means none; entries are checked with messages naming fields, never values', () => {
     assert.deepEqual(parseAssignment(JSON.stringify(base)).integrations, []);
     assert.deepEqual(parseAssignment(JSON.stringify({ ...base, integrations: [integration] })).integrations, [integration]);
+    // a local server's credential, for the egress proxy to put on its requests (delivery.http)
+    const local = { ...integration, source: { kind: 'local', command: ['node', 'server.cjs'] } };
+    assert.deepEqual(parseAssignment(JSON.stringify({ ...base, integrations: [local] })).integrations, [local]);
     const refusals: Array<[Record<string, unknown>, RegExp]> = [
       [{ tools: [] }, /integrations\[0\]\.tools is empty \(no_tools_selected\)/],
-      [{ source: { kind: 'local', command: ['x'] } }, /integrations\[0\]\.source\.kind/],
+      [{ source: { kind: 'stdio', command: ['x'] } }, /integrations\[0\]\.source\.kind/],
       [{ source: { kind: 'remote', url: 'ftp://x', transport: 'sse' } }, /integrations\[0\]\.source\.url/],
       [{ credentials: { api_key: 7 } }, /integrations\[0\]\.credentials/],
       [{ delivery: { in: 'cookie', name: 'X', value: 'v' } }, /integrations\[0\]\.delivery/],

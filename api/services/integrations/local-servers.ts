@@ -5,7 +5,8 @@
 // manifests' env only: the mcp-server package's, overridden by the integration's, beside the proxy
 // variables its runner adds. No platform secret reaches it, and its connection's credential only
 // where the auth declares delivery.env and the organization allows it (runCredentialEnv). Its requests may reach
-// the literal authorized_uris of the integration's auths, through the sidecar's egress proxy.
+// the literal authorized_uris of the integration's auths, through the sidecar's egress proxy, which
+// puts a delivery.http credential on them (trustRunCa: HTTPS ends at the proxy, with the run's authority).
 import { parseAuthorizedUri } from '../../../lib/afps/authorized-uri.ts';
 import type { LocalServerSpec } from '../../../lib/afps/integration-assignment.ts';
 import type { AgentManifest, IntegrationManifest, McpServerManifest } from '../../../lib/afps/manifest-types.ts';
@@ -38,7 +39,8 @@ export async function runLocalServers(scope: SpaceScope, owner: string, agent: A
     if (source.kind !== 'local') continue;
     const tools = selectedTools(agent, { id: integration.id, version: integration.version, manifest });
     if (tools.length === 0) continue;
-    const base = { packageId: integration.id, toolPrefix: toolPrefixOf(integration.id), tools, authorizedUris: literalAuthorizedUris(manifest) };
+    const trustRunCa = Object.values(manifest.auths ?? {}).some((auth) => auth.delivery?.http !== undefined);
+    const base = { packageId: integration.id, toolPrefix: toolPrefixOf(integration.id), tools, authorizedUris: literalAuthorizedUris(manifest), ...(trustRunCa ? { trustRunCa } : {}) };
     if ('server' in source) {
       const server = mcpServers.find((s) => s.id === source.server.name)!;
       const { command, env } = (server.manifest as McpServerManifest).server;

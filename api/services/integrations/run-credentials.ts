@@ -76,8 +76,9 @@ export async function runIntegrations(scope: SpaceScope, secrets: SecretBox, egr
     }
     const bound = await boundConnection(scope, secrets, egress, { ...r, auth_key: r.auth_key, connection_id: r.connection_id });
     const { manifest, auth } = bound;
-    // a local server's tools come through its runner (local-servers.ts); it receives no credential
-    if (manifest.source.kind === 'local') continue;
+    // a local server's tools come through its runner (local-servers.ts); the sidecar holds its
+    // credential only to put it on the server's requests (delivery.http, the egress proxy)
+    if (manifest.source.kind === 'local' && !auth.delivery?.http) continue;
     const credentials = await usableCredentials(scope.pool, secrets, bound.egress, via, bound.connection, auth, bound.client);
     const { refresh_token: _kept, ...forSidecar } = credentials;
     const tools = agent.integrations_configuration?.[r.integration_package_id]?.tools ?? manifest.default_tools ?? [];
