@@ -79,7 +79,7 @@ after(async () => {
 
 async function launch(api: Api): Promise<string> {
   const res = await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } });
-  assert.equal(res.status, 202, JSON.stringify(res.body));
+  assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.id as string;
 }
 
@@ -129,7 +129,10 @@ describe('a fleet of workers on one machine', { concurrency: false }, () => {
     const { api, pool } = world;
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await launch(api));
-    for (const id of ids) assert.equal((await waitForStatus(api, id, ended, 120_000)).status, 'success', `run ${id}`);
+    for (const id of ids) {
+      const run = await waitForStatus(api, id, ended, 180_000);
+      assert.equal(run.status, 'success', `run ${id} on ${(await placements(pool, [id])).get(id)?.worker}: ${JSON.stringify(run.error)}`);
+    }
     const held = await placements(pool, ids);
     const perWorker = new Map<string, number>();
     for (const { worker } of held.values()) perWorker.set(String(worker), (perWorker.get(String(worker)) ?? 0) + 1);
