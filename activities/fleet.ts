@@ -51,7 +51,7 @@ export async function setDraining(pool: pg.Pool, workerId: string, draining: boo
 /** The fresh worker whose id the deployment at this address belongs to, if any. */
 export async function liveWorkerAt(pool: pg.Pool, endpointUrl: string, s: FleetSettings): Promise<string | null> {
   const { rows } = await pool.query<{ id: string }>(
-    `SELECT id FROM workers WHERE endpoint_url = $1 AND heartbeat_at > now() - make_interval(secs => $2) ORDER BY heartbeat_at DESC LIMIT 1`,
+    `SELECT id FROM workers WHERE rtrim(endpoint_url, '/') = rtrim($1, '/') AND heartbeat_at > now() - make_interval(secs => $2) ORDER BY heartbeat_at DESC LIMIT 1`,
     [endpointUrl, lossWindowSeconds(s)],
   );
   return rows[0]?.id ?? null;

@@ -19,7 +19,8 @@ const WORKER_LOST_HEARTBEATS = 3;
 /** the fleet's liveness period: a worker silent this long is lost */
 const LOSS_WINDOW_MS = WORKER_HEARTBEAT_SECONDS * WORKER_LOST_HEARTBEATS * 1000;
 const FLEET_ENV = {
-  RUN_HEARTBEAT_SECONDS: '1',
+  // 1 s heartbeats lose runs on a loaded machine (heartbeat_lost): the fleet's own timings are under test
+  RUN_HEARTBEAT_SECONDS: '2',
   SANDBOX_WARM_POOL: '0',
   WORKER_HEARTBEAT_SECONDS: String(WORKER_HEARTBEAT_SECONDS),
   WORKER_LOST_HEARTBEATS: String(WORKER_LOST_HEARTBEATS),
@@ -136,6 +137,11 @@ describe('a fleet of workers on one machine', { concurrency: false }, () => {
     const held = await placements(pool, ids);
     const perWorker = new Map<string, number>();
     for (const { worker } of held.values()) perWorker.set(String(worker), (perWorker.get(String(worker)) ?? 0) + 1);
+    // the joining workers serve only their own hosts: the run workflow stays with the platform
+    const ports = JSON.parse(fs.readFileSync(path.join(world.platform.dataDir, 'ports.json'), 'utf8')) as { restateAdmin: number; worker: number };
+    const service = (await (await fetch(`http://127.0.0.1:${ports.restateAdmin}/services/run`)).json()) as { deployment_id: string };
+    const deployment = (await (await fetch(`http://127.0.0.1:${ports.restateAdmin}/deployments/${service.deployment_id}`)).json()) as { uri: string };
+    assert.equal(new URL(deployment.uri).port, String(ports.worker));
     for (const w of perWorker.keys()) assert.ok(['home', 'workera', 'workerb'].includes(w), `placed on ${w}`);
     assert.ok((perWorker.get('workera') ?? 0) >= 1 && (perWorker.get('workerb') ?? 0) >= 1, `both joined workers held runs: ${JSON.stringify([...perWorker])}`);
   });
