@@ -33,6 +33,7 @@ interface World {
   workers: Record<'a' | 'b', PlatformProcess>;
   pool: pg.Pool;
   api: Api;
+  launchers: Api[];
   fake: Awaited<ReturnType<typeof startFakeModel>>;
   ingressUrl: string;
 }
@@ -68,18 +69,22 @@ before(async () => {
   const pool = new pg.Pool({ connectionString: platform.db.url, max: 3 });
   undo.push(() => pool.end());
   const org = await anOrg(pool);
-  const { key } = await aKey(pool, { ...org, userId: org.ownerId });
+  // launches spread over keys, so the per-caller launch limit (20 a minute) never answers
+  const keys = await Promise.all(Array.from({ length: 6 }, () => aKey(pool, { ...org, userId: org.ownerId })));
+  const { key } = keys[0];
   await importFixture(platform.url, key, 'agent-echo');
   await aDefaultModel(platform.url, key, fake.url, 'fake');
-  world = { platform, workers: { a, b }, pool, api: client(platform.url, { key }), fake, ingressUrl };
+  world = { platform, workers: { a, b }, pool, api: client(platform.url, { key }), launchers: keys.map((k) => client(platform.url, { key: k.key })), fake, ingressUrl };
 });
 
 after(async () => {
   for (const step of undo.reverse()) await step().catch(() => {});
 });
 
-async function launch(api: Api): Promise<string> {
-  const res = await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } });
+let launches = 0;
+
+async function launch(_api: Api): Promise<string> {
+  const res = await world.launchers[launches++ % world.launchers.length].post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.id as string;
 }
