@@ -15,6 +15,10 @@ import { buildWorkflowServices } from '../workflows/services.ts';
 import { scheduleActivitiesFor } from '../api/services/schedules/activities.ts';
 import { createSandboxAdapter, runActivitiesFor } from './sandbox.ts';
 import { choosePortAgain, type PortPlan } from './data-dir.ts';
+import { beat, fleetActivities, joinFleet, liveWorkerAt, placedOn, setDraining, workerIdFor, type FleetSettings } from '../activities/fleet.ts';
+import { createSandboxHostService } from '../workflows/sandbox-host.ts';
+import { RUN_WORKFLOW_NAME } from '../workflows/run-types.ts';
+import { runEvery } from '../lib/periodic.ts';
 
 /** The endpoint's accepted request identities: none configured leaves it open to whoever reaches its port. */
 function identityKeys(keyFile: string | undefined): string[] | undefined {
@@ -159,6 +163,34 @@ export async function listenOnWorkerPort<T>(opts: EngineOptions, listen: (port: 
   }
 }
 
+/**
+ * Whether this worker serves the fleet's workflows (the run workflow, schedules, modules' services):
+ * yes unless they are registered at another worker's endpoint and that worker is alive. The engine
+ * pins an invocation to the deployment it began on, so a worker joining a fleet serves only its own
+ * sandbox host: losing it then touches no other worker's runs.
+ */
+async function servesWorkflows(adminUrl: string, pool: AppDeps['database']['pool'], workerId: string, fleet: FleetSettings): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(`${adminUrl}/services/${RUN_WORKFLOW_NAME}`, { signal: AbortSignal.timeout(5_000) });
+      if (res.status === 404) return true;
+      if (!res.ok) throw new Error(`the engine's admin API answered ${res.status}`);
+      const { deployment_id: deploymentId } = (await res.json()) as { deployment_id?: string };
+      if (!deploymentId) return true;
+      const dep = await fetch(`${adminUrl}/deployments/${encodeURIComponent(deploymentId)}`, { signal: AbortSignal.timeout(5_000) });
+      if (!dep.ok) return true;
+      const { uri } = (await dep.json()) as { uri?: string };
+      if (!uri) return true;
+      const owner = await liveWorkerAt(pool, uri, fleet);
+      return owner === null || owner === workerId;
+    } catch (err) {
+      // the admin API of an external engine may still be starting
+      if (attempt >= 50) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
   const { config, dataDir, ports, deps, log, signalKey, stopping } = opts;
   const stops: Array<() => Promise<void>> = [];
@@ -186,9 +218,18 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       // One indexed read per pass, and only while sandboxes run: cheap enough to follow the sweep closely.
       const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
       stops.push(() => reaper.stop());
-      const services = buildWorkflowServices(runActivitiesFor(deps, adapter), { signalKey, schedules: scheduleActivitiesFor(deps), extra: opts.moduleServices });
+      const pool = deps.database.pool;
+      const workerId = workerIdFor(dataDir, config.WORKER_ID);
+      const fleet: FleetSettings = { heartbeatSeconds: config.WORKER_HEARTBEAT_SECONDS, lostHeartbeats: config.WORKER_LOST_HEARTBEATS };
+      const activities = runActivitiesFor(deps, adapter);
+      // this worker's own sandbox host: the engine routes its calls here alone
+      const host = createSandboxHostService(workerId, activities, (runId) => placedOn(pool, runId, workerId));
+      const home = await servesWorkflows(adminUrl, pool, workerId, fleet);
+      const definitions = home
+        ? [...buildWorkflowServices(activities, { signalKey, schedules: scheduleActivitiesFor(deps), extra: opts.moduleServices, fleet: fleetActivities(pool, workerId, fleet) }).definitions, host]
+        : [host];
       const endpoint = await listenOnWorkerPort(opts, (p) => startWorkflowEndpoint({
-        port: p, host: config.WORKER_HOST, services: services.definitions, logger: restateLogTransport(log), identityKeys: identityKeys(identityKeyFile),
+        port: p, host: config.WORKER_HOST, services: definitions, logger: restateLogTransport(log), identityKeys: identityKeys(identityKeyFile),
       }));
       stops.push(() => endpoint.close());
       const endpointUrl = config.WORKER_ENDPOINT_URL ?? endpoint.url;
@@ -200,6 +241,30 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
         log.warn('workflow services changed at the same address; re-registering with force');
         await registerDeployment(adminUrl, endpointUrl, { force: true });
       }
+      // in the fleet once its service is registered: from now on runs may be placed here
+      await joinFleet(pool, workerId, endpointUrl);
+      log.info(home ? 'worker joined the fleet, serving its workflows' : 'worker joined the fleet as a sandbox host', { worker_id: workerId, endpoint: endpointUrl });
+      const heartbeat = runEvery(fleet.heartbeatSeconds * 1000, () => beat(pool, workerId), (err) => log.warn('worker heartbeat failed', { error: String(err) }));
+      stops.push(() => heartbeat.stop());
+      // SIGUSR2 drains: no new runs are placed here, the ones in flight go on to their end
+      let drained: ReturnType<typeof runEvery> | null = null;
+      const drain = () => {
+        if (drained) return;
+        log.info('draining: this worker takes no new runs', { worker_id: workerId });
+        let told = false;
+        drained = runEvery(fleet.heartbeatSeconds * 1000, async () => {
+          await setDraining(pool, workerId, true);
+          const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE worker_id = $1 AND status IN ('pending', 'running')`, [workerId]);
+          if (rows[0]?.n === 0 && !told) log.info('drained: no runs in flight on this worker; it can be stopped', { worker_id: workerId });
+          told = rows[0]?.n === 0;
+        }, (err) => log.warn('draining failed; tried again', { error: String(err) }));
+        setDraining(pool, workerId, true).catch((err) => log.warn('draining failed; tried again', { error: String(err) }));
+      };
+      process.on('SIGUSR2', drain);
+      stops.push(async () => {
+        process.off('SIGUSR2', drain);
+        await drained?.stop();
+      });
     }
     return {
       ingressUrl,

@@ -126,6 +126,15 @@ export const ConfigSchema = z.object({
    */
   RESTATE_REQUEST_IDENTITY_KEY_FILE: z.string().min(1).optional(),
   WORKER_PORT: optionalIntFromEnv,
+  /**
+   * this worker's name in the fleet (letters, digits; at most 32): its sandbox host service is
+   * `sandboxHost_<id>`. Unset: generated once and kept in DATA_DIR/worker-id.
+   */
+  WORKER_ID: z.string().regex(/^[A-Za-z0-9]{1,32}$/).optional(),
+  /** seconds between a worker's heartbeats in the fleet's database */
+  WORKER_HEARTBEAT_SECONDS: z.coerce.number().int().positive().max(300).default(5),
+  /** heartbeats a worker may miss before it counts as lost: its unstarted runs boot elsewhere, its running runs end sandbox_lost */
+  WORKER_LOST_HEARTBEATS: z.coerce.number().int().min(2).max(100).default(3),
   /** where the workflow endpoint listens; only Restate should reach it (a container deployment: its network) */
   WORKER_HOST: z.string().min(1).default('127.0.0.1'),
   ENCRYPTION_KEY: z

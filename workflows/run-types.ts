@@ -31,6 +31,8 @@ export interface SandboxRef {
   heartbeatSeconds: number;
   /** How long the run waits for an approval holding this sandbox before it is parked (absent: never parked). */
   parkAfterSeconds?: number;
+  /** The worker holding the sandbox (a fleet's placement); unset: the worker serving the workflow. */
+  workerId?: string;
 }
 
 export interface RunError {
@@ -106,6 +108,24 @@ export interface RunActivities {
    * was decided first or the handover did not come. Absent: runs are never parked.
    */
   park?(runId: string, sandboxId: string, approvalId: string): Promise<ParkOutcome>;
+}
+
+/**
+ * The fleet (issue 31): which worker a run's sandbox is placed on, and whether a worker is lost.
+ * Given to the run workflow, every step touching a sandbox held by another worker goes to that
+ * worker's own sandbox host service; without it, every step runs in the serving process.
+ */
+export interface FleetActivities {
+  /** the worker id of the process serving the workflow (its sandboxes are reached without a hop) */
+  selfId: string;
+  /** how often a call to another worker's host looks whether that worker was lost meanwhile (ms) */
+  checkMs: number;
+  /** places the run on a worker with capacity and records it; an error when none has any */
+  place(runId: string): Promise<{ workerId: string } | { error: string }>;
+  /** the worker's heartbeat is stale past the fleet's loss window (or it is unknown) */
+  workerLost(workerId: string): Promise<boolean>;
+  /** the run's status as recorded */
+  runStatus(runId: string): Promise<'pending' | 'running' | 'ended' | 'gone'>;
 }
 
 /** An error shape activities throw to end the run without retries. */

@@ -1,15 +1,16 @@
 import './polyfill.ts';
 import { signalMacValid, type SignalKind } from '../lib/signal-mac.ts';
 import * as restate from '@restatedev/restate-sdk';
-import { CancelledError, RestatePromise, TerminalError, type RunOptions, type WorkflowContext, type WorkflowSharedContext } from '@restatedev/restate-sdk';
+import { CancelledError, RestatePromise, TerminalError, TimeoutError, type RunOptions, type WorkflowContext, type WorkflowSharedContext } from '@restatedev/restate-sdk';
 import {
   OPERATOR_CANCEL_CODE, RunEndedBadly, bootTimedOut, cancelled, failed, fromTerminalSignal, heartbeatLost, sandboxLost, terminalSignalProblem, timedOut,
 } from './run-endings.ts';
 import {
-  RESULT_STATE, RUN_WORKFLOW_NAME, approvalPromise, approvalRequestedPromise, isActivityFailure,
-  type ApprovalDecidedSignal, type ApprovalRequestedSignal, type BootCheck, type BootContext, type CancelSignal, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowInput, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
+  RESULT_STATE, RUN_WORKFLOW_NAME, approvalPromise, approvalRequestedPromise,
+  type ApprovalDecidedSignal, type ApprovalRequestedSignal, type BootCheck, type BootContext, type CancelSignal, type FleetActivities, type ParkOutcome, type RecordedEnding, type RunActivities, type RunEnding, type RunWorkflowInput, type RunWorkflowResult, type SandboxRef, type SignalAck, type TerminalSignal,
 } from './run-types.ts';
 import { runTrace, type RunTrace } from './run-trace.ts';
+import { bootAttempt, sandboxHostName, type BootAttempt } from './sandbox-host.ts';
 
 type StepName = 'boot' | 'liveness' | 'finalize' | 'teardown' | 'park';
 export type StepRetry = Pick<RunOptions<unknown>, 'maxRetryAttempts' | 'maxRetryDuration' | 'initialRetryInterval' | 'maxRetryInterval' | 'retryIntervalFactor'>;
@@ -19,6 +20,11 @@ export interface RunWorkflowOptions {
   retry?: Partial<Record<StepName, StepRetry>>;
   /** When set, signals must carry a MAC made with this key (lib/signal-mac.ts). */
   signalKey?: Buffer;
+  /**
+   * The fleet of sandbox hosts: each run is placed on a worker, and the steps that touch its sandbox
+   * go to that worker's own service. Unset: every step runs here (one worker).
+   */
+  fleet?: FleetActivities;
 }
 
 /** A signal as sent: its body plus the MAC that shows the platform sent it. */
@@ -45,8 +51,8 @@ interface Signals {
 /** How many times a run is booted when its sandboxes go with workers that die before it starts. */
 const MAX_BOOTS = 3;
 
-/** One boot attempt as journaled: the sandbox, a refusal, or a failure to retry. */
-type BootAttempt = { sandbox: SandboxRef } | { ending: RunEnding } | { error: string; ms: number };
+/** What a call to another worker's sandbox host gave: its answer, or the worker was lost meanwhile. */
+type Hosted<T> = { answer: T } | { lost: true };
 
 /**
  * How the boot phase ends: the run started (from then on its liveness is watched), it ended, it was
@@ -107,6 +113,36 @@ type Woken =
 /** Builds the `run` workflow (key = run id) over the given activities. */
 export function createRunWorkflow(activities: RunActivities, options: RunWorkflowOptions = {}) {
   const retry = { ...DEFAULT_RETRY, ...options.retry };
+  const fleet = options.fleet;
+
+  /** The worker holding the sandbox when it is not the one serving this workflow (a call then goes there). */
+  function elsewhere(workerId: string | undefined): string | null {
+    return fleet && workerId && workerId !== fleet.selfId ? workerId : null;
+  }
+
+  /**
+   * Calls a handler of another worker's sandbox host. The engine delivers the call to that worker
+   * alone and retries it while the worker is down; every `checkMs` the workflow looks whether the
+   * worker was lost (its heartbeat stale past the fleet's window), and then gives the call up.
+   */
+  async function onHost<T>(ctx: WorkflowContext, workerId: string, method: string, parameter: unknown): Promise<Hosted<T>> {
+    const call = ctx.genericCall<unknown, T>({
+      service: sandboxHostName(workerId), method, parameter, inputSerde: restate.serde.json, outputSerde: restate.serde.json,
+    });
+    for (;;) {
+      try {
+        return { answer: await call.orTimeout(fleet!.checkMs) };
+      } catch (err) {
+        if (!(err instanceof TimeoutError)) throw err;
+      }
+      const lost = await ctx.run('worker lost?', () => fleet!.workerLost(workerId), retry.liveness);
+      if (lost) {
+        ctx.console.warn(`worker ${workerId} was lost; its ${method} call is given up`);
+        ctx.cancel(await call.invocationId);
+        return { lost: true };
+      }
+    }
+  }
 
   /** With a signal key, an unsigned or wrongly signed signal is refused (see lib/signal-mac.ts). */
   function authenticate(runId: string, kind: SignalKind, body: unknown, mac: unknown): void {
@@ -179,16 +215,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     let delayMs = durationMs(policy.initialRetryInterval ?? DEFAULT_RETRY.boot.initialRetryInterval!);
     let spentMs = 0;
     for (let attempt = 1; ; attempt++) {
-      const outcome = await ctx.run('boot', () => trace.step('boot', async (): Promise<BootAttempt> => {
-        const began = Date.now();
-        try {
-          return { sandbox: await activities.boot(runId, context) };
-        } catch (err) {
-          // A refused boot is journaled as a result, so it is never retried.
-          if (isActivityFailure(err)) return { ending: failed(err.code, err.message, err.details) };
-          return { error: errorText(err), ms: Date.now() - began };
-        }
-      }));
+      const outcome = await bootOnce(ctx, runId, trace, context);
       if ('sandbox' in outcome || 'ending' in outcome) return outcome;
       spentMs += outcome.ms;
       ctx.console.warn(`boot attempt ${attempt} of run ${runId} failed: ${outcome.error}`);
@@ -200,6 +227,44 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       spentMs += delayMs;
       delayMs = Math.min(delayMs * (policy.retryIntervalFactor ?? 2), durationMs(policy.maxRetryInterval ?? DEFAULT_RETRY.boot.maxRetryInterval!));
     }
+  }
+
+  /**
+   * One boot attempt: with a fleet, the run is placed on a worker first, and booted there (here,
+   * without a hop, when that is the worker serving this workflow).
+   */
+  async function bootOnce(ctx: WorkflowContext, runId: string, trace: RunTrace, context: BootContext): Promise<BootAttempt> {
+    const local = () => ctx.run('boot', () => trace.step('boot', () => bootAttempt(activities, runId, context)));
+    if (!fleet) return local();
+    const placed = await ctx.run('place', () => fleet.place(runId), retry.liveness).catch((err) => {
+      if (!isGiveUp(err)) throw err;
+      return { error: err.message };
+    });
+    if ('error' in placed) return { error: placed.error, ms: 0 };
+    const { workerId } = placed;
+    const outcome = elsewhere(workerId)
+      ? await onHost<BootAttempt>(ctx, workerId, 'boot', { runId, ...context }).then(
+        (hosted) => ('lost' in hosted ? { error: `worker ${workerId} was lost while booting the sandbox`, ms: 0 } : hosted.answer),
+        (err) => {
+          if (!isGiveUp(err)) throw err;
+          return { error: err.message, ms: 0 };
+        },
+      )
+      : await local();
+    return 'sandbox' in outcome ? { sandbox: { ...outcome.sandbox, workerId } } : outcome;
+  }
+
+  /** The boot phase's look at the run and its sandbox, on the worker that holds the sandbox. */
+  async function bootProbe(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef): Promise<BootCheck & { checkedAt: number }> {
+    const host = elsewhere(sandbox.workerId);
+    if (!host) {
+      return ctx.run('boot check', () => trace.step('boot check', async () => ({ ...(await activities.bootCheck(runId, sandbox.sandboxId)), checkedAt: Date.now() })), retry.liveness);
+    }
+    const hosted = await onHost<BootCheck>(ctx, host, 'bootCheck', { runId, sandboxId: sandbox.sandboxId });
+    if ('answer' in hosted) return { ...hosted.answer, checkedAt: await ctx.date.now() };
+    // The worker went with the sandbox: a run that had not started is booted elsewhere, a started one lost.
+    const run = await ctx.run('run status', () => fleet!.runStatus(runId), retry.liveness);
+    return { run, sandbox: run === 'pending' ? 'unknown' : 'gone', checkedAt: await ctx.date.now() };
   }
 
   /**
@@ -230,7 +295,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       if (woken.by === 'cancel') return { ending: cancelled(woken.signal.reason) };
       let probe: BootCheck & { checkedAt: number };
       try {
-        probe = await ctx.run('boot check', () => trace.step('boot check', async () => ({ ...(await activities.bootCheck(runId, sandbox.sandboxId)), checkedAt: Date.now() })), retry.liveness);
+        probe = await bootProbe(ctx, runId, trace, sandbox);
       } catch (err) {
         if (!isGiveUp(err)) throw err;
         // The platform could not look (its database unreachable): that time is not the sandbox's.
@@ -241,6 +306,8 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       const late = probe.checkedAt - (lookedAt + waitMs) > lateMs;
       if (!late) countedMs += probe.checkedAt - lookedAt;
       lookedAt = probe.checkedAt;
+      // a started run whose worker was lost (its sandbox went with it) is lost, not booted again
+      if (probe.run === 'running' && probe.sandbox === 'gone') return { ending: sandboxLost() };
       if (probe.run === 'running') return { startedAt: probe.checkedAt };
       if (probe.run === 'ended') return { endedElsewhere: true };
       if (probe.run === 'gone') return { ending: sandboxLost() };
@@ -353,6 +420,12 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   /** Parks the run (see RunActivities.park); a park that gives up leaves the run holding its sandbox. */
   async function park(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef, approvalId: string): Promise<boolean> {
     try {
+      const host = elsewhere(sandbox.workerId);
+      if (host) {
+        // the worker holding the sandbox parks it; a worker lost meanwhile leaves it to liveness
+        const hosted = await onHost<ParkOutcome>(ctx, host, 'park', { runId, sandboxId: sandbox.sandboxId, approvalId });
+        return 'answer' in hosted && hosted.answer.parked;
+      }
       const { parked } = await ctx.run('park', () => trace.step('park', () => activities.park!(runId, sandbox.sandboxId, approvalId)), retry.park);
       return parked;
     } catch (err) {
@@ -413,13 +486,21 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   async function checkLiveness(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef, view: LivenessView): Promise<RunEnding | 'ended' | null> {
     let probe: { alive: boolean | 'ending' | 'ended'; lastEventAt: number | null; checkedAt: number };
     try {
-      probe = await ctx.run('liveness', () => trace.step('liveness', async () => {
-        const [alive, lastEventAt] = await Promise.all([
-          activities.sandboxAlive(runId, sandbox.sandboxId),
-          activities.lastHeartbeatAt(runId),
-        ]);
-        return { alive, lastEventAt, checkedAt: Date.now() };
-      }), retry.liveness);
+      const host = elsewhere(sandbox.workerId);
+      if (host) {
+        // the sandbox's state from the worker holding it, the last event from the database here
+        const hosted = await onHost<boolean | 'ending' | 'ended'>(ctx, host, 'sandboxAlive', { runId, sandboxId: sandbox.sandboxId });
+        if ('lost' in hosted) return sandboxLost();
+        probe = await ctx.run('liveness', () => trace.step('liveness', async () => ({ alive: hosted.answer, lastEventAt: await activities.lastHeartbeatAt(runId), checkedAt: Date.now() })), retry.liveness);
+      } else {
+        probe = await ctx.run('liveness', () => trace.step('liveness', async () => {
+          const [alive, lastEventAt] = await Promise.all([
+            activities.sandboxAlive(runId, sandbox.sandboxId),
+            activities.lastHeartbeatAt(runId),
+          ]);
+          return { alive, lastEventAt, checkedAt: Date.now() };
+        }), retry.liveness);
+      }
     } catch (err) {
       if (!isGiveUp(err)) throw err;
       // The platform could not look (its database unreachable, say): that is not the sandbox's
@@ -463,6 +544,14 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
   /** Stops the sandbox; given the run's ending, it is the run's last step and ends the workflow's span. */
   async function teardown(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef, engine: EngineCancel, ending?: RunEnding): Promise<void> {
     try {
+      const host = elsewhere(sandbox.workerId);
+      if (host) {
+        const hosted = await despiteCancel(engine, () => onHost<void>(ctx, host, 'teardown', { runId, sandboxId: sandbox.sandboxId }));
+        // a lost worker's sandboxes went with it (or its reaper stops them should it come back)
+        if ('lost' in hosted) ctx.console.warn(`sandbox ${sandbox.sandboxId} went with its lost worker ${host}`);
+        if (ending) await ctx.run('teardown', () => trace.step('teardown', async () => trace.end(endingAttributes(ending))));
+        return;
+      }
       await despiteCancel(engine, () => ctx.run('teardown', () => trace.step('teardown', async () => {
         await activities.teardown(runId, sandbox.sandboxId);
         if (ending) trace.end(endingAttributes(ending));
@@ -591,10 +680,6 @@ function durationMs(value: StepRetry['maxRetryDuration']): number {
   if (typeof value === 'number') return value;
   const d = (value ?? {}) as { days?: number; hours?: number; minutes?: number; seconds?: number; milliseconds?: number };
   return ((((d.days ?? 0) * 24 + (d.hours ?? 0)) * 60 + (d.minutes ?? 0)) * 60 + (d.seconds ?? 0)) * 1000 + (d.milliseconds ?? 0);
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function seconds(value: number): number {

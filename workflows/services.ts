@@ -1,5 +1,5 @@
 // The Restate services this process serves.
-import type { RunActivities } from './run-types.ts';
+import type { FleetActivities, RunActivities } from './run-types.ts';
 import { createRunWorkflow } from './run.ts';
 import { createScheduleObject } from './schedule.ts';
 import type { ScheduleActivities } from './schedule-types.ts';
@@ -10,9 +10,9 @@ export interface WorkflowServices {
 
 export function buildWorkflowServices(
   activities: RunActivities,
-  opts: { signalKey: Buffer; schedules?: ScheduleActivities; extra?: unknown[] },
+  opts: { signalKey: Buffer; schedules?: ScheduleActivities; extra?: unknown[]; fleet?: FleetActivities },
 ): WorkflowServices {
-  const definitions: unknown[] = [createRunWorkflow(activities, { signalKey: opts.signalKey })];
+  const definitions: unknown[] = [createRunWorkflow(activities, { signalKey: opts.signalKey, fleet: opts.fleet })];
   if (opts.schedules) definitions.push(createScheduleObject(opts.schedules));
   definitions.push(...(opts.extra ?? []));
   return { definitions };

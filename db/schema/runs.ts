@@ -54,6 +54,8 @@ export const runs = pgTable('runs', {
   draftSnapshot: jsonb('draft_snapshot'),
   /** set once the durable workflow has accepted the run */
   submittedAt: ts('submitted_at'),
+  /** the worker (sandbox host) the run's sandbox was placed on; null: not placed yet */
+  workerId: text('worker_id'),
   createdAt: ts('created_at').notNull().defaultNow(),
   startedAt: ts('started_at'),
   finishedAt: ts('finished_at'),
@@ -69,6 +71,7 @@ export const runs = pgTable('runs', {
   // the sweeps read only the rows they act on: unsubmitted runs, open runs, unpurged inline runs
   index('runs_unsubmitted_idx').on(t.createdAt).where(sql`submitted_at IS NULL AND status = 'pending'`),
   index('runs_open_idx').on(t.createdAt).where(sql`status IN ('pending', 'running')`),
+  index('runs_worker_open_idx').on(t.workerId).where(sql`status IN ('pending', 'running')`),
   index('runs_inline_unpurged_idx').on(t.createdAt).where(sql`kind = 'inline' AND purged_at IS NULL`),
   index('runs_schedule_idx').on(t.orgId, t.spaceId, t.scheduleId, t.createdAt, t.id).where(sql`schedule_id IS NOT NULL`),
   uniqueIndex('runs_schedule_fire_idx').on(t.scheduleId, t.scheduleFireAt).where(sql`schedule_id IS NOT NULL`),
@@ -163,3 +166,13 @@ export const runApprovals = pgTable('run_approvals', {
   uniqueIndex('run_approvals_run_sequence_uq').on(t.runId, t.sequence),
   index('run_approvals_tenant_idx').on(t.orgId, t.spaceId, t.runId),
 ]);
+
+/** The fleet's sandbox hosts (workers): each beats while it lives; a draining one takes no new runs. */
+export const workers = pgTable('workers', {
+  id: text('id').primaryKey(),
+  /** the address Restate reaches its sandbox host service at */
+  endpointUrl: text('endpoint_url').notNull(),
+  startedAt: ts('started_at').notNull().defaultNow(),
+  heartbeatAt: ts('heartbeat_at').notNull().defaultNow(),
+  draining: boolean('draining').notNull().default(false),
+});

@@ -54,9 +54,10 @@ export interface PlatformProcessOptions {
   readyTimeoutMs?: number;
   /**
    * 'ready' (default) waits for /health/ready; 'serving' for the start to finish and /health/live,
-   * for a platform whose engine is unreachable on purpose (readiness then truthfully says 503).
+   * for a platform whose engine is unreachable on purpose (readiness then truthfully says 503);
+   * 'started' for the start to finish, for a ROLE=worker process (it serves no API).
    */
-  waitFor?: 'ready' | 'serving';
+  waitFor?: 'ready' | 'serving' | 'started';
 }
 
 export async function startPlatformProcess(opts: PlatformProcessOptions = {}): Promise<PlatformProcess> {
@@ -85,7 +86,7 @@ export async function startPlatformProcess(opts: PlatformProcessOptions = {}): P
     const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`the platform exited (${proc.exitCode}):\n${output.slice(-4000)}`);
-      const ok = opts.waitFor === 'serving'
+      const ok = opts.waitFor === 'started' ? output.includes('Ready in') : opts.waitFor === 'serving'
         ? output.includes('Ready in') && (await fetch(`${url}/health/live`).then((r) => r.status === 200, () => false))
         : await fetch(`${url}/health/ready`).then((r) => r.status === 200, () => false);
       if (ok) return proc;
