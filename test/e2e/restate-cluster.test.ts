@@ -85,8 +85,11 @@ describe('a three-node Restate cluster with replication 2', () => {
     t.diagnostic(`all ${RUNS} runs ended ${Math.round(performance.now() - killedAt)} ms after the kill`);
 
     results.forEach((result, i) => assert.deepEqual(result.ending, { status: 'success', output: runs[i].runId }));
+    t.diagnostic(`boots per run: ${runs.map((r) => r.record.bootAttempts).join(' ')}; finalize calls: ${runs.map((r) => r.record.finalizeCalls.length).join(' ')}; teardowns: ${runs.map((r) => r.record.teardowns.length).join(' ')}`);
     for (const { record, sandbox } of runs) {
-      assert.equal(record.bootAttempts, 1, 'booted once');
+      // an activity the killed node had in flight (its result not yet in the replicated log) runs
+      // again on the node that takes over: at least once, as across any engine failure
+      assert.ok(record.bootAttempts >= 1, 'booted');
       // the ending is recorded by the first finalize call; a repeat (an activity retried across the
       // node's loss) would be told it was already recorded, so it must carry the same ending
       assert.ok(record.finalizeCalls.length >= 1);
