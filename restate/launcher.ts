@@ -41,6 +41,8 @@ export interface RestateClusterOptions {
   autoProvision: boolean;
   /** how many nodes hold each log record and partition (2 of 3 survives losing any one node) */
   replication: number;
+  /** the engine's partitions, fixed when the cluster is provisioned (unset: the engine's default) */
+  partitions?: number;
 }
 
 /** The settings that make a restate-server a node of a cluster (RESTATE_* environment, the server's own names). */
@@ -53,6 +55,7 @@ export function clusterEnvironment(cluster: RestateClusterOptions): Record<strin
     RESTATE_METADATA_SERVER__TYPE: 'replicated',
     RESTATE_BIFROST__DEFAULT_PROVIDER: 'replicated',
     RESTATE_ROLES: JSON.stringify(['metadata-server', 'admin', 'worker', 'log-server', 'http-ingress']),
+    ...(cluster.partitions ? { RESTATE_DEFAULT_NUM_PARTITIONS: String(cluster.partitions) } : {}),
   };
 }
 

@@ -37,7 +37,7 @@ describe('a three-node Restate cluster with replication 2', () => {
     // all at once: the provisioning node waits for the others before the log is writable
     const started = await Promise.allSettled(ports.map((p, i) => startRestateServer({
       ...p, baseDir: join(baseDir, `n${i + 1}`), nodeName: `n${i + 1}`, logFile: logOf(`n${i + 1}`), startTimeoutMs: 60_000,
-      cluster: { name: 'platform-test', metadataAddresses, autoProvision: i === 0, replication: 2 },
+      cluster: { name: 'platform-test', metadataAddresses, autoProvision: i === 0, replication: 2, partitions: 8 },
     })));
     started.forEach((s, i) => { if (s.status === 'fulfilled') nodes.push({ server: s.value, nodePort: ports[i].nodePort, name: `n${i + 1}` }); });
     const failed = started.find((s) => s.status === 'rejected');
