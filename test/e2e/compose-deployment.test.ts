@@ -73,7 +73,7 @@ async function sandboxesOf(docker: Docker, workDir: string, runIds: string[]): P
 }
 
 /** a model turn of the runs that must still be going while the worker restarts or the stack goes down */
-const SLOW_TURN_MS = 8000;
+const SLOW_TURN_MS = 30_000;
 /** a model turn of the runs in flight while a Restate node is killed */
 const THROUGH_THE_LOSS_TURN_MS = 25_000;
 
