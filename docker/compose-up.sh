@@ -3,7 +3,7 @@
 # services, sidecar and agent images (docker/build-images.sh, no registry), writes docker/.compose.env
 # with a generated encryption key, bootstrap token and database password on first start (kept
 # after) and the worker's data directory when it names none, then `up -d`. Extra arguments go to
-# `up` (e.g. --scale platform-api=3). Uses `docker compose` (v2) when present, else docker-compose (v1).
+# `up` (e.g. --scale platform-api=3 --scale platform-worker=2: each worker its own data directory and port). Uses `docker compose` (v2) when present, else docker-compose (v1).
 #   docker/compose-up.sh [up options]
 # COMPOSE_PROJECT_NAME picks the project (default: docker); AP_COMPOSE_ENV the env file; the AP_*
 # settings docker/compose.yaml lists may also come from the environment. AP_SUBNET (a /24, the
@@ -53,6 +53,10 @@ if [ -n "$SUBNET" ] && [ -z "$(setting AP_SUBNET_PREFIX)" ]; then
   [ -n "$PREFIX" ] || { echo "compose-up: AP_SUBNET=$SUBNET is not a /24 (x.y.z.0/24): set AP_SUBNET_PREFIX=x.y.z instead" >&2; exit 1; }
   export AP_SUBNET_PREFIX="$PREFIX"
   grep -q '^AP_SUBNET_PREFIX=' "$ENV_FILE" || echo "AP_SUBNET_PREFIX=$PREFIX" >> "$ENV_FILE"
+fi
+# the shared file store: the bundled object-storage service at its fixed address unless one is named
+if [ -z "$(setting AP_S3_ENDPOINT)" ]; then
+  echo "AP_S3_ENDPOINT=http://$(setting AP_SUBNET_PREFIX | grep . || echo 172.30.87).8:9000" >> "$ENV_FILE"
 fi
 
 if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose); else COMPOSE=(docker-compose); fi

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { isTrustRootEntry } from './afps/bundle-signature.ts';
 import { parseHostPort } from './egress.ts';
+import { isRestateAddressList } from './restate-failover.ts';
 
 const MODULE_NAMES = ['oidc', 'webhooks', 'mcp', 'core-providers', 'chat', 'firecracker', 'codex', 'claude-code', 'observability', 'ee'] as const;
 export const DEFAULT_MODULES = ['oidc', 'webhooks', 'mcp', 'core-providers', 'chat'] as const;
@@ -116,8 +117,13 @@ export const ConfigSchema = z.object({
   DATA_DIR: z.string().default('.data'),
   DATABASE_URL: z.string().optional(),
   REDIS_URL: z.string().optional(),
-  RESTATE_INGRESS_URL: z.string().url().optional(),
-  RESTATE_ADMIN_URL: z.string().url().optional(),
+  /**
+   * An external Restate's ingress: one URL, or a cluster's nodes as a comma-separated list, tried
+   * in order when a node cannot be reached (with RESTATE_ADMIN_URL; unset: an embedded server)
+   */
+  RESTATE_INGRESS_URL: z.string().refine(isRestateAddressList, 'must be a URL or a comma-separated list of URLs').optional(),
+  /** an external Restate's admin API: one URL, or a cluster's nodes as a comma-separated list, like RESTATE_INGRESS_URL */
+  RESTATE_ADMIN_URL: z.string().refine(isRestateAddressList, 'must be a URL or a comma-separated list of URLs').optional(),
   /** where the Restate server reaches this process's workflow endpoint (external Restate) */
   WORKER_ENDPOINT_URL: z.string().url().optional(),
   /**

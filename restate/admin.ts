@@ -1,4 +1,6 @@
-// Thin calls to the Restate admin API (registration, SQL introspection, invocation control).
+// Thin calls to the Restate admin API (registration, SQL introspection, invocation control). The
+// admin address may be a comma-separated list (the nodes of a cluster): each call goes to a node that answers.
+import { restateFetch } from '../lib/restate-failover.ts';
 
 export interface Deployment {
   id: string;
@@ -36,7 +38,7 @@ export async function registerDeployment(adminUrl: string, endpointUrl: string, 
 }
 
 async function postDeployment(adminUrl: string, body: string): Promise<Deployment> {
-  const res = await fetch(`${adminUrl}/deployments`, {
+  const res = await restateFetch(adminUrl, '/deployments', {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json' },
     body,
@@ -49,7 +51,7 @@ async function postDeployment(adminUrl: string, body: string): Promise<Deploymen
 
 /** Runs a SQL query on the admin introspection API (tables such as sys_invocation, sys_journal). */
 export async function queryInvocations<Row = Record<string, unknown>>(adminUrl: string, sql: string): Promise<Row[]> {
-  const res = await fetch(`${adminUrl}/query`, {
+  const res = await restateFetch(adminUrl, '/query', {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json' },
     body: JSON.stringify({ query: sql }),
@@ -127,7 +129,7 @@ export function killInvocation(adminUrl: string, invocationId: string): Promise<
 }
 
 async function invocationCommand(adminUrl: string, invocationId: string, command: 'cancel' | 'kill'): Promise<void> {
-  const res = await fetch(`${adminUrl}/invocations/${encodeURIComponent(invocationId)}/${command}`, {
+  const res = await restateFetch(adminUrl, `/invocations/${encodeURIComponent(invocationId)}/${command}`, {
     method: 'PATCH',
     signal: AbortSignal.timeout(10_000),
   });

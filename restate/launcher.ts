@@ -24,6 +24,39 @@ export interface RestateServerOptions {
    * with; an endpoint given the public key (restate/request-identity.ts) refuses any other caller.
    */
   requestIdentityKeyFile?: string;
+  /**
+   * Run as one node of a Restate cluster (the engine's own clustering: replicated metadata server
+   * and replicated log). Every node of the cluster gets the same name and metadata addresses, its own
+   * nodeName, baseDir and ports; exactly one node provisions the cluster.
+   */
+  cluster?: RestateClusterOptions;
+}
+
+export interface RestateClusterOptions {
+  /** the same on every node: a node refuses to join another cluster */
+  name: string;
+  /** the node-to-node addresses (http://host:nodePort) of the metadata servers, every node included */
+  metadataAddresses: string[];
+  /** true on exactly one node: it writes the cluster's first configuration once enough nodes answer */
+  autoProvision: boolean;
+  /** how many nodes hold each log record and partition (2 of 3 survives losing any one node) */
+  replication: number;
+  /** the engine's partitions, fixed when the cluster is provisioned (unset: the engine's default) */
+  partitions?: number;
+}
+
+/** The settings that make a restate-server a node of a cluster (RESTATE_* environment, the server's own names). */
+export function clusterEnvironment(cluster: RestateClusterOptions): Record<string, string> {
+  return {
+    RESTATE_CLUSTER_NAME: cluster.name,
+    RESTATE_AUTO_PROVISION: String(cluster.autoProvision),
+    RESTATE_DEFAULT_REPLICATION: String(cluster.replication),
+    RESTATE_METADATA_CLIENT__ADDRESSES: JSON.stringify(cluster.metadataAddresses),
+    RESTATE_METADATA_SERVER__TYPE: 'replicated',
+    RESTATE_BIFROST__DEFAULT_PROVIDER: 'replicated',
+    RESTATE_ROLES: JSON.stringify(['metadata-server', 'admin', 'worker', 'log-server', 'http-ingress']),
+    ...(cluster.partitions ? { RESTATE_DEFAULT_NUM_PARTITIONS: String(cluster.partitions) } : {}),
+  };
 }
 
 export interface RestateServer {
@@ -89,6 +122,7 @@ export async function startRestateServer(opts: RestateServerOptions): Promise<Re
     RESTATE_ADMIN__ADVERTISED_ADMIN_ENDPOINT: `${adminUrl}/`,
     RESTATE_DISABLE_TELEMETRY: 'true',
     ...(opts.requestIdentityKeyFile ? { RESTATE_WORKER__INVOKER__REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE: resolvePath(opts.requestIdentityKeyFile) } : {}),
+    ...(opts.cluster ? clusterEnvironment(opts.cluster) : {}),
   });
 
   // Health checks would otherwise be answered by whatever already holds a port.

@@ -2,6 +2,7 @@ import './polyfill.ts';
 import { signalMac, type SignalKind } from '../lib/signal-mac.ts';
 import { randomUUID } from 'node:crypto';
 import * as clients from '@restatedev/restate-sdk-clients';
+import { failoverFetch, primaryAddress } from '../lib/restate-failover.ts';
 import type { RunWorkflow } from './run.ts';
 import { RUN_WORKFLOW_NAME, type ApprovalDecidedSignal, type ApprovalRequestedSignal, type RunWorkflowInput, type CancelSignal, type RunWorkflowResult, type SignalAck, type TerminalSignal } from './run-types.ts';
 
@@ -34,17 +35,18 @@ const SEND_RETRY_MS = 15_000;
 /** The engine refused a signal (4xx): retrying cannot help. */
 class SignalRefused extends Error {}
 
-/** Typed access to the `run` workflow through the Restate ingress. */
+/** Typed access to the `run` workflow through the Restate ingress (one address, or a cluster's comma-separated list: failover). */
 export function createRunWorkflowClient(ingressUrl: string, opts: { signalKey?: Buffer; signalRetryMs?: number } = {}): RunWorkflowClient {
   const sign = <B extends object>(runId: string, kind: SignalKind, body: B): B & { mac?: string } =>
     opts.signalKey ? { ...body, mac: signalMac(opts.signalKey, runId, kind, body) } : body;
   // Only requests that are safe to repeat are retried by the library: workflow submissions and
   // calls carrying an idempotency key.
-  const ingress = clients.connect({ url: ingressUrl, retry: { maxAttempts: 5, maxDuration: 15_000 } });
+  const fetch = failoverFetch(ingressUrl);
+  const base = primaryAddress(ingressUrl);
+  const ingress = clients.connect({ url: base, fetch, retry: { maxAttempts: 5, maxDuration: 15_000 } });
   const workflow = (runId: string) => ingress.workflowClient<RunWorkflow>({ name: RUN_WORKFLOW_NAME }, runId);
   // A fresh key per logical call lets a retried request be answered from the first attempt.
   const once = <I>() => clients.rpc.opts<I, SignalAck>({ idempotencyKey: randomUUID() });
-  const base = ingressUrl.replace(/\/+$/, '');
 
   /**
    * A one-way signal: the engine answers once the invocation is in its log (durable), without

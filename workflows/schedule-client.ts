@@ -1,14 +1,16 @@
 import './polyfill.ts';
 import { SCHEDULE_OBJECT_NAME } from './schedule-types.ts';
+import { failoverFetch, primaryAddress } from '../lib/restate-failover.ts';
 
 export interface ScheduleClient {
   /** Asks the schedule's object to re-arm for `generation`; resolves once the engine logged the call. */
   arm(scheduleId: string, generation: number): Promise<void>;
 }
 
-/** One-way calls to the schedule objects through the Restate ingress. */
+/** One-way calls to the schedule objects through the Restate ingress (one address, or a cluster's list). */
 export function createScheduleClient(ingressUrl: string): ScheduleClient {
-  const base = ingressUrl.replace(/\/+$/, '');
+  const base = primaryAddress(ingressUrl);
+  const fetch = failoverFetch(ingressUrl);
   return {
     async arm(scheduleId, generation) {
       const url = `${base}/${SCHEDULE_OBJECT_NAME}/${encodeURIComponent(scheduleId)}/arm/send`;

@@ -1,7 +1,10 @@
 // The compose deployment (docker/compose.yaml), started as docs/operators.md says (docker/compose-up.sh:
 // images from local files, then `up`): the first run of docs/integrators.md against one of its API replicas
 // (claim, key, the scripted model on the host, agent-echo imported, a run that succeeds), the same
-// through the other replica, then platform-worker restarted with two runs in flight: the worker
+// through the other replica; a file uploaded through one replica is read through the other (the
+// shared object store); then one node of the three-node Restate cluster is killed with runs in
+// flight: every run succeeds, none runs twice (the model is asked as often as for one run each), and
+// a run launched afterwards succeeds with the node still gone; then platform-worker restarted with two runs in flight: the worker
 // runs the docker backend, so their containers outlive it, the restarted worker adopts them, and
 // the runs succeed with their output; the next one succeeds too, and the containers of the
 // finished runs are gone. Last, docker/compose-down.sh -v with a run in flight removes the stack
@@ -70,7 +73,9 @@ async function sandboxesOf(docker: Docker, workDir: string, runIds: string[]): P
 }
 
 /** a model turn of the runs that must still be going while the worker restarts or the stack goes down */
-const SLOW_TURN_MS = 8000;
+const SLOW_TURN_MS = 30_000;
+/** a model turn of the runs in flight while a Restate node is killed */
+const THROUGH_THE_LOSS_TURN_MS = 25_000;
 
 const firewallRules = () => spawnSync('iptables', ['-S', 'INPUT'], { encoding: 'utf8' }).stdout ?? '';
 
@@ -115,7 +120,7 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     fs.rmSync(scratch, { recursive: true, force: true });
   });
 
-  test('one command starts it; the first run succeeds through either API replica; runs in flight when platform-worker restarts succeed, and the next too; down -v leaves nothing behind', async () => {
+  test('one command starts it; the first run succeeds through either API replica; files are shared; runs in flight when a Restate node is killed or platform-worker restarts succeed, and the next too; down -v leaves nothing behind', async () => {
     const started = Date.now();
     const lap = (what: string) => process.stdout.write(`# compose: ${what} at ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     assert.equal(apis.length, 2);
@@ -154,7 +159,11 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     };
     const ending = (base: string, runId: string) => waitForStatus(client(base, { key }), runId, (s) => !['pending', 'running'].includes(s), 120_000).catch(logsOnFailure);
     const OUTPUT = { echo: 'hello' };
+    const asked = model.requests.length;
     const first = await ending(a, await launch(a));
+    // how often one run asks the model: a run executed twice would ask more
+    const askedPerRun = model.requests.length - asked;
+    assert.ok(askedPerRun >= 1, 'a run asks the scripted model');
     assert.equal(first.status, 'success', JSON.stringify(first.error ?? first));
     assert.deepEqual(first.result?.output, OUTPUT);
     // the other replica serves the same deployment (one database, one engine)
@@ -164,6 +173,42 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     // the worker's endpoint, on the host's address, serves only calls Restate signed
     assert.equal(await http2Status(`http://${gateway}:9080`, 'GET', '/discover', { accept: 'application/vnd.restate.endpointmanifest.v1+json' }), 401);
     assert.equal(fs.statSync(path.join(workerData, 'restate-identity.pem')).mode & 0o777, 0o640);
+
+    // one file store for every replica (and worker): uploaded through a, read through b
+    const content = `shared by the replicas ${randomBytes(4).toString('hex')}`;
+    const staged = await api.post('/api/uploads', { name: 'shared.txt', size: Buffer.byteLength(content), mime_type: 'text/plain' });
+    assert.equal(staged.status, 201, JSON.stringify(staged.body));
+    const uploadUrl = new URL(staged.body.upload_url);
+    const written = await fetch(`${a}${uploadUrl.pathname}${uploadUrl.search}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: content });
+    assert.equal(written.status, 201, await written.clone().text());
+    const { id: fileId } = (await written.json()) as { id: string };
+    const readThroughB = await client(b, { key }).get(`/api/files/${fileId}/content`);
+    assert.equal(readThroughB.status, 200, readThroughB.text);
+    assert.equal(readThroughB.text, content);
+    lap('a file shared by the replicas');
+
+    // Restate is three nodes with replication 2: restate-1 (first in every platform process's list
+    // of addresses) is killed while runs are in flight; they all succeed, each run once
+    // (each model turn outlasts the six launches and the kill)
+    model.setLatency(THROUGH_THE_LOSS_TURN_MS);
+    const askedBefore = model.requests.length;
+    const throughTheLoss = await Promise.all([a, b, a, b, a, b].map((base) => launch(base)));
+    for (const runId of throughTheLoss) await waitForStatus(api, runId, (s) => s === 'running', 60_000).catch(logsOnFailure);
+    lap('killing restate-1');
+    await dc('kill', 'restate-1');
+    const [killed] = (await dc('ps', '-q', 'restate-1')).stdout.trim().split('\n');
+    assert.equal((await docker.getContainer(killed).inspect()).State.Running, false, 'restate-1 is down');
+    for (const runId of throughTheLoss) {
+      const ended = await ending(a, runId);
+      assert.equal(ended.status, 'success', JSON.stringify(ended.error ?? ended));
+      assert.deepEqual(ended.result?.output, OUTPUT);
+    }
+    assert.equal(model.requests.length - askedBefore, throughTheLoss.length * askedPerRun, 'no run asked the model more often than one run does: none ran twice');
+    lap('the runs through the loss of restate-1 ended');
+    model.setLatency(0);
+    const afterTheLoss = await ending(b, await launch(b));
+    assert.equal(afterTheLoss.status, 'success', JSON.stringify(afterTheLoss.error ?? afterTheLoss));
+    lap('a run after the loss of restate-1 ended');
 
     // platform-worker restarts with runs in flight, one launched through each replica (each model
     // turn now takes longer than the worker's stop and start): their pairs of containers outlive

@@ -16,6 +16,7 @@ import * as clients from '@restatedev/restate-sdk-clients';
 import pg from 'pg';
 import type { Logger } from '../../../lib/log.ts';
 import { runEvery } from '../../../lib/periodic.ts';
+import { failoverFetch, primaryAddress } from '../../../lib/restate-failover.ts';
 import { cancelDeliveries, DELIVERY_WORKFLOW, recordAttempts, sendAttempt, TARGET_COLUMNS, type AttemptRecord, type DeliveryDeps, type DeliveryWorkflow, type Target } from './delivery.ts';
 
 const BATCH = 200;
@@ -40,7 +41,7 @@ export function startDispatcher(opts: { delivery: DeliveryDeps; databaseUrl: str
   const { pool } = dd;
   const staleSeconds = Math.ceil(dd.timeoutMs / 1000) + RECORD_MARGIN_SECONDS;
   const log = opts.log;
-  const ingress = clients.connect({ url: opts.ingressUrl, retry: { maxAttempts: 3, maxDuration: 5_000 } });
+  const ingress = clients.connect({ url: primaryAddress(opts.ingressUrl), fetch: failoverFetch(opts.ingressUrl), retry: { maxAttempts: 3, maxDuration: 5_000 } });
   let stopped = false;
   let running = false;
   let again = false;
