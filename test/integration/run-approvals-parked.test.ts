@@ -3,6 +3,7 @@
 // RUN_PARK_AFTER_SECONDS the run's state goes to its checkpoint and its sandbox is stopped (no
 // process of the run remains, `awaiting.parked` is true); the decision boots a fresh sandbox that
 // makes the held call exactly once (approved) or tells the model of the refusal (rejected, expired).
+// The same holds for an http integration's `api_call` (a connection's key, a counting loopback upstream).
 // A run parked when the platform and its engine are killed is woken by the decision after the restart.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -21,7 +22,7 @@ import { processesNaming } from '../support/embedded-platform.ts';
 import { client } from '../support/http.ts';
 import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
 import { aDefaultModel, importPackage, waitForStatus } from '../support/runs.ts';
-import { archive } from './integrations-harness.ts';
+import { apiKeyAuth, archive } from './integrations-harness.ts';
 
 /** The upstream: an MCP server whose forecast tool counts its calls by city. */
 const calls: string[] = [];
@@ -37,6 +38,17 @@ const upstream: Server = createServer(async (req, res) => {
   await server.connect(transport);
   await transport.handleRequest(req, res, raw === '' ? undefined : JSON.parse(raw));
 });
+
+/** The api_call upstream: a plain HTTP ledger counting every request it receives (method, path, key). */
+const LEDGER_KEY = 'ledger-key-parked-4b1d';
+const ledgerCalls: Array<{ method: string; path: string; key: string | undefined; body: string }> = [];
+const ledger: Server = createServer(async (req, res) => {
+  const body = (await readBody(req)).toString('utf8');
+  ledgerCalls.push({ method: req.method ?? '', path: req.url ?? '', key: req.headers['x-api-key'] as string | undefined, body });
+  const ok = req.headers['x-api-key'] === LEDGER_KEY;
+  res.writeHead(ok ? 201 : 401, { 'content-type': 'application/json' }).end(JSON.stringify(ok ? { payment: 'pay_1', booked: true } : { error: 'no key' }));
+});
+let ledgerUrl: string;
 
 let fake: FakeModel;
 let platform: PlatformProcess;
@@ -80,6 +92,19 @@ async function anAgent(name: string, approvals: Record<string, unknown>, script:
   }, { 'prompt.md': `Tell the forecast.\n\n\`\`\`fake-model-script\n${JSON.stringify(script)}\n\`\`\`\n` }));
 }
 
+/** An agent paying through the ledger's api_call (the scripted call first, then its output). */
+async function aLedgerAgent(name: string, approvals: Record<string, unknown>, script: unknown[]): Promise<void> {
+  const own = (await aKey(pool, { ...org, userId: org.ownerId })).key;
+  await importPackage(platform.url, own, archive({
+    name, version: '1.0.0', type: 'agent', schema_version: '0.3',
+    dependencies: { integrations: { '@acme/ledger': '*' } },
+    integrations_configuration: { '@acme/ledger': { tools: ['api_call'] } },
+    runtime_tools: ['output'],
+    output: { schema: { type: 'object', properties: { receipt: { type: 'string' } }, required: ['receipt'] } },
+    approvals,
+  }, { 'prompt.md': `Book the payment.\n\n\`\`\`fake-model-script\n${JSON.stringify(script)}\n\`\`\`\n` }));
+}
+
 /** Launches the agent and waits until the run is parked on its first request; answers the run and the request. */
 async function aParkedRun(agent: string): Promise<{ runId: string; approvalId: string; heldIn: string[] }> {
   const launch = await api.post(`/api/agents/${agent}/run`, { input: {} });
@@ -119,11 +144,13 @@ async function endOf(runId: string): Promise<{ run: any; seen: string[] }> {
 before(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => ledger.listen(0, '127.0.0.1', resolve));
+  ledgerUrl = `http://127.0.0.1:${(ledger.address() as AddressInfo).port}`;
   fake = await startFakeModel();
   platform = await startPlatformProcess({
     env: {
       RUN_HEARTBEAT_SECONDS: '1', RUN_PARK_AFTER_SECONDS: '1', SANDBOX_WARM_POOL: '0',
-      EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, new URL(upstreamUrl).host].join(','),
+      EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, new URL(upstreamUrl).host, new URL(ledgerUrl).host].join(','),
     },
   });
   pool = new pg.Pool({ connectionString: platform.db.url, max: 2 });
@@ -136,6 +163,15 @@ before(async () => {
     source: { kind: 'remote', url: `${upstreamUrl}/mcp`, transport: 'streamable-http' }, default_tools: ['forecast'],
   }));
   await anAgent('@acme/parker', { tools: ['public_weather__forecast'] }, [forecastOf('Oslo'), { tool: 'output', arguments: { forecast: '{{result:0}}' } }]);
+  await importPackage(platform.url, key, archive({
+    name: '@acme/ledger', version: '1.0.0', type: 'integration', schema_version: '0.3', ...apiKeyAuth(`${ledgerUrl}/api`),
+  }));
+  const connected = await api.post('/api/integrations/@acme/ledger/auths/key/connect/fields', { credentials: { api_key: LEDGER_KEY } });
+  assert.equal(connected.status, 201, connected.text);
+  await aLedgerAgent('@acme/payer', { tools: ['acme_ledger__api_call'] }, [
+    { tool: 'acme_ledger__api_call', arguments: { method: 'POST', url: `${ledgerUrl}/api/payments`, body: { amount: 42, to: 'Oslo' } } },
+    { tool: 'output', arguments: { receipt: '{{result:0}}' } },
+  ]);
   await anAgent('@acme/brief-parker', { tools: ['public_weather__forecast'], timeout_seconds: 8 }, [forecastOf('Tromso'), { tool: 'output', arguments: { forecast: '{{result:0}}' } }]);
 });
 
@@ -145,6 +181,8 @@ after(async () => {
   await fake?.close();
   upstream.closeAllConnections();
   await new Promise<void>((resolve) => upstream.close(() => resolve()));
+  ledger.closeAllConnections();
+  await new Promise<void>((resolve) => ledger.close(() => resolve()));
 });
 
 describe('a run waiting for an approval is parked', () => {
@@ -181,6 +219,41 @@ describe('a run waiting for an approval is parked', () => {
     const gone = Date.now() + 15_000;
     while (sandboxProcesses().length > 0 && Date.now() < gone) await sleep(100);
     assert.deepEqual(sandboxProcesses(), []);
+  });
+
+  test("an api_call needing approval parks: the upstream is not called before the decision; approved after the park delay, a new sandbox makes the call exactly once and the run succeeds", async () => {
+    ledgerCalls.length = 0;
+    const { runId, approvalId, heldIn } = await aParkedRun('@acme/payer');
+    assert.ok(heldIn.length >= 1, 'the run held a sandbox before it parked');
+    const parked = (await api.get(`/api/runs/${runId}`)).body;
+    assert.equal(parked.status, 'running');
+    assert.deepEqual([parked.awaiting.kind, parked.awaiting.approval_id, parked.awaiting.parked], ['approval', approvalId, true]);
+    const [request] = (await api.get(`/api/runs/${runId}/approvals`)).body.data;
+    assert.deepEqual([request.id, request.status, request.tool], [approvalId, 'pending', 'acme_ledger__api_call']);
+    assert.deepEqual([request.arguments.method, request.arguments.url], ['POST', `${ledgerUrl}/api/payments`]);
+    // past the park delay: no process of the run, no sandbox folder, and the ledger still untouched
+    await sleep(1_500);
+    assert.deepEqual(sandboxProcesses(), []);
+    assert.deepEqual(sandboxFolders(), []);
+    assert.equal(ledgerCalls.length, 0, 'the upstream is not called before the decision');
+    const { rows: [kept] } = await pool.query('SELECT pending_calls FROM run_checkpoints WHERE run_id = $1', [runId]);
+    assert.equal(kept.pending_calls, 1);
+
+    const approved = await api.post(`/api/runs/${runId}/approvals/${approvalId}`, { decision: 'approve' });
+    assert.equal(approved.status, 200, approved.text);
+    const { run, seen } = await endOf(runId);
+    assert.equal(run.status, 'success', JSON.stringify(run));
+    assert.ok(seen.some((f) => !heldIn.includes(f)), `the run was woken in a new sandbox (held ${heldIn}, then ${seen})`);
+    // exactly one request reached the ledger, with the connection's key added by the platform
+    assert.deepEqual(ledgerCalls, [{ method: 'POST', path: '/api/payments', key: LEDGER_KEY, body: JSON.stringify({ amount: 42, to: 'Oslo' }) }]);
+    const receipt = JSON.parse(run.result.output.receipt);
+    assert.equal(receipt.status, 201, run.result.output.receipt);
+    assert.deepEqual(JSON.parse(receipt.body), { payment: 'pay_1', booked: true });
+    const list = (await api.get(`/api/runs/${runId}/approvals`)).body.data;
+    assert.deepEqual(list.map((a: any) => [a.id, a.status]), [[approvalId, 'approved']]);
+    // a little later still: the woken run's ending made no second call
+    await sleep(500);
+    assert.equal(ledgerCalls.length, 1);
   });
 
   test('rejected while parked: the woken run tells the model of the refusal, which ends the run by its own choice', async () => {
