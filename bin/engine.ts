@@ -19,6 +19,7 @@ import { beat, fleetActivities, joinFleet, liveWorkerAt, placedOn, setDraining, 
 import { createSandboxHostService } from '../workflows/sandbox-host.ts';
 import { RUN_WORKFLOW_NAME } from '../workflows/run-types.ts';
 import { runEvery } from '../lib/periodic.ts';
+import { restateFetch } from '../lib/restate-failover.ts';
 
 /** The endpoint's accepted request identities: none configured leaves it open to whoever reaches its port. */
 function identityKeys(keyFile: string | undefined): string[] | undefined {
@@ -172,12 +173,12 @@ export async function listenOnWorkerPort<T>(opts: EngineOptions, listen: (port: 
 async function servesWorkflows(adminUrl: string, pool: AppDeps['database']['pool'], workerId: string, fleet: FleetSettings): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const res = await fetch(`${adminUrl}/services/${RUN_WORKFLOW_NAME}`, { signal: AbortSignal.timeout(5_000) });
+      const res = await restateFetch(adminUrl, `/services/${RUN_WORKFLOW_NAME}`, { signal: AbortSignal.timeout(5_000) });
       if (res.status === 404) return true;
       if (!res.ok) throw new Error(`the engine's admin API answered ${res.status}`);
       const { deployment_id: deploymentId } = (await res.json()) as { deployment_id?: string };
       if (!deploymentId) return true;
-      const dep = await fetch(`${adminUrl}/deployments/${encodeURIComponent(deploymentId)}`, { signal: AbortSignal.timeout(5_000) });
+      const dep = await restateFetch(adminUrl, `/deployments/${encodeURIComponent(deploymentId)}`, { signal: AbortSignal.timeout(5_000) });
       if (!dep.ok) return true;
       const { uri } = (await dep.json()) as { uri?: string };
       if (!uri) return true;
