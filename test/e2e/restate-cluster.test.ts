@@ -57,9 +57,16 @@ describe('a three-node Restate cluster with replication 2', () => {
 
   test('the cluster forms: three nodes, every one serving the same deployment', async () => {
     for (const node of nodes) {
-      const res = await fetch(`${node.server.adminUrl}/deployments`);
-      assert.equal(res.status, 200);
-      const { deployments } = (await res.json()) as { deployments: Array<{ uri?: string }> };
+      // the registration went through one node; the others learn it from the replicated metadata,
+      // which may take a moment on a busy machine
+      let deployments: Array<{ uri?: string }> = [];
+      for (let i = 0; i < 100; i++) {
+        const res = await fetch(`${node.server.adminUrl}/deployments`);
+        assert.equal(res.status, 200);
+        deployments = ((await res.json()) as { deployments: Array<{ uri?: string }> }).deployments;
+        if (deployments.length > 0) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
       assert.deepEqual(deployments.map((d) => d.uri?.replace(/\/+$/, '')), [endpoint.url.replace(/\/+$/, '')], `${node.name} lists the deployment registered through the list`);
     }
     // the cluster's nodes, as the engine's own table lists them
