@@ -143,6 +143,11 @@ test('readiness: alive but idle fails after one timeout; runnable is waited for 
     busy.kill('SIGKILL');
   });
   await new Promise((r) => setTimeout(r, 100));
+  // the idle one has finished starting (asleep, its start-up CPU spent) before it is judged: on a busy
+  // machine a process still in exec at the first look counts as progressing, rightly
+  const asleepBy = Date.now() + 5_000;
+  while (!/^\d+ \([^)]*\) S /.test(readFileSync(`/proc/${idle.pid}/stat`, 'utf8')) && Date.now() < asleepBy) await new Promise((r) => setTimeout(r, 20));
+  await new Promise((r) => setTimeout(r, 100));
   const timed = async (pid: number) => {
     const began = performance.now();
     let extended = 0;
