@@ -12,14 +12,9 @@
 // includes booting a fresh sandbox from the checkpoint.
 // Aims (issue 33): <= 1 s from decision to call on a quiet machine; a parked run holds no process.
 //   node --import tsx bench/approval-latency.ts
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import pg from 'pg';
-import { z } from 'zod';
-import { readBody } from '../lib/outbound-http.ts';
 import { writeZip } from '../lib/zip/write-zip.ts';
+import { startWeatherUpstream, type WeatherUpstream } from '../test/support/approval-agent.ts';
 import { aKey, anOrg } from '../test/support/builders.ts';
 import { startFakeModel } from '../test/fixtures/fake-model/server.ts';
 import { cpuOf, memoryOf, sandboxesOf } from './harness/process-stats.ts';
@@ -35,19 +30,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** performance.now() of each upstream call, in order. */
 const upstreamCalls: number[] = [];
 let onCall: (() => void) | null = null;
-const upstream: Server = createServer(async (req, res) => {
-  const server = new McpServer({ name: 'weather', version: '1.0.0' });
-  server.registerTool('forecast', { description: 'the forecast of a city', inputSchema: { city: z.string() } }, ({ city }) => {
-    upstreamCalls.push(performance.now());
-    onCall?.();
-    return { content: [{ type: 'text', text: `Sunny in ${city}` }] };
-  });
-  const raw = (await readBody(req)).toString('utf8');
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  res.on('close', () => void transport.close());
-  await server.connect(transport);
-  await transport.handleRequest(req, res, raw === '' ? undefined : JSON.parse(raw));
-});
+let upstream: WeatherUpstream;
 
 function archive(manifest: Record<string, unknown>, files: Record<string, string> = {}): Buffer {
   const entries = new Map<string, Buffer>([['manifest.json', Buffer.from(JSON.stringify(manifest))]]);
@@ -90,8 +73,12 @@ interface Hold {
 }
 
 async function main(): Promise<void> {
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  upstream = await startWeatherUpstream();
+  upstream.onCall = () => {
+    upstreamCalls.push(performance.now());
+    onCall?.();
+  };
+  const upstreamUrl = upstream.url;
   const fake = await startFakeModel();
   const db = await freshBenchDatabase().catch(async (err) => {
     await fake.close();
@@ -249,8 +236,7 @@ async function main(): Promise<void> {
     await platform.dispose();
     await db.drop();
     await fake.close();
-    upstream.closeAllConnections();
-    await new Promise<void>((resolve) => upstream.close(() => resolve()));
+    await upstream?.close();
   }
 }
 

@@ -16,6 +16,7 @@ import { aKey, anOrg } from '../test/support/builders.ts';
 import { client } from '../test/support/http.ts';
 import { startPlatformProcess, type PlatformProcess } from '../test/support/platform-process.ts';
 import { aDefaultModel, importFixture } from '../test/support/runs.ts';
+import { ensureTestServices } from '../test/support/services.ts';
 import { cpuOf } from './harness/process-stats.ts';
 import { emit, loadAverage, note, round } from './support.ts';
 
@@ -134,11 +135,16 @@ async function measure(workerCount: number): Promise<Figures> {
   }
 }
 
+// the platforms are the tests' own (test/support/platform-process.ts): the database and Redis as
+// `npm test` finds or starts them, unless the caller already set them up
+const services = process.env.TEST_TEMPLATE_DB ? null : await ensureTestServices(path.resolve(import.meta.dirname, '..'));
+if (services) Object.assign(process.env, services.env);
 const results: Figures[] = [];
 for (const count of COUNTS) {
   note(`measuring with ${count} worker(s) for ${SECONDS} s, ${IN_FLIGHT} runs in flight`);
   results.push(await measure(count));
 }
+await services?.stop();
 const one = results.find((r) => r.workers === 1);
 const two = results.find((r) => r.workers === 2);
 emit({

@@ -11,12 +11,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import pg from 'pg';
-import { z } from 'zod';
 import { readBody } from '../../lib/outbound-http.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { startWeatherUpstream, type WeatherUpstream } from '../support/approval-agent.ts';
 import { aKey, anOrg, type BuiltOrg } from '../support/builders.ts';
 import { processesNaming } from '../support/embedded-platform.ts';
 import { client } from '../support/http.ts';
@@ -24,20 +22,8 @@ import { startPlatformProcess, type PlatformProcess } from '../support/platform-
 import { aDefaultModel, importPackage, waitForStatus } from '../support/runs.ts';
 import { apiKeyAuth, archive } from './integrations-harness.ts';
 
-/** The upstream: an MCP server whose forecast tool counts its calls by city. */
-const calls: string[] = [];
-const upstream: Server = createServer(async (req, res) => {
-  const server = new McpServer({ name: 'weather', version: '1.0.0' });
-  server.registerTool('forecast', { description: 'the forecast of a city', inputSchema: { city: z.string() } }, ({ city }) => {
-    calls.push(city);
-    return { content: [{ type: 'text', text: `Sunny in ${city}` }] };
-  });
-  const raw = (await readBody(req)).toString('utf8');
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  res.on('close', () => void transport.close());
-  await server.connect(transport);
-  await transport.handleRequest(req, res, raw === '' ? undefined : JSON.parse(raw));
-});
+/** The upstream: an MCP server whose forecast tool counts its calls by city (started in before()). */
+let upstream: WeatherUpstream;
 
 /** The api_call upstream: a plain HTTP ledger counting every request it receives (method, path, key). */
 const LEDGER_KEY = 'ledger-key-parked-4b1d';
@@ -142,8 +128,8 @@ async function endOf(runId: string): Promise<{ run: any; seen: string[] }> {
 }
 
 before(async () => {
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  upstream = await startWeatherUpstream();
+  const upstreamUrl = upstream.url;
   await new Promise<void>((resolve) => ledger.listen(0, '127.0.0.1', resolve));
   ledgerUrl = `http://127.0.0.1:${(ledger.address() as AddressInfo).port}`;
   fake = await startFakeModel();
@@ -179,15 +165,14 @@ after(async () => {
   await pool?.end();
   await platform?.stop();
   await fake?.close();
-  upstream.closeAllConnections();
-  await new Promise<void>((resolve) => upstream.close(() => resolve()));
+  await upstream?.close();
   ledger.closeAllConnections();
   await new Promise<void>((resolve) => ledger.close(() => resolve()));
 });
 
 describe('a run waiting for an approval is parked', () => {
   test('parked: no process of the run remains and the upstream is not called; approved, a fresh sandbox makes the call once and the run succeeds', async () => {
-    calls.length = 0;
+    upstream.calls.length = 0;
     const { runId, approvalId, heldIn } = await aParkedRun('@acme/parker');
     assert.match(approvalId, /^apr_/);
     assert.ok(heldIn.length >= 1, 'the run held a sandbox before it parked');
@@ -199,7 +184,7 @@ describe('a run waiting for an approval is parked', () => {
     await sleep(1_500);
     assert.deepEqual(sandboxProcesses(), []);
     assert.deepEqual(sandboxFolders(), []);
-    assert.deepEqual(calls, []);
+    assert.deepEqual(upstream.calls, []);
     // the state is kept sealed: the checkpoint row names its pending call, its state is not readable JSON
     const { rows: [kept] } = await pool.query('SELECT pending_calls, state FROM run_checkpoints WHERE run_id = $1', [runId]);
     assert.equal(kept.pending_calls, 1);
@@ -210,7 +195,7 @@ describe('a run waiting for an approval is parked', () => {
     const { run, seen } = await endOf(runId);
     assert.equal(run.status, 'success', JSON.stringify(run));
     assert.deepEqual(run.result.output, { forecast: 'Sunny in Oslo' });
-    assert.deepEqual(calls, ['Oslo']);
+    assert.deepEqual(upstream.calls, ['Oslo']);
     assert.ok(seen.some((f) => !heldIn.includes(f)), `the run was woken in a new sandbox (held ${heldIn}, then ${seen})`);
     // one request: the woken run took the decision made while it was parked
     const list = (await api.get(`/api/runs/${runId}/approvals`)).body.data;
@@ -257,29 +242,29 @@ describe('a run waiting for an approval is parked', () => {
   });
 
   test('rejected while parked: the woken run tells the model of the refusal, which ends the run by its own choice', async () => {
-    calls.length = 0;
+    upstream.calls.length = 0;
     const { runId, approvalId } = await aParkedRun('@acme/parker');
     const rejected = await api.post(`/api/runs/${runId}/approvals/${approvalId}`, { decision: 'reject', reason: 'not Oslo today' });
     assert.equal(rejected.status, 200, rejected.text);
     const { run } = await endOf(runId);
     assert.equal(run.status, 'success', JSON.stringify(run));
     assert.match(run.result.output.forecast, /rejected.*not Oslo today/);
-    assert.deepEqual(calls, []);
+    assert.deepEqual(upstream.calls, []);
   });
 
   test('expired while parked: the woken run tells the model the call was not approved in time', async () => {
-    calls.length = 0;
+    upstream.calls.length = 0;
     const { runId, approvalId } = await aParkedRun('@acme/brief-parker');
     const { run } = await endOf(runId);
     assert.equal(run.status, 'success', JSON.stringify(run));
     assert.match(run.result.output.forecast, /not approved in time.*No decision was made within 8 seconds/);
     const request = (await api.get(`/api/runs/${runId}/approvals`)).body.data[0];
     assert.deepEqual([request.id, request.status], [approvalId, 'expired']);
-    assert.deepEqual(calls, []);
+    assert.deepEqual(upstream.calls, []);
   });
 
   test('the platform and its engine killed while a run is parked: after the restart, the decision wakes it and it succeeds', async () => {
-    calls.length = 0;
+    upstream.calls.length = 0;
     const { runId, approvalId } = await aParkedRun('@acme/parker');
     await platform.kill('SIGKILL');
     // nothing of the platform remains: neither its engine nor a sandbox
@@ -293,6 +278,6 @@ describe('a run waiting for an approval is parked', () => {
     const run = await waitForStatus(api, runId, (s) => s !== 'pending' && s !== 'running', 90_000);
     assert.equal(run.status, 'success', JSON.stringify(run));
     assert.deepEqual(run.result.output, { forecast: 'Sunny in Oslo' });
-    assert.deepEqual(calls, ['Oslo']);
+    assert.deepEqual(upstream.calls, ['Oslo']);
   });
 });

@@ -5,36 +5,19 @@
 // expired, the same after the request's own timeout. Time waiting does not count towards the
 // run's timeout. The routes answer 404, 409 and bad input with problem documents.
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import pg from 'pg';
-import { z } from 'zod';
-import { readBody } from '../../lib/outbound-http.ts';
 import { ABANDONED_MARGIN_SECONDS, reconcileAbandonedRuns } from '../../api/services/runs/reconciler.ts';
 import { startFakeModel, type FakeModel } from '../fixtures/fake-model/server.ts';
+import { startWeatherUpstream, type WeatherUpstream } from '../support/approval-agent.ts';
 import { aKey, anOrg, type BuiltOrg } from '../support/builders.ts';
 import { client } from '../support/http.ts';
 import { startPlatformProcess, type PlatformProcess } from '../support/platform-process.ts';
 import { aDefaultModel, importPackage, waitForStatus } from '../support/runs.ts';
 import { archive } from './integrations-harness.ts';
 
-/** The upstream: an MCP server whose forecast tool counts its calls by city. */
-const calls: string[] = [];
-const upstream: Server = createServer(async (req, res) => {
-  const server = new McpServer({ name: 'weather', version: '1.0.0' });
-  server.registerTool('forecast', { description: 'the forecast of a city', inputSchema: { city: z.string() } }, ({ city }) => {
-    calls.push(city);
-    return { content: [{ type: 'text', text: `Sunny in ${city}` }] };
-  });
-  const raw = (await readBody(req)).toString('utf8');
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  res.on('close', () => void transport.close());
-  await server.connect(transport);
-  await transport.handleRequest(req, res, raw === '' ? undefined : JSON.parse(raw));
-});
+/** The upstream: an MCP server whose forecast tool counts its calls by city (started in before()). */
+let upstream: WeatherUpstream;
 
 let fake: FakeModel;
 let platform: PlatformProcess;
@@ -80,8 +63,8 @@ function toolResultsSeen(): string[] {
 }
 
 before(async () => {
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  upstream = await startWeatherUpstream();
+  const upstreamUrl = upstream.url;
   fake = await startFakeModel();
   platform = await startPlatformProcess({
     env: { RUN_HEARTBEAT_SECONDS: '1', SANDBOX_WARM_POOL: '0', EGRESS_ALLOW_INTERNAL_HOSTS: [new URL(fake.url).host, new URL(upstreamUrl).host].join(',') },
@@ -104,8 +87,7 @@ after(async () => {
   await pool?.end();
   await platform?.stop();
   await fake?.close();
-  upstream.closeAllConnections();
-  await new Promise<void>((resolve) => upstream.close(() => resolve()));
+  await upstream?.close();
 });
 
 describe('approval of tool calls', () => {
@@ -135,7 +117,7 @@ describe('approval of tool calls', () => {
 
     // longer than the run's whole timeout: the run still waits, and the upstream has not been called
     await new Promise((r) => setTimeout(r, 11_000));
-    assert.deepEqual(calls, []);
+    assert.deepEqual(upstream.calls, []);
     assert.equal((await api.get(`/api/runs/${runId}`)).body.status, 'running');
 
     const approved = await api.post(`/api/runs/${runId}/approvals/${first.id}`, { decision: 'approve' }, { headers: { 'idempotency-key': 'approve-oslo' } });
@@ -148,7 +130,7 @@ describe('approval of tool calls', () => {
     assert.deepEqual([replay.status, replay.body], [200, approved.body]);
 
     const [, second] = await awaitingRequest(runId, 2);
-    assert.deepEqual(calls, ['Oslo']);
+    assert.deepEqual(upstream.calls, ['Oslo']);
     assert.deepEqual(second.arguments, { city: 'Bergen' });
     // a new decision on the first: it is decided
     const again = await api.post(`/api/runs/${runId}/approvals/${first.id}`, { decision: 'reject' });
@@ -164,7 +146,7 @@ describe('approval of tool calls', () => {
     assert.equal(run.status, 'success', JSON.stringify(run));
     assert.equal(run.awaiting, undefined);
     assert.match(run.result.output.forecast, /^Sunny in Oslo \| .*rejected.*not Bergen today/);
-    assert.deepEqual(calls, ['Oslo']);
+    assert.deepEqual(upstream.calls, ['Oslo']);
     // what the model was told of the rejected call
     assert.ok(toolResultsSeen().some((t) => t.includes('rejected') && t.includes('not Bergen today')), JSON.stringify(toolResultsSeen()));
 
@@ -189,7 +171,7 @@ describe('approval of tool calls', () => {
     const run = await waitForStatus(api, launch.body.id, (s) => s !== 'pending' && s !== 'running', 60_000);
     assert.equal(run.status, 'success', JSON.stringify(run));
     assert.match(run.result.output.forecast, /not approved in time.*No decision was made within 2 seconds/);
-    assert.ok(!calls.includes('Tromso'));
+    assert.ok(!upstream.calls.includes('Tromso'));
     const [request] = (await api.get(`/api/runs/${launch.body.id}/approvals`)).body.data;
     assert.deepEqual([request.status, request.decided_by, request.reason], ['expired', null, 'No decision was made within 2 seconds.']);
   });
