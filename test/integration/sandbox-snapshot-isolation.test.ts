@@ -13,6 +13,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+// @ts-expect-error: a plain ESM script without type declarations
 import { ensureBundle } from '../../bin/start.mjs';
 import { confinedArgv, findBubblewrap, SANDBOX_IPC_DIR, SANDBOX_PATH_ENV, SANDBOX_WORKSPACE, sandboxNodePath } from '../../activities/sandbox/confinement.ts';
 import { agentSnapshotArgv } from '../../activities/sandbox/startup-snapshot.ts';
