@@ -5,6 +5,9 @@
 // sidecarSocket when given, the way in from a sandbox with its own network namespace), and its
 // only secret the run's sidecar token, which never enters its environment or arguments. It ends
 // when stdin closes.
+// The process backend starts it from a V8 startup snapshot of this bundle where it can
+// (activities/sandbox/startup-snapshot.ts): nothing here may read the environment, the arguments or
+// anything of a run while the modules load, and node:http and node:child_process load on first use.
 // first: what building a startup snapshot of this program needs before any other module loads
 import './snapshot-prelude.ts';
 import { startupSnapshot } from 'node:v8';
