@@ -6,19 +6,27 @@
 // for either start): its CPU time on the cores (/proc/<pid>/schedstat, nanoseconds) and the
 // wall time when its first line arrives, the process then idle waiting for its assignment; and
 // its memory then (Pss). The sandbox's flags are the process backend's for a 1536 MB run.
-//   node --import tsx bench/agent-start.ts [rounds]     (20 by default)
+// Then, where GNU time is at /usr/bin/time, the agent's CPU over a whole trivial run (the
+// platform's rehearsal run: a scripted model, a log call, an output call, a final answer, with the
+// sidecar), code cache against snapshot, interleaved: what a run saves once the code the snapshot
+// does not hold (compiled lazily as the run goes) is paid for. GNU time counts in 10 ms ticks.
+//   node --import tsx bench/agent-start.ts [rounds] [whole-run rounds]     (20 and 10 by default)
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 // @ts-expect-error: a plain ESM script without type declarations
 import { ensureBundle } from '../bin/start.mjs';
 import { bundleKeyedFile, cachedPairArgv } from '../activities/sandbox/code-cache.ts';
 import { sandboxNodePath } from '../activities/sandbox/confinement.ts';
+import { rehearsePair } from '../activities/sandbox/rehearsal.ts';
 import { agentHeapMb, SIDECAR_HEAP_MB } from '../activities/sandbox/sandbox-pair.ts';
 import { agentSnapshotArgv } from '../activities/sandbox/startup-snapshot.ts';
 import { emit, note, ROOT, round } from './support.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 20);
+const RUN_ROUNDS = Number(process.argv[3] ?? 10);
+const GNU_TIME = '/usr/bin/time';
 const MEMORY_MB = 1536;
 // as activities/sandbox/sandbox-pair.ts starts the agent
 const AGENT_FLAGS = [`--max-old-space-size=${agentHeapMb(MEMORY_MB)}`, '--max-semi-space-size=1'];
@@ -106,6 +114,7 @@ async function main(): Promise<void> {
     return { cpu_ms: stats(s.map((x) => x.cpuMs)), wall_ms: stats(s.map((x) => x.wallMs)), pss_mb_at_ready: stats(s.map((x) => x.pssKb / 1024)) };
   };
   const result = Object.fromEntries(variants.map((v) => [v.name, summary(v.name)]));
+  const wholeRun = existsSync(GNU_TIME) && RUN_ROUNDS > 0 ? await wholeRunCpu(node, variants[1].args, snapshot) : null;
   const ratio = (a: string, b: string, key: 'cpu_ms' | 'wall_ms') => round(result[a][key].mean / result[b][key].mean, 2);
   emit({
     benchmark: 'agent-start',
@@ -120,7 +129,38 @@ async function main(): Promise<void> {
       snapshot_to_node_bare_cpu: ratio('snapshot', 'node_bare', 'cpu_ms'),
       code_cache_to_node_bare_cpu: ratio('code_cache', 'node_bare', 'cpu_ms'),
     },
+    agent_whole_run_cpu_ms: wholeRun ?? `not measured (no ${GNU_TIME})`,
   });
+}
+
+/** The agent's CPU (user + system, GNU time) over a whole rehearsal run, for each start, interleaved. */
+async function wholeRunCpu(node: string, codeCache: string[], snapshot: string[]): Promise<Record<string, ReturnType<typeof stats> | number>> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-start-bench-'));
+  try {
+    const sidecar = [...SIDECAR_FLAGS, path.join(ROOT, 'dist', 'cached-program.cjs'), path.join(ROOT, 'dist', 'sidecar.cjs'), bundleKeyedFile(ROOT, node, SIDECAR_FLAGS, 'sidecar', 'cache')];
+    const starts = { code_cache: codeCache, snapshot };
+    const cpu: Record<string, number[]> = { code_cache: [], snapshot: [] };
+    for (let r = 0; r < RUN_ROUNDS; r++) {
+      const order = r % 2 === 0 ? (['code_cache', 'snapshot'] as const) : (['snapshot', 'code_cache'] as const);
+      for (const name of order) {
+        const out = path.join(dir, `${name}.time`);
+        rmSync(out, { force: true });
+        // both programs under GNU time, so that rehearsePair's one binary starts either
+        await rehearsePair(GNU_TIME, {
+          sidecar: ['-f', '%U %S', '-o', path.join(dir, 'sidecar.time'), node, ...sidecar],
+          agent: ['-f', '%U %S', '-o', out, node, ...starts[name]],
+        });
+        const [user, system] = readFileSync(out, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
+        cpu[name].push((user + system) * 1000);
+      }
+      note(`agent-start: whole run ${r + 1}/${RUN_ROUNDS}`);
+    }
+    const codeCacheStats = stats(cpu.code_cache);
+    const snapshotStats = stats(cpu.snapshot);
+    return { code_cache: codeCacheStats, snapshot: snapshotStats, snapshot_to_code_cache: round(snapshotStats.mean / codeCacheStats.mean, 2) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 await main();
