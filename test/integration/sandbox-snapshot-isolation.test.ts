@@ -48,6 +48,8 @@ const report = {
   random: [Math.random(), Math.random(), Math.random()],
   randomBytes: crypto.randomBytes(16).toString('hex'),
   randomUUID: crypto.randomUUID(),
+  // the array methods lent only while the snapshot was built (agent-runtime/snapshot-prelude.ts) are V8's own again
+  arrayCopiesNative: ['toSorted', 'toReversed', 'toSpliced', 'with'].every((n) => String(Array.prototype[n]).includes('[native code]')),
 };
 process.stderr.write('probe:' + JSON.stringify(report) + '\\n');
 `;
@@ -62,6 +64,7 @@ interface Report {
   random: number[];
   randomBytes: string;
   randomUUID: string;
+  arrayCopiesNative: boolean;
 }
 
 interface Started {
@@ -164,6 +167,7 @@ describe('agent runtimes started from one startup snapshot', () => {
       assert.ok(!JSON.stringify(look).includes(SECRET), 'nothing of A anywhere in what B and C see');
     }
     const all = [a.report, b.report, c.report];
+    for (const r of all) assert.equal(r.arrayCopiesNative, true);
     assert.equal(new Set(all.map((r) => r.random.join(','))).size, 3, 'Math.random is seeded per process');
     assert.equal(new Set(all.map((r) => r.randomBytes)).size, 3, 'crypto.randomBytes differs per process');
     assert.equal(new Set(all.map((r) => r.randomUUID)).size, 3, 'crypto.randomUUID differs per process');
