@@ -5,9 +5,15 @@
 // sidecarSocket when given, the way in from a sandbox with its own network namespace), and its
 // only secret the run's sidecar token, which never enters its environment or arguments. It ends
 // when stdin closes.
+// The process backend starts it from a V8 startup snapshot of this bundle where it can
+// (activities/sandbox/startup-snapshot.ts): nothing here may read the environment, the arguments or
+// anything of a run while the modules load, and node:http and node:child_process load on first use.
+// first: what building a startup snapshot of this program needs before any other module loads
+import './snapshot-prelude.ts';
+import { startupSnapshot } from 'node:v8';
 import { reportOutcome } from './report.ts';
 import { runAgent, type AgentOutcome } from './run-agent.ts';
-import { sidecarFetch } from './sidecar-fetch.ts';
+import { loadHttpClient, sidecarFetch } from './sidecar-fetch.ts';
 import type { ShellMode } from './workspace-tools.ts';
 import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from '../lib/warm-start.ts';
 
@@ -57,9 +63,11 @@ function parseAssignment(line: string): RuntimeAssignment {
 
 // No top-level await: the program is bundled as CommonJS so its compiled code can be cached
 // (bin/cached-program.ts).
-async function main(): Promise<void> {
+async function main(fromSnapshot: boolean): Promise<void> {
   await warmFetch();
-  announceReady({});
+  loadHttpClient();
+  // the ready line says how the process started, for the platform's tests and benches
+  announceReady(fromSnapshot ? { snapshot: true } : {});
 
   let line: string;
   try {
@@ -93,4 +101,8 @@ async function main(): Promise<void> {
   process.exit((await reportOutcome(assignment.sidecarUrl, outcome, toSidecar)) ? 0 : 1);
 }
 
-void main();
+// Built into a V8 startup snapshot (activities/sandbox/startup-snapshot.ts), the program stops
+// here with every module loaded and its main set to run when a process starts from the snapshot;
+// started plainly, it runs at once.
+if (startupSnapshot.isBuildingSnapshot()) startupSnapshot.setDeserializeMainFunction(() => void main(true));
+else void main(false);

@@ -3,14 +3,23 @@
 // into its sandbox is its only way out; node's bundled undici cannot be given a socket path (it
 // is not importable). Over TCP too this skips undici's WebAssembly HTTP parser: ~10 MiB less.
 // Every request carries the run's sidecar token: the sidecar answers nothing else.
-import { request } from 'node:http';
 import { Readable } from 'node:stream';
 
 const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
 
+/**
+ * node's http client, loaded when a process first needs it rather than with this module: node
+ * cannot write its HTTP parser into a startup snapshot, and the runtime is built into one
+ * (activities/sandbox/startup-snapshot.ts). The runtime's main calls this before it says it is ready.
+ */
+export function loadHttpClient(): typeof import('node:http') {
+  return process.getBuiltinModule('node:http');
+}
+
 /** token: the run's sidecar token; socketPath: the sidecar's unix socket, absent, the URL's host and port. */
 export function sidecarFetch(token: string, socketPath?: string): typeof fetch {
   const authorization = `Bearer ${token}`;
+  const { request } = loadHttpClient();
   return async (input, init) => {
     const req = new Request(input, init);
     // the sidecar's token replaces any the caller set (the model client sets none of its own)

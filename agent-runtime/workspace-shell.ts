@@ -1,7 +1,6 @@
 // The agent's shell tool: one command at a time with the workspace as its working directory, in a
 // nested bubblewrap sandbox (or, where the operator allowed it, unconfined), in its own process
 // group so a timeout or the agent's end stops whatever it started; output capped.
-import { spawn } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { shellSandboxArgv, SHELL_SYSTEM_DIRS, type ShellSystemEntry } from '../lib/shell-sandbox.ts';
 
@@ -69,6 +68,9 @@ export function runShell(workspace: string, mode: Exclude<ShellMode, null>, comm
       : [shell, ['-c', command]];
   return new Promise((resolve, reject) => {
     // its own process group: a timeout ends the command and whatever it started
+    // node:child_process is loaded on first use, not with the module: the runtime's startup
+    // snapshot (activities/sandbox/startup-snapshot.ts) holds no process-spawning state
+    const { spawn } = process.getBuiltinModule('node:child_process');
     const child = spawn(file, args, { cwd: workspace, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     if (child.pid !== undefined) {
       hookAgentEnd();

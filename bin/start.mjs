@@ -47,9 +47,10 @@ export async function ensureBundle() {
   const builtAt = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
   if (builtAt > newestSourceMtime()) return;
   const esbuild = await import('esbuild');
-  // code caches belong to the bundles they were made from (activities/sandbox/code-cache.ts)
+  // code caches and startup snapshots belong to the bundles they were made from
+  // (activities/sandbox/code-cache.ts, startup-snapshot.ts)
   const dist = path.join(root, 'dist');
-  if (fs.existsSync(dist)) for (const f of fs.readdirSync(dist)) if (f.endsWith('.cache')) fs.rmSync(path.join(dist, f), { force: true });
+  if (fs.existsSync(dist)) for (const f of fs.readdirSync(dist)) if (f.endsWith('.cache') || f.endsWith('.blob')) fs.rmSync(path.join(dist, f), { force: true });
   const common = { absWorkingDir: root, outdir: 'dist', bundle: true, platform: 'node', target: 'node20', sourcemap: 'linked', logLevel: 'warning' };
   const { platform, ...sandboxPrograms } = ENTRIES;
   const { buildWeb } = await import('../web/build.mjs');

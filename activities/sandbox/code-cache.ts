@@ -10,6 +10,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../lib/log.ts';
 import { rehearsePair } from './rehearsal.ts';
+import { agentSnapshotArgv } from './startup-snapshot.ts';
 
 export type CachedProgram = 'sidecar' | 'agent-runtime';
 
@@ -17,11 +18,15 @@ const made = new Map<string, Promise<void>>();
 /** cache file names already worked out, by binary, flags and the bundle's identity on disk */
 const named = new Map<string, string>();
 
-function cacheFileFor(root: string, node: string, flags: string[], program: CachedProgram): string {
+/**
+ * A file in dist/ that belongs to one bundle as run by one node binary with one set of flags:
+ * `<program>.<hash>.<extension>`, the hash taken over all three.
+ */
+export function bundleKeyedFile(root: string, node: string, flags: string[], program: CachedProgram, extension: string): string {
   const bundle = path.join(root, 'dist', `${program}.cjs`);
   // hashing a megabyte per sandbox is not needed while the bundle file stays the same one
   const { mtimeMs, size, ino } = statSync(bundle);
-  const key = `${node}\0${flags.join('\0')}\0${bundle}\0${mtimeMs}\0${size}\0${ino}`;
+  const key = `${extension}\0${node}\0${flags.join('\0')}\0${bundle}\0${mtimeMs}\0${size}\0${ino}`;
   let file = named.get(key);
   if (!file) {
     const hash = createHash('sha256')
@@ -29,7 +34,7 @@ function cacheFileFor(root: string, node: string, flags: string[], program: Cach
       .update(readFileSync(bundle))
       .digest('hex')
       .slice(0, 24);
-    file = path.join(root, 'dist', `${program}.${hash}.cache`);
+    file = path.join(root, 'dist', `${program}.${hash}.${extension}`);
     named.set(key, file);
   }
   return file;
@@ -45,13 +50,19 @@ export interface PairFlags {
 }
 
 /**
- * The argv (after the node binary) of each program of a pair, started from its code cache; the
- * caches are written first, by one rehearsal run, when either is missing. Caches that cannot be
- * written are logged and the programs start without them.
+ * The argv (after the node binary) of each program of a pair: the agent runtime from its startup
+ * snapshot (startup-snapshot.ts) where one can be built for its flags, else like the sidecar from
+ * its code cache; the caches are written first, by one rehearsal run, when either is missing.
+ * Caches that cannot be written are logged and the programs start without them.
  */
 export async function cachedPairArgv(root: string, node: string, flags: PairFlags, log?: Logger): Promise<{ sidecar: string[]; agent: string[] }> {
-  const sidecarCache = cacheFileFor(root, node, flags.sidecar, 'sidecar');
-  const agentCache = cacheFileFor(root, node, flags.agent, 'agent-runtime');
+  const [argv, snapshot] = await Promise.all([codeCachedPairArgv(root, node, flags, log), agentSnapshotArgv(root, node, flags.agent, log)]);
+  return snapshot ? { ...argv, agent: snapshot } : argv;
+}
+
+async function codeCachedPairArgv(root: string, node: string, flags: PairFlags, log?: Logger): Promise<{ sidecar: string[]; agent: string[] }> {
+  const sidecarCache = bundleKeyedFile(root, node, flags.sidecar, 'sidecar', 'cache');
+  const agentCache = bundleKeyedFile(root, node, flags.agent, 'agent-runtime', 'cache');
   const argv = {
     sidecar: programArgv(root, flags.sidecar, 'sidecar', sidecarCache),
     agent: programArgv(root, flags.agent, 'agent-runtime', agentCache),

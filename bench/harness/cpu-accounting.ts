@@ -98,7 +98,7 @@ export type IdleRates = Record<string, number>;
 
 /**
  * Counts from start() to stop(). The platform's children are named by their command: the
- * sidecar (dist/sidecar.cjs), the agent runtime (dist/agent-runtime.cjs, or bwrap around it),
+ * sidecar (dist/sidecar.cjs), the agent runtime (dist/agent-runtime.cjs or its startup snapshot dist/agent-runtime.<hash>.blob, or bwrap around it),
  * Restate (its pid), anything else.
  */
 export class RunCpuMeter {
@@ -114,7 +114,7 @@ export class RunCpuMeter {
     this.tree = new TreeCpuPoller(at.platformPid, (pid, command) => {
       if (pid === restate) return 'restate';
       if (command.includes('dist/sidecar.cjs')) return 'sidecar';
-      if (command.includes('dist/agent-runtime.cjs')) return 'agent_runtime';
+      if (command.includes('dist/agent-runtime.')) return 'agent_runtime'; // its bundle, or its startup snapshot
       return 'other_children';
     }, POLL_MS).start();
     this.before = snapshot(at);

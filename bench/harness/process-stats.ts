@@ -87,7 +87,7 @@ export function sandboxesOf(platformPid: number): SandboxProcesses[] {
     const tree = subtree(child, byParent);
     const commands = tree.map(commandOf);
     if (commands[0].includes('dist/sidecar.cjs')) entry(cwdOf(child)).sidecar.push(...tree);
-    else if (commands.some((c) => c.includes('dist/agent-runtime.cjs'))) entry(path.dirname(cwdOf(child))).agent.push(...tree);
+    else if (commands.some((c) => c.includes('dist/agent-runtime.'))) entry(path.dirname(cwdOf(child))).agent.push(...tree);
   }
   return [...byDir.values()];
 }

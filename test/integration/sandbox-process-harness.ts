@@ -77,7 +77,7 @@ export async function agentNodePid(agentPid: number): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
     for (const pid of await processTree(agentPid)) {
       try {
-        if (commandOf(pid).some((arg) => arg.endsWith('dist/agent-runtime.cjs')) && !commandOf(pid)[0].endsWith('bwrap')) return pid;
+        if (commandOf(pid).some((arg) => /dist\/agent-runtime\.(cjs|[0-9a-f]+\.blob)$/.test(arg)) && !commandOf(pid)[0].endsWith('bwrap')) return pid;
       } catch {
         // gone meanwhile
       }

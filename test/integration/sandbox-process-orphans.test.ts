@@ -43,7 +43,7 @@ async function killedPlatformLeavesNothing(t: TestContext, confine: 'auto' | 'of
 
   // the running sandbox and the warm pair, with bubblewrap's processes when confined
   const pids = (await processTree(host.pid!)).filter((pid) => pid !== host.pid);
-  const programs = pids.filter((pid) => commandOf(pid).some((a) => /dist\/(sidecar|agent-runtime)\.cjs$/.test(a)));
+  const programs = pids.filter((pid) => commandOf(pid).some((a) => /dist\/(sidecar|agent-runtime)\.(cjs|[0-9a-f]+\.blob)$/.test(a)));
   assert.ok(pids.includes(started.sidecarPid) && pids.includes(started.agentPid));
   assert.ok(programs.length >= 4, `two pairs of programs expected, found ${programs.length}`);
 

@@ -1,7 +1,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { getPriority } from 'node:os';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +90,10 @@ describe('a run in a process sandbox claimed from a warm pool of 2', () => {
       assert.ok(!value.includes('whsec_') && !value.includes(MODEL_KEY) && !value.includes(PLATFORM_SECRET), value);
     }
     assert.ok(existsSync(join(procs.dir, 'workspace', 'skills', 'counting', 'SKILL.md')));
+    // the agent started from its startup snapshot, built without any platform setting in reach
+    const blob = agentCommand[agentCommand.indexOf('--snapshot-blob') + 1];
+    assert.match(blob ?? '', /\/dist\/agent-runtime\.[0-9a-f]+\.blob$/, agentCommand.join(' '));
+    assert.ok(!readFileSync(blob).includes(PLATFORM_SECRET), 'the snapshot holds no platform setting');
 
     await adapter.stop(sandboxId);
     assert.equal(await adapter.alive(sandboxId), false);
