@@ -16,6 +16,7 @@ import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { createInterface } from 'node:readline';
 import tls from 'node:tls';
 import type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
@@ -107,6 +108,27 @@ function anIntegration(packageId: string, authorizedUris: string[], credentials:
   };
 }
 
+/**
+ * A careless vendor: answers with the credential it received in a header, a cookie and the body (as
+ * written, in JSON, base64 and percent-encoded), the body in two chunks that split the credential,
+ * gzip-compressed when asked by ?gzip, whatever encoding the request accepted.
+ */
+function echoCredential(req: IncomingMessage, res: http.ServerResponse): void {
+  const auth = req.headers.authorization ?? '';
+  const token = auth.replace(/^Bearer /, '');
+  const body = Buffer.from(`${JSON.stringify({ received: auth, accept: req.headers['accept-encoding'] ?? null })}\nraw ${token}\nb64 ${Buffer.from(token).toString('base64')}\npct ${encodeURIComponent(`${token}/x`)}\n`);
+  const headers = { 'content-type': 'text/plain', 'x-echo': auth, 'set-cookie': [`session=${token}; Path=/`, 'theme=dark'] };
+  if (req.url?.includes('gzip')) {
+    res.writeHead(200, { ...headers, 'content-encoding': 'gzip' });
+    return void res.end(gzipSync(body));
+  }
+  res.writeHead(200, headers);
+  // split inside the raw token: the proxy must hold the first part back until it sees the rest
+  const cut = body.indexOf(`raw ${token}`) + 4 + Math.floor(token.length / 2);
+  res.write(body.subarray(0, cut));
+  setTimeout(() => res.end(body.subarray(cut)), 50);
+}
+
 describe('the egress proxy of local servers puts the credential on their requests (delivery.http)', () => {
   /** what the vendor received: its authorization header as sent (this test's side holds the tokens anyway) */
   const seen: Array<{ tls: boolean; host?: string; path?: string; authorization?: string }> = [];
@@ -114,6 +136,7 @@ describe('the egress proxy of local servers puts the credential on their request
     seen.push({ tls: secure, host: req.headers.host, path: req.url, authorization: req.headers.authorization });
     req.resume();
     const auth = req.headers.authorization;
+    if (req.url?.startsWith('/api/echo') || req.url?.startsWith('/v1/echo')) return echoCredential(req, res);
     if (auth === `Bearer ${EXPIRED}`) {
       res.writeHead(401, { 'content-type': 'application/json' });
       return res.end('{"error":"token_expired"}');
@@ -221,6 +244,28 @@ describe('the egress proxy of local servers puts the credential on their request
       secure.once('error', reject);
     }));
     secure.destroy();
+  });
+
+  test('a vendor echoing the credential back: the server receives its answer with every form of the credential scrubbed, over HTTP and HTTPS, compressed or not', async () => {
+    const answers = [
+      await viaProxy(proxyPort, `http://${VENDOR}:${port}/api/echo`, SECRET, { 'accept-encoding': 'gzip, br' }),
+      await viaProxy(proxyPort, `http://${VENDOR}:${port}/api/echo?gzip`, SECRET, { 'accept-encoding': 'gzip' }),
+      await viaTunnel(proxyPort, VENDOR, securePort, '/v1/echo', SECRET, runCa, { 'accept-encoding': 'gzip' }),
+      await viaTunnel(proxyPort, VENDOR, securePort, '/v1/echo?gzip', SECRET, runCa),
+    ];
+    for (const res of answers) {
+      assert.equal(res.status, 200, res.body);
+      const [first, ...lines] = res.body.split('\n');
+      assert.deepEqual(JSON.parse(first), { received: '[redacted]', accept: 'identity' }, 'the vendor got the credential, asked for an unencoded answer');
+      // base64 is searched unpadded (a value followed by more bytes still matches): its padding stays
+      assert.deepEqual(lines, ['raw [redacted]', 'b64 [redacted]==', 'pct [redacted]%2Fx', ''], 'each form of the credential in the body');
+      assert.equal(res.headers['x-echo'], '[redacted]');
+      assert.deepEqual(res.headers['set-cookie'], ['session=[redacted]; Path=/', 'theme=dark']);
+      assert.equal(res.headers['content-encoding'], undefined, 'a compressed answer reaches the server decoded');
+      const whole = JSON.stringify(res);
+      for (const form of [TOKEN, Buffer.from(TOKEN).toString('base64'), `Bearer ${TOKEN}`]) assert.ok(!whole.includes(form), form);
+    }
+    assert.equal(seen.filter((s) => s.path?.includes('/echo') && s.authorization === `Bearer ${TOKEN}`).length, 4, 'every request carried the credential to the vendor');
   });
 
   test("the vendor's certificate is verified: one the sidecar does not trust is no vendor", async () => {
