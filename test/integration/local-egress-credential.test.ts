@@ -1,6 +1,6 @@
 // The egress proxy of local MCP servers putting the integration's credential (delivery.http) on a
 // server's requests, without docker: the proxy runs in a process of its own that trusts the fake
-// vendor's certificate as an operator would make a sidecar trust one (NODE_EXTRA_CA_CERTS). Plain
+// vendor's certificate as an operator makes a sidecar trust one (SANDBOX_EGRESS_CA_FILE). Plain
 // HTTP gets the header on the forwarded request; HTTPS is terminated with the run's certificate
 // authority (which the "server" here trusts, as its runtime would) and re-originated to the vendor,
 // whose certificate is verified; a 401 refreshes an OAuth credential through the platform once; the
@@ -10,12 +10,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { createInterface } from 'node:readline';
 import tls from 'node:tls';
@@ -155,7 +152,6 @@ describe('the egress proxy of local servers puts the credential on their request
   let refreshAnswer: { status: number; body: unknown } = { status: 200, body: { credentials: { access_token: FRESH } } };
   const refreshes: string[] = [];
   let child: ChildProcess;
-  let dir: string;
   let port: number;
   let securePort: number;
   let roguePort: number;
@@ -172,8 +168,6 @@ describe('the egress proxy of local servers puts the credential on their request
       res.end(JSON.stringify(refreshAnswer.body));
     });
     [port, securePort, roguePort, platformPort] = await Promise.all([listen(vendor), listen(secureVendor), listen(rogueVendor), listen(platform)]);
-    dir = mkdtempSync(join(tmpdir(), 'egress-credential-'));
-    writeFileSync(join(dir, 'vendor-ca.pem'), cert.cert);
     const config: ChildConfig = {
       clients: [
         {
@@ -196,9 +190,10 @@ describe('the egress proxy of local servers puts the credential on their request
       platformEndpoints: [{ host: '127.0.0.1', port: platformPort }],
       connectionsUrl: `http://127.0.0.1:${platformPort}/internal/connections`,
       eventSecret: 'e'.repeat(43),
+      extraCa: cert.cert,
     };
     child = spawn(process.execPath, ['--import', 'tsx', new URL('../support/credential-proxy-child.ts', import.meta.url).pathname], {
-      env: { PATH: process.env.PATH, NODE_EXTRA_CA_CERTS: join(dir, 'vendor-ca.pem') },
+      env: { PATH: process.env.PATH },
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     const ready = new Promise<{ port: number; ca: string }>((resolve, reject) => {
@@ -219,7 +214,6 @@ describe('the egress proxy of local servers puts the credential on their request
       await gone;
     }
     await Promise.all([vendor, secureVendor, rogueVendor, platform].map((s) => new Promise((r) => s.close(r))));
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   test('plain HTTP: the vendor receives the credential, the server neither sends nor sees it; its own header of that name is dropped', async () => {
