@@ -59,6 +59,8 @@ export interface RunActivityOptions {
   egressAllowInternalHosts: string[];
   /** the platform's own endpoints: a model provider is never one of them */
   egressPlatformEndpoints?: PlatformEndpoint[];
+  /** SANDBOX_EGRESS_CA_FILE's certificates: the sidecar trusts them beside the system's */
+  egressExtraCa?: string;
   limits: { memoryMb: number; cpus: number };
   /** the images local integrations may name (LOCAL_INTEGRATION_IMAGES, the agent image) */
   localImages?: LocalImageSettings;
@@ -248,6 +250,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
           approvals: manifest.approvals ? { tools: manifest.approvals.tools, timeoutSeconds: manifest.approvals.timeout_seconds } : null,
           egressAllowInternalHosts: o.egressAllowInternalHosts,
           egressPlatformEndpoints: o.egressPlatformEndpoints ?? [],
+          ...(o.egressExtraCa ? { egressExtraCa: o.egressExtraCa } : {}),
           integrations: materials.integrations,
           // the organization's default proxy (resolved with the model) carries its integration traffic too
           proxy: model.proxy ?? null,

@@ -102,6 +102,7 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
     parkAfterSeconds: config.RUN_PARK_AFTER_SECONDS,
     egressAllowInternalHosts: config.EGRESS_ALLOW_INTERNAL_HOSTS,
     egressPlatformEndpoints: deps.platformEndpoints ?? [],
+    ...(config.SANDBOX_EGRESS_CA_FILE ? { egressExtraCa: fs.readFileSync(config.SANDBOX_EGRESS_CA_FILE, 'utf8') } : {}),
     limits: { memoryMb: limits.agent_memory_ceiling_mb, cpus: limits.agent_cpu_ceiling },
     localImages: config,
   });

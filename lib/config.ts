@@ -1,5 +1,6 @@
 // Every setting the platform reads, in one zod schema. Boot fails with a message naming the
 // setting (and the key, for JSON settings) when a value is wrong.
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { isTrustRootEntry } from './afps/bundle-signature.ts';
 import { parseHostPort } from './egress.ts';
@@ -196,6 +197,17 @@ export const ConfigSchema = z.object({
     for (const entry of entries) {
       if (parseHostPort(entry) === null) ctx.addIssue({ code: 'custom', message: `"${entry}" must be host:port (an IPv6 address as [address]:port)` });
     }
+  }),
+  /** a PEM file of certificate authorities the sidecars trust beside the system's (checked at start) */
+  SANDBOX_EGRESS_CA_FILE: z.string().min(1).optional().superRefine((file, ctx) => {
+    if (file === undefined) return;
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      return ctx.addIssue({ code: 'custom', message: `${file} cannot be read` });
+    }
+    if (!/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.test(text)) ctx.addIssue({ code: 'custom', message: `${file} holds no PEM certificate` });
   }),
   AFPS_SIGNATURE_POLICY: z.enum(['off', 'warn', 'required']).default('warn'),
   AFPS_TRUST_ROOT: csv.refine((entries) => entries.every(isTrustRootEntry), 'each entry must be the standard base64 of a raw 32-byte Ed25519 public key'),

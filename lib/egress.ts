@@ -9,6 +9,7 @@ import dns from 'node:dns/promises';
 import type { IncomingMessage } from 'node:http';
 import net, { type LookupFunction } from 'node:net';
 import os from 'node:os';
+import tls from 'node:tls';
 import { openRequest, responseOf, type OutboundInit } from './outbound-http.ts';
 import { openTunnel, type OutboundProxy } from './proxy-tunnel.ts';
 
@@ -27,6 +28,13 @@ export interface EgressOptions {
   platformEndpoints?: PlatformEndpoint[];
   /** name resolution; defaults to the system resolver (tests may pin answers) */
   resolve?: (host: string) => Promise<string[]>;
+  /** certificate authorities (PEM) trusted beside the system's for https targets (SANDBOX_EGRESS_CA_FILE) */
+  extraCa?: string;
+}
+
+/** The `ca` option of a TLS connection under `opts`: the system's authorities and the operator's extra ones; undefined: the defaults. */
+export function trustedCa(opts: Pick<EgressOptions, 'extraCa'>): string[] | undefined {
+  return opts.extraCa ? [...tls.rootCertificates, opts.extraCa] : undefined;
 }
 
 export type EgressRefusalKind = 'invalid_url' | 'blocked' | 'unresolvable';
@@ -308,7 +316,7 @@ function pinnedLookup(target: CheckedTarget): LookupFunction {
 
 /** One request to an already checked target, connected to the checked address. */
 async function requestPinned(target: CheckedTarget, init: GuardedFetchInit, opts: EgressOptions): Promise<Response> {
-  const common = { method: init.method, headers: init.headers, body: init.body, signal: init.signal, timeoutMs: init.timeoutMs };
+  const common = { method: init.method, headers: init.headers, body: init.body, signal: init.signal, timeoutMs: init.timeoutMs, ca: trustedCa(opts) };
   const res = init.proxy
     ? await openRequest(target.url, { ...common, socket: await openTunnel(init.proxy, target, opts, init) })
     : await openRequest(target.url, { ...common, agent: false, lookup: pinnedLookup(target) });
@@ -328,7 +336,7 @@ export async function guardedRequest(
   const target = await checkEgressTarget(rawUrl, opts);
   const { proxy, ...rest } = init;
   if (proxy) return openRequest(target.url, { ...rest, agent: undefined, socket: await openTunnel(proxy, target, opts, rest) });
-  return openRequest(target.url, { ...rest, lookup: pinnedLookup(target) });
+  return openRequest(target.url, { ...rest, lookup: pinnedLookup(target), ca: trustedCa(opts) });
 }
 
 /**

@@ -19,6 +19,8 @@ export interface OutboundInit {
   lookup?: LookupFunction;
   /** an already open connection to use (a proxy tunnel); no agent is involved then */
   socket?: Socket;
+  /** the authorities an https target's certificate is verified against; node's defaults when absent */
+  ca?: string[];
 }
 
 /** One request; resolves with the response once its head arrives, its body still to be read. */
@@ -34,6 +36,7 @@ export function openRequest(target: URL | string, init: OutboundInit = {}): Prom
       timeout: timeoutMs,
       ...(init.agent !== undefined ? { agent: init.agent } : {}),
       ...(init.lookup ? { lookup: init.lookup } : {}),
+      ...(init.ca && url.protocol === 'https:' ? { ca: init.ca } : {}),
       ...(init.socket ? { createConnection: () => init.socket! } : {}),
     }, resolve);
     req.on('timeout', () => req.destroy(new Error(`The request to ${url.host} timed out after ${timeoutMs} ms.`)));

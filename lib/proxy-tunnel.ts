@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
-import { checkEgressTarget, effectivePort, EgressRefusal, type CheckedTarget, type EgressOptions } from './egress.ts';
+import { checkEgressTarget, effectivePort, EgressRefusal, trustedCa, type CheckedTarget, type EgressOptions } from './egress.ts';
 import { openRequest, responseOf, type OutboundInit } from './outbound-http.ts';
 
 /** An HTTP CONNECT proxy: http://host:port, and its Basic credentials when it takes some. */
@@ -109,7 +109,8 @@ export async function openTunnel(
     if (status < 200 || status >= 300) throw new ProxyFailure('refused', `The proxy refused the tunnel (${status}).`, status);
     if (target.url.protocol !== 'https:') return socket;
     const host = target.url.hostname.replace(/^\[(.*)\]$/, '$1');
-    const secure = tls.connect({ socket, servername: net.isIP(host) ? undefined : host, ALPNProtocols: ['http/1.1'] });
+    const ca = trustedCa(egress);
+    const secure = tls.connect({ socket, servername: net.isIP(host) ? undefined : host, ALPNProtocols: ['http/1.1'], ...(ca ? { ca } : {}) });
     await new Promise<void>((resolve, reject) => {
       secure.once('secureConnect', () => resolve());
       secure.once('error', (err) => reject(new ProxyFailure('unreachable', `TLS through the proxy failed: ${(err as { code?: string }).code ?? err.message}.`)));

@@ -81,6 +81,8 @@ export interface SidecarAssignment {
   egressAllowInternalHosts: string[];
   /** the platform's own endpoints: the model provider may never be one of them */
   egressPlatformEndpoints: PlatformEndpoint[];
+  /** certificate authorities (PEM) trusted beside the system's for the TLS the sidecar opens (SANDBOX_EGRESS_CA_FILE) */
+  egressExtraCa?: string;
   integrations: IntegrationAssignment[];
   /** local integrations: each one's MCP server behind a bridge its runner started (the docker backend) */
   localIntegrations: LocalIntegrationAssignment[];
@@ -221,6 +223,9 @@ export function parseAssignment(line: string): SidecarAssignment {
   const endpoints = raw.egressPlatformEndpoints ?? [];
   const isEndpoint = (e: unknown) => isObject(e) && typeof e.host === 'string' && Number.isInteger(e.port) && (e.port as number) > 0 && (e.port as number) < 65536;
   if (!Array.isArray(endpoints) || !endpoints.every(isEndpoint)) fail('egressPlatformEndpoints must be an array of {host, port}');
+  if (raw.egressExtraCa !== undefined && (typeof raw.egressExtraCa !== 'string' || !raw.egressExtraCa.includes('-----BEGIN CERTIFICATE-----'))) {
+    fail('egressExtraCa must be PEM certificates');
+  }
   const integrations = raw.integrations ?? [];
   if (!Array.isArray(integrations)) fail('integrations must be an array');
   const localIntegrations = raw.localIntegrations ?? [];
@@ -248,6 +253,7 @@ export function parseAssignment(line: string): SidecarAssignment {
     socketPath: raw.socketPath as string | undefined,
     egressAllowInternalHosts: allowInternal as string[],
     egressPlatformEndpoints: (endpoints as PlatformEndpoint[]).map((e) => ({ host: e.host, port: e.port })),
+    ...(raw.egressExtraCa ? { egressExtraCa: raw.egressExtraCa as string } : {}),
     integrations: integrations.map((entry, i) => parseIntegration(entry, `integrations[${i}]`)),
     localIntegrations: localIntegrations.map((entry, i) => parseLocalIntegration(entry, `localIntegrations[${i}]`)),
     proxy: parseProxy(raw.proxy, 'proxy'),

@@ -234,6 +234,7 @@ export class SidecarHttpServer {
         { host: '127.0.0.1', port: this.opts.localEgressPort ?? LOCAL_EGRESS_PROXY_PORT },
       ],
       resolve: this.opts.resolve,
+      ...(assignment.egressExtraCa ? { extraCa: assignment.egressExtraCa } : {}),
     };
   }
 

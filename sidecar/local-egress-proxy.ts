@@ -15,11 +15,12 @@
 // the run's authority (run-ca.ts) which the server's runtime trusts, each request inside it sent on
 // to the vendor over TLS the sidecar opens itself, the vendor's certificate verified as usual.
 // Such a server's authorized_uris may hold {$credential.<field>} templates: rendered with the
-// credential, as for api_call.
+// credential, as for api_call. Its answers come back with every form of the credential scrubbed
+// from their headers and bodies (as api_call's), so a vendor echoing it does not hand it over.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import tls from 'node:tls';
 import { authorizeCredentialTarget, literalAuthorizedHosts } from '../lib/afps/credential-delivery.ts';
 import { matchesAuthorizedUri, parseAuthorizedUri, renderAuthorizedUri } from '../lib/afps/authorized-uri.ts';
@@ -27,6 +28,7 @@ import { checkEgressTarget, EgressRefusal, effectivePort, guardedRequest, type E
 import { openTunnel, ProxyFailure, requestThroughProxy, type OutboundProxy } from '../lib/proxy-tunnel.ts';
 import type { DeliveredCredential } from './integration-tools.ts';
 import type { RunCertificateAuthority } from './run-ca.ts';
+import { contentDecoders, secretScrubber } from './secret-scrubber.ts';
 
 /** One local server the proxy serves. */
 export interface LocalEgressClient {
@@ -60,6 +62,7 @@ const UPSTREAM_TIMEOUT_MS = 60_000;
 const HOP_HEADERS = new Set(['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length']);
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
+
 
 /** The client whose secret the request presents, or null. */
 function authenticate(headers: IncomingHttpHeaders, clients: Array<LocalEgressClient & { digest: Buffer }>): (LocalEgressClient & { digest: Buffer }) | null {
@@ -187,6 +190,8 @@ export function localEgressProxy(opts: LocalEgressProxyOptions): LocalEgressProx
       if (value === undefined || HOP_HEADERS.has(name) || name === 'host' || name === client.credential?.headerName) continue;
       headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
+    // the answer is searched for the credential before the server sees it: asked for unencoded
+    if (client.credential) headers['accept-encoding'] = 'identity';
     const base = { method: req.method, body: body.length || !['GET', 'HEAD'].includes(req.method ?? 'GET') ? body : undefined, timeoutMs: UPSTREAM_TIMEOUT_MS };
     const send = async (credentials: Record<string, string> | null): Promise<Sent> => {
       const sent = { ...headers };
@@ -228,13 +233,33 @@ export function localEgressProxy(opts: LocalEgressProxyOptions): LocalEgressProx
       return answer(res, outcome.status, outcome.reason);
     }
     const upstream = outcome.upstream;
+    // a server with an injected credential never receives it back, whatever the vendor echoes
+    const scrubber = client.credential ? secretScrubber(client.credential.secrets()) : null;
     const out: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(upstream.headers)) {
-      if (value !== undefined && !HOP_HEADERS.has(name)) out[name] = value;
+      if (value === undefined || HOP_HEADERS.has(name)) continue;
+      out[name] = !scrubber ? value : Array.isArray(value) ? value.map(scrubber.text) : scrubber.text(value);
     }
     if (refusedRefresh !== undefined) out[CREDENTIAL_REFRESH_HEADER] = `refused: ${refusedRefresh}`;
+    let answered: Readable = upstream;
+    if (scrubber) {
+      // asked for an unencoded answer; an encoded one is decoded first, so it can be searched
+      const decoders = contentDecoders(upstream.headers['content-encoding']);
+      if (!decoders) {
+        upstream.resume();
+        const reason = `upstream_unreachable: the answer of ${url.host} is in a content coding the proxy cannot read (${upstream.headers['content-encoding']}); it is not passed on`;
+        refused(client, reason);
+        return answer(res, 502, reason);
+      }
+      delete out['content-encoding'];
+      for (const decoder of decoders) {
+        decoder.on('error', () => res.destroy());
+        answered = answered.pipe(decoder);
+      }
+      answered = answered.pipe(scrubber.stream());
+    }
     res.writeHead(upstream.statusCode ?? 502, out);
-    upstream.pipe(res);
+    answered.pipe(res);
     upstream.on('error', () => res.destroy());
   };
 

@@ -57,6 +57,8 @@ export interface SidecarAssignment {
   egressAllowInternalHosts?: string[];
   /** the platform's own endpoints, never a model provider */
   egressPlatformEndpoints?: PlatformEndpoint[];
+  /** certificate authorities (PEM) the sidecar trusts beside the system's (SANDBOX_EGRESS_CA_FILE) */
+  egressExtraCa?: string;
   integrations?: IntegrationAssignment[];
   /** the local integrations' servers, which the adapter starts (it adds each one's bridge) */
   localIntegrations?: LocalIntegrationAssignment[];

@@ -142,3 +142,28 @@ export function scrubSecrets(text: string, secrets: string[]): string {
   }
   return out;
 }
+
+/** what a scrubbed credential reads as */
+export const REDACTED = '[redacted]';
+
+/**
+ * The strings that give a credential away, longest first: each secret value, the injected header
+ * value, and the Basic pairs (`value:`, `:value`, `a:b`), each as written, percent-encoded,
+ * JSON-escaped and in base64 and base64url (unpadded, so a value followed by more bytes still matches).
+ */
+export function scrubForms(secrets: string[], injectedValue?: string): string[] {
+  const raw = new Set<string>(injectedValue === undefined ? secrets : [injectedValue, ...secrets]);
+  for (const a of secrets) {
+    raw.add(`${a}:`);
+    raw.add(`:${a}`);
+    for (const b of secrets) if (a !== b) raw.add(`${a}:${b}`);
+  }
+  const forms = new Set<string>();
+  for (const r of raw) {
+    const bytes = Buffer.from(r, 'utf8');
+    for (const f of [r, encodeURIComponent(r), JSON.stringify(r).slice(1, -1), bytes.toString('base64').replace(/=+$/, ''), bytes.toString('base64url')]) {
+      if (f.length >= MIN_SECRET_LENGTH) forms.add(f);
+    }
+  }
+  return [...forms].sort((x, y) => y.length - x.length);
+}

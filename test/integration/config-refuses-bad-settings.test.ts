@@ -54,3 +54,18 @@ test('an unknown key in PLATFORM_RUN_LIMITS, bad JSON, or a bad value each stop 
   assertRefused(badJson, 'PLATFORM_RUN_LIMITS', 'JSON');
   assertRefused(badValue, 'INLINE_RUN_LIMITS', 'rate_per_min');
 });
+
+test('SANDBOX_EGRESS_CA_FILE naming a file that cannot be read, or one holding no certificate, stops the boot', async () => {
+  const notPem = path.join(os.tmpdir(), `not-a-ca-${process.pid}.pem`);
+  fs.writeFileSync(notPem, 'hello\n');
+  try {
+    const [missing, empty] = await Promise.all([
+      boot({ SANDBOX_EGRESS_CA_FILE: path.join(os.tmpdir(), `absent-${process.pid}.pem`) }),
+      boot({ SANDBOX_EGRESS_CA_FILE: notPem }),
+    ]);
+    assertRefused(missing, 'SANDBOX_EGRESS_CA_FILE', 'cannot be read');
+    assertRefused(empty, 'SANDBOX_EGRESS_CA_FILE', 'holds no PEM certificate');
+  } finally {
+    fs.rmSync(notPem, { force: true });
+  }
+});

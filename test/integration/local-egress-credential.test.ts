@@ -1,6 +1,6 @@
 // The egress proxy of local MCP servers putting the integration's credential (delivery.http) on a
 // server's requests, without docker: the proxy runs in a process of its own that trusts the fake
-// vendor's certificate as an operator would make a sidecar trust one (NODE_EXTRA_CA_CERTS). Plain
+// vendor's certificate as an operator makes a sidecar trust one (SANDBOX_EGRESS_CA_FILE). Plain
 // HTTP gets the header on the forwarded request; HTTPS is terminated with the run's certificate
 // authority (which the "server" here trusts, as its runtime would) and re-originated to the vendor,
 // whose certificate is verified; a 401 refreshes an OAuth credential through the platform once; the
@@ -10,12 +10,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { createInterface } from 'node:readline';
 import tls from 'node:tls';
 import type { IntegrationAssignment } from '../../lib/afps/integration-assignment.ts';
@@ -107,6 +105,27 @@ function anIntegration(packageId: string, authorizedUris: string[], credentials:
   };
 }
 
+/**
+ * A careless vendor: answers with the credential it received in a header, a cookie and the body (as
+ * written, in JSON, base64 and percent-encoded), the body in two chunks that split the credential,
+ * gzip-compressed when asked by ?gzip, whatever encoding the request accepted.
+ */
+function echoCredential(req: IncomingMessage, res: http.ServerResponse): void {
+  const auth = req.headers.authorization ?? '';
+  const token = auth.replace(/^Bearer /, '');
+  const body = Buffer.from(`${JSON.stringify({ received: auth, accept: req.headers['accept-encoding'] ?? null })}\nraw ${token}\nb64 ${Buffer.from(token).toString('base64')}\npct ${encodeURIComponent(`${token}/x`)}\n`);
+  const headers = { 'content-type': 'text/plain', 'x-echo': auth, 'set-cookie': [`session=${token}; Path=/`, 'theme=dark'] };
+  if (req.url?.includes('gzip')) {
+    res.writeHead(200, { ...headers, 'content-encoding': 'gzip' });
+    return void res.end(gzipSync(body));
+  }
+  res.writeHead(200, headers);
+  // split inside the raw token: the proxy must hold the first part back until it sees the rest
+  const cut = body.indexOf(`raw ${token}`) + 4 + Math.floor(token.length / 2);
+  res.write(body.subarray(0, cut));
+  setTimeout(() => res.end(body.subarray(cut)), 50);
+}
+
 describe('the egress proxy of local servers puts the credential on their requests (delivery.http)', () => {
   /** what the vendor received: its authorization header as sent (this test's side holds the tokens anyway) */
   const seen: Array<{ tls: boolean; host?: string; path?: string; authorization?: string }> = [];
@@ -114,6 +133,7 @@ describe('the egress proxy of local servers puts the credential on their request
     seen.push({ tls: secure, host: req.headers.host, path: req.url, authorization: req.headers.authorization });
     req.resume();
     const auth = req.headers.authorization;
+    if (req.url?.startsWith('/api/echo') || req.url?.startsWith('/v1/echo')) return echoCredential(req, res);
     if (auth === `Bearer ${EXPIRED}`) {
       res.writeHead(401, { 'content-type': 'application/json' });
       return res.end('{"error":"token_expired"}');
@@ -132,7 +152,6 @@ describe('the egress proxy of local servers puts the credential on their request
   let refreshAnswer: { status: number; body: unknown } = { status: 200, body: { credentials: { access_token: FRESH } } };
   const refreshes: string[] = [];
   let child: ChildProcess;
-  let dir: string;
   let port: number;
   let securePort: number;
   let roguePort: number;
@@ -149,8 +168,6 @@ describe('the egress proxy of local servers puts the credential on their request
       res.end(JSON.stringify(refreshAnswer.body));
     });
     [port, securePort, roguePort, platformPort] = await Promise.all([listen(vendor), listen(secureVendor), listen(rogueVendor), listen(platform)]);
-    dir = mkdtempSync(join(tmpdir(), 'egress-credential-'));
-    writeFileSync(join(dir, 'vendor-ca.pem'), cert.cert);
     const config: ChildConfig = {
       clients: [
         {
@@ -173,9 +190,10 @@ describe('the egress proxy of local servers puts the credential on their request
       platformEndpoints: [{ host: '127.0.0.1', port: platformPort }],
       connectionsUrl: `http://127.0.0.1:${platformPort}/internal/connections`,
       eventSecret: 'e'.repeat(43),
+      extraCa: cert.cert,
     };
     child = spawn(process.execPath, ['--import', 'tsx', new URL('../support/credential-proxy-child.ts', import.meta.url).pathname], {
-      env: { PATH: process.env.PATH, NODE_EXTRA_CA_CERTS: join(dir, 'vendor-ca.pem') },
+      env: { PATH: process.env.PATH },
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     const ready = new Promise<{ port: number; ca: string }>((resolve, reject) => {
@@ -196,7 +214,6 @@ describe('the egress proxy of local servers puts the credential on their request
       await gone;
     }
     await Promise.all([vendor, secureVendor, rogueVendor, platform].map((s) => new Promise((r) => s.close(r))));
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   test('plain HTTP: the vendor receives the credential, the server neither sends nor sees it; its own header of that name is dropped', async () => {
@@ -221,6 +238,28 @@ describe('the egress proxy of local servers puts the credential on their request
       secure.once('error', reject);
     }));
     secure.destroy();
+  });
+
+  test('a vendor echoing the credential back: the server receives its answer with every form of the credential scrubbed, over HTTP and HTTPS, compressed or not', async () => {
+    const answers = [
+      await viaProxy(proxyPort, `http://${VENDOR}:${port}/api/echo`, SECRET, { 'accept-encoding': 'gzip, br' }),
+      await viaProxy(proxyPort, `http://${VENDOR}:${port}/api/echo?gzip`, SECRET, { 'accept-encoding': 'gzip' }),
+      await viaTunnel(proxyPort, VENDOR, securePort, '/v1/echo', SECRET, runCa, { 'accept-encoding': 'gzip' }),
+      await viaTunnel(proxyPort, VENDOR, securePort, '/v1/echo?gzip', SECRET, runCa),
+    ];
+    for (const res of answers) {
+      assert.equal(res.status, 200, res.body);
+      const [first, ...lines] = res.body.split('\n');
+      assert.deepEqual(JSON.parse(first), { received: '[redacted]', accept: 'identity' }, 'the vendor got the credential, asked for an unencoded answer');
+      // base64 is searched unpadded (a value followed by more bytes still matches): its padding stays
+      assert.deepEqual(lines, ['raw [redacted]', 'b64 [redacted]==', 'pct [redacted]%2Fx', ''], 'each form of the credential in the body');
+      assert.equal(res.headers['x-echo'], '[redacted]');
+      assert.deepEqual(res.headers['set-cookie'], ['session=[redacted]; Path=/', 'theme=dark']);
+      assert.equal(res.headers['content-encoding'], undefined, 'a compressed answer reaches the server decoded');
+      const whole = JSON.stringify(res);
+      for (const form of [TOKEN, Buffer.from(TOKEN).toString('base64'), `Bearer ${TOKEN}`]) assert.ok(!whole.includes(form), form);
+    }
+    assert.equal(seen.filter((s) => s.path?.includes('/echo') && s.authorization === `Bearer ${TOKEN}`).length, 4, 'every request carried the credential to the vendor');
   });
 
   test("the vendor's certificate is verified: one the sidecar does not trust is no vendor", async () => {

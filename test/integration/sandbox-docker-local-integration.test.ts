@@ -217,8 +217,8 @@ http.createServer(h('http')).listen(8080, () => https.createServer({ key: proces
         return String(e.data.message).slice(prefix.length);
       };
       const results = JSON.parse(logged('fetched ')) as Array<{ status: number; body: string }>;
-      assert.deepEqual(results[0], { status: 200, body: JSON.stringify({ vendor: 'http', path: '/api/items', auth: null }) }, 'plain HTTP reaches the vendor');
-      assert.deepEqual(results[1], { status: 200, body: JSON.stringify({ vendor: 'https', path: '/v1/me', auth: null }) }, 'HTTPS through CONNECT, the vendor\'s certificate trusted');
+      assert.deepEqual(results[0], { status: 200, body: JSON.stringify({ vendor: 'http', path: '/api/items', auth: null }), sent: { host: 'vendor.test:8080' } }, 'plain HTTP reaches the vendor');
+      assert.deepEqual(results[1], { status: 200, body: JSON.stringify({ vendor: 'https', path: '/v1/me', auth: null }), sent: { host: 'vendor.test:8443' } }, 'HTTPS through CONNECT, the vendor\'s certificate trusted');
       assert.equal(results[2].status, 403);
       assert.match(results[2].body, /^unauthorized_target/, 'a port no authorized_uris entry names');
       assert.equal(results[3].status, 403);
@@ -298,7 +298,7 @@ const https = require('https'); https.createServer({ key: process.env.KEY, cert:
         return String(e.data.message).slice(prefix.length);
       };
       const results = JSON.parse(logged('fetched ')) as Array<{ status: number; body: string }>;
-      assert.deepEqual(results[0], { status: 200, body: JSON.stringify({ path: '/api/items', credential: 'live' }) }, 'the credential injected on plain HTTP');
+      assert.deepEqual(results[0], { status: 200, body: JSON.stringify({ path: '/api/items', credential: 'live' }), sent: { host: 'vendor.test:8080' } }, 'the credential injected on plain HTTP');
       // the server's TLS trusted the run's authority (its handshake with the sidecar succeeded); the
       // sidecar's own TLS to the vendor refused the vendor's self-signed certificate, which it does not trust
       assert.equal(results[1].status, 502, results[1].body);

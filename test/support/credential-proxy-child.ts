@@ -1,6 +1,6 @@
 // The local servers' egress proxy in a process of its own, as the sidecar runs it, for tests that
 // need it to trust a fake vendor's certificate the way an operator makes a sidecar trust one
-// (NODE_EXTRA_CA_CERTS, read by node at start). Its configuration is one JSON line on stdin; it
+// (SANDBOX_EGRESS_CA_FILE's certificates, handed over as the egress options' extraCa). Its configuration is one JSON line on stdin; it
 // answers {"port", "ca"} (the run authority's certificate), then one {"note"} line per run log
 // line, and ends when stdin closes (its parent is gone).
 import { createInterface } from 'node:readline';
@@ -19,6 +19,8 @@ export interface ChildConfig {
   /** where the platform refreshes connections, and the run's event secret */
   connectionsUrl: string;
   eventSecret: string;
+  /** certificate authorities trusted beside the system's (what SANDBOX_EGRESS_CA_FILE hands a sidecar) */
+  extraCa?: string;
 }
 
 const lines = createInterface({ input: process.stdin });
@@ -36,6 +38,7 @@ lines.on('line', (line) => void (async () => {
       allowInternalHosts: config.allowInternalHosts,
       platformEndpoints: config.platformEndpoints,
       resolve: async (host) => (config.hosts[host] ? [config.hosts[host]] : []),
+      ...(config.extraCa ? { extraCa: config.extraCa } : {}),
     },
     ca,
     note,

@@ -10,7 +10,7 @@
 // first, so that compression cannot hide a value from the scrub.
 import type { IncomingHttpHeaders } from 'node:http';
 import zlib from 'node:zlib';
-import { MIN_SECRET_LENGTH, authorizeCredentialTarget, deliveryHeader, secretValues } from '../../../lib/afps/credential-delivery.ts';
+import { REDACTED, authorizeCredentialTarget, deliveryHeader, scrubForms, secretValues } from '../../../lib/afps/credential-delivery.ts';
 import type { CacheStore } from '../../../lib/cache/store.ts';
 import type { Config } from '../../../lib/config.ts';
 import { problem } from '../../../lib/problem.ts';
@@ -153,30 +153,6 @@ export async function proxyCredentialCall(scope: SpaceScope, deps: IntegrationDe
   }
   out['proxy-status'] = proxyStatus;
   return { status: answer.status, headers: out, body };
-}
-
-const REDACTED = '[redacted]';
-
-/**
- * The strings that give a credential away, longest first: each secret value, the injected header
- * value, and the Basic pairs (`value:`, `:value`, `a:b`), each as written, percent-encoded,
- * JSON-escaped and in base64 and base64url (unpadded, so a value followed by more bytes still matches).
- */
-export function scrubForms(secrets: string[], injectedValue: string): string[] {
-  const raw = new Set<string>([injectedValue, ...secrets]);
-  for (const a of secrets) {
-    raw.add(`${a}:`);
-    raw.add(`:${a}`);
-    for (const b of secrets) if (a !== b) raw.add(`${a}:${b}`);
-  }
-  const forms = new Set<string>();
-  for (const r of raw) {
-    const bytes = Buffer.from(r, 'utf8');
-    for (const f of [r, encodeURIComponent(r), JSON.stringify(r).slice(1, -1), bytes.toString('base64').replace(/=+$/, ''), bytes.toString('base64url')]) {
-      if (f.length >= MIN_SECRET_LENGTH) forms.add(f);
-    }
-  }
-  return [...forms].sort((x, y) => y.length - x.length);
 }
 
 function scrubText(text: string, forms: string[]): string {
