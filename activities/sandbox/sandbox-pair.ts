@@ -19,11 +19,10 @@ import { writeWorkspace } from './workspace-writer.ts';
 const READY_TIMEOUT_MS = 30_000;
 const ASSIGN_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 2_000;
-/**
- * the sidecar host relays bodies of up to 32 MiB for each of its runs; a fixed heap keeps a
- * runaway one from growing without bound
- */
-export const SIDECAR_HEAP_MB = 1024;
+/** a sidecar relays bodies of up to 32 MiB; a fixed heap keeps a runaway one from growing without bound */
+export const SIDECAR_HEAP_MB = 256;
+/** the process backend's sidecar host relays them for each of the runs it serves at once */
+export const SIDECAR_HOST_HEAP_MB = 1024;
 // a small young generation: idle and per-run private memory drops by a third for a few more scavenges
 const NODE_MEMORY_FLAGS = ['--max-semi-space-size=1'];
 // Sandboxes run at a lower CPU priority than the platform and the workflow engine: when starting
@@ -72,7 +71,7 @@ function sidecarEnv(home: string): NodeJS.ProcessEnv {
 /** The argv of the programs, from their code caches (written by a rehearsal when missing). */
 function programArgv(settings: PairSettings, heapMb: number) {
   return cachedPairArgv(settings.root, sandboxNodePath(), {
-    sidecar: [`--max-old-space-size=${SIDECAR_HEAP_MB}`, ...NODE_MEMORY_FLAGS],
+    sidecar: [`--max-old-space-size=${SIDECAR_HOST_HEAP_MB}`, ...NODE_MEMORY_FLAGS],
     agent: [`--max-old-space-size=${heapMb}`, ...NODE_MEMORY_FLAGS],
   }, settings.log);
 }
