@@ -81,7 +81,8 @@ export function sidecarHosts(settings: PairSettings, poolHeapMb: number): Sideca
   return new SidecarHosts(async () => {
     const { sidecar } = await programArgv(settings, poolHeapMb);
     return SidecarHost.start({
-      command: sandboxNodePath(), args: sidecar, cwd: settings.workDir, env: sidecarEnv(settings.workDir),
+      // in no sandbox's folder (nor the sandboxes' parent): it belongs to no run
+      command: sandboxNodePath(), args: sidecar, cwd: '/', env: sidecarEnv('/'),
       niceness: SANDBOX_NICENESS, readyTimeoutMs: settings.readyTimeoutMs, log: settings.log,
     });
   }, settings.log);
