@@ -263,7 +263,8 @@ async function reads(b: Bench) {
  */
 async function untilWarm(b: Bench, size: number): Promise<number> {
   const deadline = Date.now() + 60_000;
-  const waiting = () => sandboxesOf(b.platform.proc.pid!).filter((s) => !s.assigned && s.sidecar.length && s.agent.length);
+  // a pair is its agent, with a sidecar of its own where the backend starts one per run (not beside a shared sidecar host)
+  const waiting = () => sandboxesOf(b.platform.proc.pid!).filter((s) => !s.assigned && s.agent.length);
   const cpu = (pairs: ReturnType<typeof waiting>) => pairs.flatMap((s) => [...s.sidecar, ...s.agent]).reduce((t, pid) => t + (cpuOf(pid)?.own ?? 0), 0);
   for (;;) {
     const pairs = waiting();

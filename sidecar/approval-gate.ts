@@ -21,6 +21,8 @@ export interface ApprovalGateOptions {
    * checkpoint; true once kept (the call is then held for good: a fresh sandbox makes it).
    */
   handOver?: () => Promise<boolean>;
+  /** aborted when the run's session closes: a wait for a decision ends, holding nothing of the run */
+  signal?: AbortSignal;
 }
 
 interface ApprovalState {
@@ -83,6 +85,7 @@ async function awaitDecision(opts: ApprovalGateOptions, url: string, asked: Appr
   const target = `${url}/${encodeURIComponent(asked.id)}`;
   for (;;) {
     await sleep(Date.now() - began < FAST_POLL_FOR_MS ? (opts.pollMs ?? 250) : SLOW_POLL_MS);
+    opts.signal?.throwIfAborted();
     try {
       const res = await requestText(target, {
         headers: { accept: 'application/json', ...signedRunEventHeaders(opts.secret, '') },
@@ -93,7 +96,8 @@ async function awaitDecision(opts: ApprovalGateOptions, url: string, asked: Appr
       if (state?.park && opts.handOver && (await opts.handOver())) {
         // parked: this sandbox is stopped and never makes the call; a fresh one takes the decision
         opts.note?.(`the run parks while approval ${asked.id} is awaited`);
-        return new Promise<never>(() => {});
+        const { signal } = opts;
+        return new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
       }
     } catch { /* read again at the next turn */ }
     if (Date.now() > giveUpAt) return { ...asked, status: 'expired', reason: `No decision was heard within ${opts.timeoutSeconds} seconds.` };

@@ -126,6 +126,13 @@ export class EventPoster {
     this.heartbeat = null;
   }
 
+  /** Posts nothing more and forgets what is queued (the run's session ended; its secret goes with it). */
+  close(): void {
+    this.stopped = true;
+    this.stopHeartbeat();
+    this.queue.length = 0;
+  }
+
   private kick(): void {
     if (this.draining) return;
     this.draining = this.drain().finally(() => {
@@ -140,6 +147,7 @@ export class EventPoster {
       const outcome = await this.deliver(event);
       this.queue.shift();
       if (outcome === 'stop') {
+        if (this.stopped) break; // closed by its owner: nothing to say
         this.stopped = true;
         this.stopHeartbeat();
         this.queue.length = 0;
@@ -184,9 +192,11 @@ export class EventPoster {
         outcome = 'retry';
       }
       if (outcome !== 'retry') return outcome;
+      if (this.stopped) return 'stop';
       const backoff = Math.max(retryAfterMs, Math.min(200 * 2 ** attempt, this.maxBackoffMs) * (0.75 + Math.random() / 2));
       if (Date.now() + backoff > deadline) return 'drop';
       await sleep(backoff);
+      if (this.stopped) return 'stop';
     }
   }
 }

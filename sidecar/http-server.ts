@@ -47,6 +47,8 @@ interface AssignedRun {
   checkpoints: CheckpointForwarder | null;
   /** the runtime's pending state, posted as the run's checkpoint when the platform parks the run */
   park: ParkHandover;
+  /** aborted when the session shuts down: waits on the platform's answers end */
+  ending: AbortController;
 }
 
 class BodyTooLarge extends Error {}
@@ -207,7 +209,9 @@ export class SidecarHttpServer {
       ...firstPartyTools({ secret: assignment.eventSecret, historyUrl: assignment.historyUrl, memoryUrl: assignment.memoryUrl }),
     ];
     const park = new ParkHandover(assignment.checkpointUrl, assignment.eventSecret);
+    const ending = new AbortController();
     const gate = {
+      signal: ending.signal,
       handOver: () => park.handOver(),
       approvalsUrl: assignment.approvalsUrl,
       secret: assignment.eventSecret,
@@ -218,7 +222,7 @@ export class SidecarHttpServer {
     // traced outside the gate: a tool span covers the wait for a person's decision too
     const mcp = integrations.then((found) => mcpToolServer(tracing.traceTools(gatedTools([...found.tools, ...tools], gate))));
     this.startLocalEgress(assignment, egress, injected, runCa, (message) => events.emit('log', { level: 'warn', message }));
-    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing, checkpoints, park };
+    this.run = { assignment, tokenDigest: sha256(assignment.token), events, mcp, integrations, budget: new ModelBudget(assignment.budget), tracing, checkpoints, park, ending };
     events.emit('started', {});
     events.startHeartbeat(assignment.heartbeatSeconds);
     return events;
@@ -267,6 +271,26 @@ export class SidecarHttpServer {
     this.run?.checkpoints?.close();
     await (await this.localEgress?.catch(() => null))?.close();
     await (await this.run?.integrations)?.close();
+  }
+
+  /**
+   * Ends the session for good (a long-lived host's run ended): stops posting, ends the waits on
+   * the platform, stops listening on its port and socket, closes its integrations, and lets go of
+   * the assignment, so nothing of the run (token, secrets) stays reachable from this object.
+   */
+  async shutdown(): Promise<void> {
+    const run = this.run;
+    run?.events.close();
+    run?.ending.abort(new Error('the run ended'));
+    const closing = [this.server, this.socketServer].filter((s): s is Server => s !== null && s.listening).map((s) => new Promise<void>((resolve) => {
+      s.close(() => resolve());
+      s.closeAllConnections();
+    }));
+    await this.close().catch(() => undefined);
+    await Promise.all(closing);
+    this.run = null;
+    this.socketServer = null;
+    this.localEgress = null;
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {

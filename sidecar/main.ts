@@ -2,7 +2,9 @@
 // 127.0.0.1, prints {"ready":true,"port":N}, then takes its run assignment as one line on stdin
 // and answers {"assigned":true} once it serves the run (on its socketPath too, when given).
 // It ends when stdin closes: the parent that started it is gone.
+// With SIDECAR_MODE=host it is instead the process backend's long-lived host of many runs (host.ts).
 import { parseAssignment } from './assignment.ts';
+import { serveAsHost } from './host.ts';
 import { SidecarHttpServer } from './http-server.ts';
 import { prepareOutputValidator } from './output-validator.ts';
 import { requestText } from '../lib/outbound-http.ts';
@@ -46,4 +48,4 @@ async function main(): Promise<void> {
   exitWhenStdinEnds();
 }
 
-void main();
+void (process.env.SIDECAR_MODE === 'host' ? serveAsHost() : main());

@@ -1,5 +1,6 @@
-// RUN_ADAPTER=process: each run's sidecar and agent runtime are child processes of this host,
-// claimed from a warm pool. The agent runs under bubblewrap (own namespaces, no network, a
+// RUN_ADAPTER=process: each run's agent runtime is a child process of this host, claimed from a
+// warm pool, and its sidecar a session of the worker's one long-lived sidecar host
+// (sidecar-host.ts), opened when the run is assigned. The agent runs under bubblewrap (own namespaces, no network, a
 // read-only view of the system) when bwrap is available, and under per-sandbox cgroup v2
 // ceilings when the host allows; otherwise it is an ordinary process with a V8 heap ceiling.
 import { metrics } from '../../lib/metrics/index.ts';
@@ -12,7 +13,7 @@ import { projectRoot } from '../../lib/project-root.ts';
 import type { SandboxAdapter, SandboxSpec } from './adapter.ts';
 import { DEFAULT_CGROUP_ROOT, prepareCgroups } from './cgroup.ts';
 import { findBubblewrap, probeBubblewrap, probeNestedShell, SIDECAR_SOCKET_NAME } from './confinement.ts';
-import { agentHeapMb, SandboxPair, type AgentShell, type PairSettings } from './sandbox-pair.ts';
+import { agentHeapMb, SandboxPair, sidecarHosts, type AgentShell, type PairSettings } from './sandbox-pair.ts';
 import { WarmPool } from './warm-pool.ts';
 import { checkWorkspacePaths } from './workspace-writer.ts';
 
@@ -60,8 +61,9 @@ export interface SandboxIsolation {
 }
 
 export interface SandboxProcesses {
+  /** the worker's sidecar host serving the run's session */
   sidecarPid: number;
-  /** the sidecar's TCP port on 127.0.0.1 (the unconfined agent's way in) */
+  /** the run's session's TCP port on 127.0.0.1 (the unconfined agent's way in) */
   sidecarPort: number;
   /** the spawned agent process: bwrap when confined, node otherwise */
   agentPid: number;
@@ -77,6 +79,8 @@ export interface ProcessSandboxAdapter extends SandboxAdapter {
   warmCount(): number;
   /** resolves once the warm pool is full */
   whenWarm(): Promise<void>;
+  /** how many run sessions the sidecar host holds, as it counts them itself (0 when none runs) */
+  hostSessions(): Promise<number>;
 }
 
 async function ensureProgramBundle(root: string): Promise<void> {
@@ -161,7 +165,8 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
     log: opts.log,
   };
   const poolHeapMb = agentHeapMb(opts.poolMemoryMb ?? DEFAULT_POOL_MEMORY_MB);
-  const spawnPair = startsAtOnce(Math.max(1, opts.coldStarts ?? Math.max(2, availableParallelism())), (heapMb: number) => SandboxPair.spawn(settings, heapMb));
+  const hosts = sidecarHosts(settings, poolHeapMb);
+  const spawnPair = startsAtOnce(Math.max(1, opts.coldStarts ?? Math.max(2, availableParallelism())), (heapMb: number) => SandboxPair.spawn(settings, heapMb, hosts));
   const pool = new WarmPool(Math.max(0, opts.warmPool), poolHeapMb, () => spawnPair(poolHeapMb), opts.log);
   const active = new Map<string, SandboxPair>();
   const runOf = new Map<string, string>();
@@ -170,6 +175,7 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
   // a platform that exits takes its sandboxes along (the programs also end on stdin EOF)
   const killAll = () => {
     for (const pair of [...active.values(), ...pool.pairs()]) pair.killNow();
+    hosts.killNow();
   };
   process.once('exit', killAll);
   pool.fill();
@@ -232,13 +238,15 @@ export async function createProcessAdapter(opts: ProcessAdapterOptions): Promise
       closed = true;
       unwatchPool();
       await Promise.all([pool.drain(), ...[...active.keys()].map(stop)]);
+      await hosts.close();
       process.off('exit', killAll);
     },
 
     processes(sandboxId) {
       const pair = active.get(sandboxId);
-      return pair && { sidecarPid: pair.sidecar.pid, sidecarPort: pair.sidecarPort, agentPid: pair.agent.pid, dir: pair.dir, confined: pair.confined };
+      return pair && { sidecarPid: pair.sidecar.host?.pid ?? -1, sidecarPort: pair.sidecar.port, agentPid: pair.agent.pid, dir: pair.dir, confined: pair.confined };
     },
+    hostSessions: async () => (await hosts.now()?.count()) ?? 0,
     warmCount: () => pool.warm,
     whenWarm: () => pool.whenFull(),
   };

@@ -1,5 +1,6 @@
 // No failure of a process leaves a run stuck or finalizes it twice: the platform killed with
-// SIGKILL mid-run and restarted, the Restate server killed mid-run, a sidecar killed mid-run.
+// SIGKILL mid-run and restarted, the Restate server killed mid-run, the sidecar host killed mid-run
+// (the process backend's one sidecar process: every run on it is lost).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -95,12 +96,12 @@ describe('fault tolerance of runs', () => {
     assert.notEqual(newPid, restatePid, 'the platform started a new Restate server');
   });
 
-  test('a sidecar killed mid-run ends the run failed sandbox_lost, once', async (t) => {
+  test('the sidecar host killed mid-run ends the run on it failed sandbox_lost, once', async (t) => {
     const { platform, pool, api } = await world(t, {}, 'fake-hang');
     const run = (await api.post('/api/agents/@fixtures/agent-echo/run', { input: { message: 'x' } })).body;
     await waitForStatus(api, run.id, (s) => s === 'running', 30_000);
     const sidecars = childPids(platform.proc.pid!, 'dist/sidecar.cjs');
-    assert.equal(sidecars.length, 1, 'one sandbox, one sidecar');
+    assert.equal(sidecars.length, 1, 'one sidecar host serves every sandbox of the worker');
     process.kill(sidecars[0], 'SIGKILL');
     const ended = await waitForStatus(api, run.id, (s) => !['pending', 'running'].includes(s), 30_000);
     assert.equal(ended.status, 'failed');

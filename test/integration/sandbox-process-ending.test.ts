@@ -1,5 +1,6 @@
-// What liveness sees of a process sandbox: its sidecar still holding the run's end keeps it
-// alive after the agent has exited; an agent gone without handing over an end leaves it gone.
+// What liveness sees of a process sandbox: its session on the sidecar host still holding the
+// run's end keeps it alive after the agent has exited; an agent gone without handing over an end
+// leaves it gone; the host's death is every session's.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -69,6 +70,37 @@ describe('the state of a process sandbox', () => {
     await adapter.stop(sandboxId);
   });
 
+  test('the sidecar host killed mid-run: every run on it is gone, and the next run starts a new host', async () => {
+    const hang = (runId: string) => {
+      const spec = aSandboxSpec({ runId, eventsBaseUrl: receiver.url, secret, modelUrl: model.url });
+      spec.sidecar.model = { ...spec.sidecar.model!, model: 'fake-hang' };
+      return spec;
+    };
+    const [one, two] = await Promise.all([adapter.start(hang('run_host_one')), adapter.start(hang('run_host_two'))]);
+    const host = adapter.processes(one.sandboxId)!.sidecarPid;
+    assert.equal(adapter.processes(two.sandboxId)!.sidecarPid, host, 'both runs are sessions of one host');
+    assert.equal(await adapter.hostSessions(), 2);
+    assert.deepEqual([await adapter.state(one.sandboxId), await adapter.state(two.sandboxId)], ['running', 'running']);
+
+    process.kill(host, 'SIGKILL');
+    const deadline = Date.now() + 10_000;
+    while (running(host) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    // the adapter learns of the exit when the child is reaped
+    while ((await adapter.state(one.sandboxId)) !== 'gone' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    assert.deepEqual([await adapter.state(one.sandboxId), await adapter.state(two.sandboxId)], ['gone', 'gone']);
+    assert.deepEqual([await adapter.alive(one.sandboxId), await adapter.alive(two.sandboxId)], [false, false]);
+    await Promise.all([adapter.stop(one.sandboxId), adapter.stop(two.sandboxId)]);
+
+    const before = receiver.events.length;
+    const { sandboxId } = await adapter.start(aSandboxSpec({ runId: 'run_after_host', eventsBaseUrl: receiver.url, secret, modelUrl: model.url }));
+    const next = adapter.processes(sandboxId)!.sidecarPid;
+    assert.notEqual(next, host);
+    assert.equal(running(next), true);
+    await receiver.waitFor((events) => events.slice(before).some((e) => e.type === 'started'), 30_000);
+    await adapter.stop(sandboxId);
+    assert.equal(await adapter.hostSessions(), 0);
+  });
+
   test('a burst of starts spawns pairs a few at a time: each pair\'s ready timeout counts from its own start', async () => {
     const gated = await createProcessAdapter({ warmPool: 0, workDir: join(workDir, 'gated'), coldStarts: 1 });
     try {
@@ -77,10 +109,10 @@ describe('the state of a process sandbox', () => {
       const started = await Promise.all([1, 2, 3].map(async (i) => {
         const { sandboxId } = await gated.start(aSandboxSpec({ runId: `run_burst_${i}`, eventsBaseUrl: receiver.url, secret, modelUrl: model.url }));
         const ready = nowTicks();
-        const began = Number(readFileSync(`/proc/${gated.processes(sandboxId)!.sidecarPid}/stat`, 'utf8').split(') ')[1].split(' ')[19]);
+        const began = Number(readFileSync(`/proc/${gated.processes(sandboxId)!.agentPid}/stat`, 'utf8').split(') ')[1].split(' ')[19]);
         return { began, ready };
       }));
-      // one pair at a time: each sidecar began when the pair before it was about ready, so the gap
+      // one pair at a time (the sidecar host is shared: a pair's start is its agent's): each agent began when the pair before it was about ready, so the gap
       // between two starts is most of the time the earlier pair took to get ready (its slot is
       // freed a little before start() resolves). Unbounded, the three begin within about 0.1 s,
       // long before the first is ready.
@@ -88,7 +120,7 @@ describe('the state of a process sandbox', () => {
       for (let i = 1; i < order.length; i++) {
         const gap = order[i].began - order[i - 1].began;
         const spinUp = order[i - 1].ready - order[i - 1].began;
-        assert.ok(gap >= spinUp / 2, `sidecars began at ticks ${order.map((o) => o.began).join(', ')}, were ready at ${order.map((o) => o.ready).join(', ')}`);
+        assert.ok(gap >= spinUp / 2, `agents began at ticks ${order.map((o) => o.began).join(', ')}, were ready at ${order.map((o) => o.ready).join(', ')}`);
       }
     } finally {
       await gated.close();

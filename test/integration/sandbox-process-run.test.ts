@@ -98,7 +98,10 @@ describe('a run in a process sandbox claimed from a warm pool of 2', () => {
     await adapter.stop(sandboxId);
     assert.equal(await adapter.alive(sandboxId), false);
     assert.equal(existsSync(procs.dir), false, 'the sandbox folder is removed');
-    assert.equal(running(procs.sidecarPid), false);
+    // the sidecar host serves other runs on: the run's session is gone from it, its port closed
+    assert.equal(running(procs.sidecarPid), true);
+    assert.equal(await adapter.hostSessions(), 0);
+    await assert.rejects(fetch(`http://127.0.0.1:${procs.sidecarPort}/v1/models`), /fetch failed/);
     assert.equal(running(procs.agentPid), false);
     await adapter.stop(sandboxId); // a second stop is a no-op
 

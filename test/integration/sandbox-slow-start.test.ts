@@ -1,7 +1,8 @@
 // Slow is not dead: a sandbox program whose start outlasts its ready timeout (held back, as a
-// niced program under load is) is waited for while it lives and progresses, so the warm pool
-// starts no second pair; a program that dies during its start still fails it at once, and the
-// pool replaces the pair; one that is alive but idle fails after one timeout as before.
+// niced program under load is; here the worker's sidecar host, which the first pair starts) is
+// waited for while it lives and progresses, so the warm pool starts no second pair; a program that
+// dies during its start still fails it at once, and the pool replaces the pair (and the host); one
+// that is alive but idle fails after one timeout as before.
 import { after, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import { ensureBundle } from '../../bin/start.mjs';
 import { findBubblewrap } from '../../activities/sandbox/confinement.ts';
 import { NoAnswerError, processLiveness, readyLine } from '../../activities/sandbox/readiness.ts';
-import { SandboxPair, type PairSettings } from '../../activities/sandbox/sandbox-pair.ts';
+import { SandboxPair, sidecarHosts, type PairSettings } from '../../activities/sandbox/sandbox-pair.ts';
 import { WarmPool } from '../../activities/sandbox/warm-pool.ts';
 import { REPO } from './sidecar-run-harness.ts';
 import { running } from './sandbox-process-harness.ts';
@@ -71,7 +72,9 @@ function pairSettings(): Promise<PairSettings> {
     const bwrap = findBubblewrap();
     assert.ok(bwrap, 'bwrap is required (the process sandbox confines with it here and in CI)');
     const settings: PairSettings = { root: REPO, workDir: await mkdtemp(join(tmpdir(), 'sbx-slow-')), bwrap, readyTimeoutMs: READY_TIMEOUT_MS };
-    await (await SandboxPair.spawn(settings, HEAP_MB)).stop();
+    const hosts = sidecarHosts(settings, HEAP_MB);
+    await (await SandboxPair.spawn(settings, HEAP_MB, hosts)).stop();
+    await hosts.close();
     return settings;
   })();
   return shared;
@@ -81,14 +84,19 @@ async function setup(t: TestContext) {
   const settings = await pairSettings();
   const pool = () => {
     const counted = { starts: 0, failures: [] as string[] };
+    // each test's pool has a sidecar host of its own: the first sidecar to show is the one it starts
+    const hosts = sidecarHosts(settings, HEAP_MB);
     const p = new WarmPool(1, HEAP_MB, async () => {
       counted.starts += 1;
-      return SandboxPair.spawn(settings, HEAP_MB).catch((err: Error) => {
+      return SandboxPair.spawn(settings, HEAP_MB, hosts).catch((err: Error) => {
         counted.failures.push(err.message);
         throw err;
       });
     });
-    t.after(() => p.drain());
+    t.after(async () => {
+      await p.drain();
+      await hosts.close();
+    });
     return { pool: p, counted };
   };
   return { pool };
@@ -112,7 +120,7 @@ test('a pair held back past its ready timeout (SIGSTOP, then SIGCONT) is waited 
   assert.ok(readyAfter >= HELD_MS, 'the held sidecar said it was ready only once continued');
   assert.deepEqual(counted, { starts: 1, failures: [] }, 'one start, none failed');
   assert.equal(p.warm, 1);
-  assert.ok(running(watcher.seen()!), 'the held sidecar is the pair waiting in the pool');
+  assert.ok(running(watcher.seen()!), 'the held sidecar host serves the pair waiting in the pool');
 });
 
 test('a pair whose program dies during its start is still replaced at once', async (t) => {
@@ -130,7 +138,7 @@ test('a pair whose program dies during its start is still replaced at once', asy
   t.diagnostic(`replaced and ready after ${took.toFixed(0)} ms: ${counted.failures.join(' | ').slice(0, 300)}`);
   assert.equal(counted.starts, 2, 'a second start replaced the dead one');
   assert.equal(counted.failures.length, 1);
-  assert.match(counted.failures[0], /sidecar exited/);
+  assert.match(counted.failures[0], /sidecar host did not start: sidecar-host exited/);
   assert.equal(p.warm, 1);
 });
 
