@@ -198,8 +198,10 @@ export class RunCpuMeter {
         ratio_to_two_node_e_0: nodeE0Median > 0 ? round(marginalRun! / n / (2 * nodeE0Median), 2) : null,
       } : null,
       processes_seen: this.tree.processes(),
-      // one sidecar per pair started in the window: more than one per run is a start wasted
-      pair_starts_per_run: round((this.tree.processes(true).sidecar ?? 0) / n, 2),
+      // programs the platform started in the window, per run: more than one agent per run is a
+      // start wasted; the process backend's sidecar host is started once per worker, not per run
+      agent_starts_per_run: round((this.tree.started().agent_runtime ?? 0) / n, 2),
+      sidecar_starts_per_run: round((this.tree.started().sidecar ?? 0) / n, 2),
       other_platform_children: { cpu_s: perRun(others), commands: this.tree.commands('other_children') },
       bench_process_fake_model_and_client: perRun(bench),
       old_method_platform_reaped_children: perRun(delta('platform_reaped_children')),

@@ -60,6 +60,8 @@ export class TreeCpuPoller {
   private readonly seen = new Map<string, Seen>();
   private readonly partOfChild = new Map<string, string>();
   private readonly commandsOf = new Map<string, Set<string>>();
+  /** direct children of the root named after the first poll, by part (one per program started) */
+  private readonly childrenStarted = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private rootCommand: string | undefined;
   polls = 0;
@@ -99,6 +101,7 @@ export class TreeCpuPoller {
         if (!command || command === this.rootCommand) continue;
         part = this.partOf(child, command);
         this.partOfChild.set(key, part);
+        if (!first) this.childrenStarted.set(part, (this.childrenStarted.get(part) ?? 0) + 1);
         const seen = this.commandsOf.get(part) ?? new Set<string>();
         seen.add(command.slice(0, 100));
         this.commandsOf.set(part, seen);
@@ -127,6 +130,11 @@ export class TreeCpuPoller {
   /** The distinct command lines (their start) of the root's children counted under `part`. */
   commands(part: string): string[] {
     return [...(this.commandsOf.get(part) ?? [])];
+  }
+
+  /** Programs the root started after the first poll (its direct children), by part. */
+  started(): Record<string, number> {
+    return Object.fromEntries(this.childrenStarted);
   }
 
   /** Processes seen so far by part; `started` only those started after the first poll. */
