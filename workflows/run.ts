@@ -522,22 +522,37 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
 
   /**
    * Records the ending once (unless `recordedAlready`: the boot deadline recorded its own), then
-   * tears the sandbox down whatever happened (a cancellation meanwhile included).
+   * tears the sandbox down whatever happened (a cancellation meanwhile included). A sandbox on this
+   * worker is stopped in the same step as the recording, once the ending is recorded: one journaled
+   * step for both. Should that stop fail, the recorded ending stands and the teardown step follows
+   * with its own retries, as when the sandbox is held elsewhere.
    */
   async function finish(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef | null, ending: RunEnding, engine: EngineCancel, recordedAlready?: RecordedEnding): Promise<FinishOutcome> {
+    let tornDown = false;
     try {
       if (recordedAlready) return { result: { ending, finalized: true }, recorded: recordedAlready };
-      const { finalized, recorded } = await despiteCancel(engine, () => ctx.run('finalize', () => trace.step('finalize', async () => {
-        const outcome = await activities.finalize(runId, ending);
+      const local = sandbox && !elsewhere(sandbox.workerId) ? sandbox : null;
+      const step = local ? 'finish' : 'finalize';
+      const { finalized, recorded, stopped } = await despiteCancel(engine, () => ctx.run(step, async (): Promise<{ finalized: boolean; recorded?: RecordedEnding; stopped?: true }> => {
+        const outcome = await trace.step('finalize', () => activities.finalize(runId, ending));
         // without a sandbox, this is the run's last step
         if (!sandbox) trace.end(endingAttributes(ending));
-        return outcome;
-      }), retry.finalize));
+        if (!local) return outcome;
+        try {
+          await trace.step('teardown', () => activities.teardown(runId, local.sandboxId));
+          trace.end(endingAttributes(ending));
+          return { ...outcome, stopped: true };
+        } catch (err) {
+          ctx.console.warn(`the sandbox ${local.sandboxId} of run ${runId} did not stop with the ending (${(err as Error).message}); its teardown follows`);
+          return outcome;
+        }
+      }, retry.finalize));
+      tornDown = stopped === true;
       // Older journals (and a run deleted meanwhile) carry no recorded ending: the workflow's own stands in.
       const held = finalized || !recorded ? { status: ending.status, code: 'error' in ending ? ending.error.code : undefined } : recorded;
       return { result: { ending, finalized }, recorded: held };
     } finally {
-      if (sandbox) await teardown(ctx, runId, trace, sandbox, engine, ending);
+      if (sandbox && !tornDown) await teardown(ctx, runId, trace, sandbox, engine, ending);
     }
   }
 

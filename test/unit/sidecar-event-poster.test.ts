@@ -68,7 +68,7 @@ describe('sidecar event poster', () => {
 
     poster.emit('started', {});
     poster.emit('log', { level: 'info', message: 'one' });
-    poster.emit('metric', { model: 'm', prompt_tokens: 1, completion_tokens: 2, cost_usd: 0 });
+    poster.emit('metric', { model: 'm', prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, cost_usd: 0 });
     await platform.receiver.waitFor((events) => events.length === 3, 10_000);
     poster.emit('log', { level: 'info', message: 'alone' });
     await platform.receiver.waitFor((events) => events.length === 4, 10_000);
