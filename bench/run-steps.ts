@@ -10,7 +10,8 @@
 //  - engine invocations and journal entries: from the engine's admin SQL (sys_invocation: its
 //    target and journal_size), the run workflow's own invocation and the signals sent to it;
 //  - the run's workflow steps by kind (ctx.run, timers, promises) as the journal holds them, from the
-//    last run whose journal the engine still keeps (sys_journal).
+//    last run whose journal the engine still keeps (sys_journal);
+//  - launch to success as the client saw it (p50, max): the machine's load at the time, for context.
 // Knobs: BENCH_STEP_RUNS (10), BENCH_WARM_POOLS (the first number: the warm pool, 2).
 //   node --import tsx bench/run-steps.ts
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -121,13 +122,16 @@ async function main(): Promise<void> {
     await aDefaultModel(platform.url, admin.key, fake.url);
     await importFixture(platform.url, admin.key, 'agent-echo');
     const keys = new KeyRing(pool, org);
+    const successMs: number[] = [];
     const runOnce = async (): Promise<string> => {
       const l = await launchRun(platform!.url, await keys.next());
+      const launchedAt = performance.now() - l.ms;
       if (l.status !== 201) throw new Error(`launch answered ${l.status} ${l.code}`);
       for (;;) {
         const r = await send('GET', `${platform!.url}/api/runs/${l.id}?wait=30`, { headers: { authorization: `Bearer ${admin.key}` } });
         if (['success', 'failed', 'timeout', 'cancelled'].includes(r.body?.status)) {
           if (r.body.status !== 'success') throw new Error(`run ${l.id} ended ${r.body.status}: ${JSON.stringify(r.body.error)}`);
+          successMs.push(performance.now() - launchedAt);
           return l.id as string;
         }
       }
@@ -138,6 +142,7 @@ async function main(): Promise<void> {
 
     // the idle share over a window as long as the runs will take (measured first, at rest)
     const runIds: string[] = [];
+    successMs.length = 0;
     const began = performance.now();
     await pool.query('SELECT pg_stat_statements_reset()');
     for (let i = 0; i < RUNS; i++) {
@@ -184,6 +189,8 @@ async function main(): Promise<void> {
         journal_entries: per(journalTotal),
         by_handler: byHandler,
       },
+      // a figure of the machine's load at the time, not of the steps: beside the counts only
+      launch_to_success_ms: { p50: round(successMs.sort((a, b) => a - b)[Math.floor(successMs.length / 2)]), max: round(Math.max(...successMs)) },
       gross: { sql_top_level: per(withRuns.top), sql_nested: per(withRuns.nested) },
       idle_window: { ms: Math.round(runsMs), sql_top_level: idle.top, sql_nested: idle.nested },
       last_run_journal: { run: lastRun, entries: entries.length, by_kind: kinds, names: entries.map((e) => `${e.kind}${e.name ? `:${e.name}` : ''}`) },

@@ -21,6 +21,8 @@ export interface ApprovalGateOptions {
    * checkpoint; true once kept (the call is then held for good: a fresh sandbox makes it).
    */
   handOver?: () => Promise<boolean>;
+  /** awaited before an approval is asked: the run's events so far (its start) reach the platform first */
+  beforeAsk?: () => Promise<void>;
 }
 
 interface ApprovalState {
@@ -112,6 +114,7 @@ function gate(tool: SidecarTool, opts: ApprovalGateOptions): SidecarTool {
     ...tool,
     call: async (args): Promise<ToolAnswer> => {
       if (!opts.approvalsUrl) return toolError(`The call of ${tool.name} needs a person's approval, which this run cannot ask for; it was not made.`);
+      await opts.beforeAsk?.();
       const asked = await ask(opts, opts.approvalsUrl, tool.name, args);
       if (typeof asked === 'string') return toolError(`The call of ${tool.name} needs a person's approval, which could not be asked for (${asked}); it was not made.`);
       opts.note?.(`waiting for approval ${asked.id} of a call of ${tool.name}`);

@@ -49,6 +49,11 @@ export interface EventPosterOptions {
    * in one post.
    */
   batchWindowMs?: number;
+  /**
+   * How long the post carrying 'started' waits for more (250 ms when absent): a run that ends by
+   * then is reported in one post, and the workflow hears only its end. flush() ends the wait.
+   */
+  startWindowMs?: number;
 }
 
 /** The most events, and about the most bytes, one post carries (the platform takes up to 500 and 1 MiB). */
@@ -92,6 +97,9 @@ export class EventPoster {
   /** ends the wait for more events early (the run's end was queued) */
   private wake: (() => void) | null = null;
   private readonly batchWindowMs: number;
+  private readonly startWindowMs: number;
+  /** callers of flush(), each waiting for the events queued before it to be posted */
+  private flushes: Array<{ upTo: number; resolve: () => void }> = [];
   private draining: Promise<void> | null = null;
   private stopped = false;
   private terminal = false;
@@ -109,6 +117,7 @@ export class EventPoster {
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;
     this.maxBackoffMs = opts.maxBackoffMs ?? 5_000;
     this.batchWindowMs = opts.batchWindowMs ?? 20;
+    this.startWindowMs = opts.startWindowMs ?? 250;
     this.warn = opts.warn ?? ((m) => process.stderr.write(`sidecar: ${m}\n`));
   }
 
@@ -139,6 +148,24 @@ export class EventPoster {
     }
     this.kick();
     return this.sequence;
+  }
+
+  /**
+   * Resolves once every event queued so far was posted (or given up): what must reach the
+   * platform before another of the run's requests (an approval is asked of a running run only).
+   */
+  flush(): Promise<void> {
+    if (this.queue.length === 0 && !this.inFlight) return Promise.resolve();
+    const flushed = new Promise<void>((resolve) => this.flushes.push({ upTo: this.sequence, resolve }));
+    this.wake?.();
+    return flushed;
+  }
+
+  private settleFlushes(): void {
+    const posted = this.stopped || this.queue.length === 0 ? Infinity : this.queue[0].sequence - 1;
+    const done = this.flushes.filter((f) => f.upTo <= posted);
+    this.flushes = this.flushes.filter((f) => f.upTo > posted);
+    for (const f of done) f.resolve();
   }
 
   startHeartbeat(seconds: number): void {
@@ -182,14 +209,20 @@ export class EventPoster {
         this.warn(`${which} dropped`);
         if (batch.events.some(isEnd)) this.opts.onEndUndelivered?.();
       }
+      this.settleFlushes();
     }
+    this.settleFlushes();
   }
 
-  /** Waits the batch window for more events, unless the run's end is queued (it goes at once) or a post is full. */
+  /**
+   * Waits the batch window for more events (the start window when 'started' is queued), unless the
+   * run's end is queued (it goes at once), a flush is asked for, or a post is full.
+   */
   private async gather(): Promise<void> {
-    if (this.batchWindowMs <= 0 || this.queue.some(isEnd) || this.queue.length >= MAX_BATCH_EVENTS) return;
+    const windowMs = this.queue.some((e) => e.type === 'started') ? this.startWindowMs : this.batchWindowMs;
+    if (windowMs <= 0 || this.flushes.length > 0 || this.queue.some(isEnd) || this.queue.length >= MAX_BATCH_EVENTS) return;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, this.batchWindowMs);
+      const timer = setTimeout(resolve, windowMs);
       this.wake = () => {
         clearTimeout(timer);
         resolve();

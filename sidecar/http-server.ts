@@ -209,6 +209,7 @@ export class SidecarHttpServer {
     const park = new ParkHandover(assignment.checkpointUrl, assignment.eventSecret);
     const gate = {
       handOver: () => park.handOver(),
+      beforeAsk: () => events.flush(),
       approvalsUrl: assignment.approvalsUrl,
       secret: assignment.eventSecret,
       tools: assignment.approvals?.tools ?? [],

@@ -64,7 +64,7 @@ describe('sidecar event poster', () => {
 
   test('events ready together go in one signed post, numbered in order; a lone event goes as itself', async () => {
     const platform = await aPlatform(() => 202);
-    const poster = new EventPoster({ ...platform, batchWindowMs: 50, warn: quiet });
+    const poster = new EventPoster({ ...platform, batchWindowMs: 50, startWindowMs: 50, warn: quiet });
 
     poster.emit('started', {});
     poster.emit('log', { level: 'info', message: 'one' });
@@ -82,7 +82,7 @@ describe('sidecar event poster', () => {
 
   test('the run\'s end does not wait out the batch window: a short run\'s start, output and end go in one post', async () => {
     const platform = await aPlatform(() => 202);
-    const poster = new EventPoster({ ...platform, batchWindowMs: 60_000, warn: quiet });
+    const poster = new EventPoster({ ...platform, batchWindowMs: 60_000, startWindowMs: 60_000, warn: quiet });
 
     poster.emit('started', {});
     poster.emit('output', { output: { answer: 42 } });
@@ -110,5 +110,19 @@ describe('sidecar event poster', () => {
       assert.equal(d.webhookId, first.webhookId);
       assert.deepEqual(d.events, first.events);
     }
+  });
+
+  test('the start waits its window for the end; a flush sends it at once and resolves once it was posted', async () => {
+    const platform = await aPlatform(() => 202);
+    const poster = new EventPoster({ ...platform, startWindowMs: 60_000, warn: quiet });
+
+    poster.emit('started', {});
+    poster.emit('log', { level: 'info', message: 'asking for approval' });
+    await poster.flush();
+    assert.deepEqual(platform.receiver.events.map((e) => e.type), ['started', 'log']);
+    await poster.flush();
+    poster.emit('completed', {});
+    await platform.receiver.waitFor((events) => events.length === 3, 10_000);
+    assert.deepEqual(platform.receiver.deliveries.map((d) => d.events!.map((e) => e.type)), [['started', 'log'], ['completed']]);
   });
 });
