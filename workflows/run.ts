@@ -330,7 +330,6 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     // Time spent waiting for a person's approval does not count: the timeout restarts with what is left.
     let timeoutLeftMs = seconds(sandbox.timeoutSeconds);
     let timeoutFrom = executionStartedAt;
-    let timeout = ctx.sleep(timeoutLeftMs, 'run timeout');
     let approvals = 1;
     let nextApproval = ctx.promise<ApprovalRequestedSignal>(approvalRequestedPromise(approvals)).get();
     const heartbeatMs = seconds(sandbox.heartbeatSeconds);
@@ -342,13 +341,19 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       recordableFrom: executionStartedAt,
     };
     for (;;) {
-      // One timer and one liveness step per tick keeps the journal proportional to the run's length.
+      // One timer per tick keeps the journal proportional to the run's length: the liveness tick,
+      // cut short to the run's timeout when that comes first (the time now is the last look's, or
+      // the restart of the timeout after an approval: both journaled).
+      const leftMs = timeoutFrom + timeoutLeftMs - Math.max(view.lookedAt, timeoutFrom);
+      if (leftMs <= 0) return timedOut(sandbox.timeoutSeconds);
+      const untilTimeout = leftMs <= view.tickMs;
       const woken = await firstOf([
         signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
         signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
-        timeout.map(() => ({ by: 'run timeout' })),
         nextApproval.map((request) => ({ by: 'approval requested', request: request! })),
-        ctx.sleep(view.tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
+        untilTimeout
+          ? ctx.sleep(leftMs, 'run timeout').map(() => ({ by: 'run timeout' }))
+          : ctx.sleep(view.tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
       ]);
       if (woken.by === 'terminal') return fromTerminalSignal(woken.signal);
       if (woken.by === 'cancel') return cancelled(woken.signal.reason);
@@ -359,7 +364,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         const ended = await awaitApproval(ctx, runId, trace, signals, held, view, woken.request);
         if (ended) return ended;
         timeoutFrom = await ctx.date.now();
-        timeout = ctx.sleep(Math.max(1, timeoutLeftMs), 'run timeout');
+        timeoutLeftMs = Math.max(1, timeoutLeftMs);
         approvals += 1;
         nextApproval = ctx.promise<ApprovalRequestedSignal>(approvalRequestedPromise(approvals)).get();
         continue;
