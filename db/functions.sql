@@ -88,41 +88,19 @@ CREATE OR REPLACE TRIGGER runs_status_announced
   AFTER UPDATE OF status ON runs FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
   EXECUTE FUNCTION announce_run_status_change();
 
--- Records one verified run event in a single round trip: refuses an event for a run that is gone
--- ('unknown'), has ended ('closed') or whose sink has expired ('expired'), refuses a replayed
--- message id, notes liveness, stores what the event carries, and moves a pending run to running
--- on 'started'. p_data is the event's data as the API normalized it. Returns those refusals,
--- 'replayed', 'started', 'terminal' (with the pending output and the agent's output schema,
--- which the API checks) or 'recorded'.
-CREATE OR REPLACE FUNCTION record_run_event(p_run text, p_message text, p_sequence int, p_type text, p_data jsonb)
-RETURNS TABLE (outcome text, pending_output jsonb, output_schema jsonb) LANGUAGE plpgsql AS $$
+-- Applies one verified, not replayed event of a run whose sink is open: notes liveness, stores what
+-- the event carries, and moves a pending run to running on 'started'. p_data is the event's data as
+-- the API normalized it. Returns 'started', 'terminal' or 'recorded'. Shared by record_run_event
+-- and record_run_events, which check the sink and the message id first.
+CREATE OR REPLACE FUNCTION apply_run_event(p_run text, p_sequence int, p_type text, p_data jsonb)
+RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
-  sink record;
   stored int;
 BEGIN
-  SELECT r.status, r.sink_expires_at INTO sink FROM runs r WHERE r.id = p_run;
-  IF NOT FOUND THEN
-    RETURN QUERY SELECT 'unknown'::text, NULL::jsonb, NULL::jsonb;
-    RETURN;
-  ELSIF sink.status IN ('success', 'failed', 'timeout', 'cancelled') THEN
-    RETURN QUERY SELECT 'closed'::text, NULL::jsonb, NULL::jsonb;
-    RETURN;
-  ELSIF sink.sink_expires_at <= now() THEN
-    RETURN QUERY SELECT 'expired'::text, NULL::jsonb, NULL::jsonb;
-    RETURN;
-  END IF;
-  INSERT INTO run_event_ids (run_id, message_id) VALUES (p_run, p_message) ON CONFLICT DO NOTHING;
-  GET DIAGNOSTICS stored = ROW_COUNT;
-  IF stored = 0 THEN
-    RETURN QUERY SELECT 'replayed'::text, NULL::jsonb, NULL::jsonb;
-    RETURN;
-  END IF;
-  UPDATE runs SET last_event_at = now(), last_sequence = GREATEST(last_sequence, p_sequence) WHERE id = p_run;
   IF p_type = 'started' THEN
     UPDATE runs SET status = 'running', started_at = COALESCE(started_at, now())
       WHERE id = p_run AND status = 'pending';
-    RETURN QUERY SELECT 'started'::text, NULL::jsonb, NULL::jsonb;
-    RETURN;
+    RETURN 'started';
   ELSIF p_type = 'log' THEN
     INSERT INTO run_logs (run_id, sequence, level, message, data)
       VALUES (p_run, p_sequence, p_data->>'level', p_data->>'message', p_data->'data') ON CONFLICT DO NOTHING;
@@ -140,16 +118,104 @@ BEGIN
   ELSIF p_type = 'output' THEN
     UPDATE runs SET pending_output = COALESCE(p_data->'output', 'null'::jsonb) WHERE id = p_run;
   ELSIF p_type IN ('completed', 'failed') THEN
-    RETURN QUERY SELECT 'terminal'::text, r.pending_output,
-        CASE WHEN r.kind = 'inline' THEN r.inline_manifest->'output'->'schema'
-             WHEN r.draft_snapshot IS NOT NULL THEN r.draft_snapshot->'manifest'->'output'->'schema'
-             ELSE (SELECT v.manifest->'output'->'schema' FROM package_versions v
-                    WHERE v.org_id = r.org_id AND v.package_id = r.agent_id AND v.version = r.agent_version) END
-      FROM runs r WHERE r.id = p_run;
+    RETURN 'terminal';
+  END IF;
+  -- heartbeat, and kinds a newer runner may send: liveness is recorded by the caller
+  RETURN 'recorded';
+END;
+$$;
+
+-- The sink check of both recorders: 'unknown' (the run is gone), 'closed' (it has ended), 'expired'
+-- (its sink has expired), 'replayed' (the message id was accepted before), else NULL with the
+-- message id stored and liveness noted up to p_last_sequence.
+CREATE OR REPLACE FUNCTION open_run_sink(p_run text, p_message text, p_last_sequence int)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  sink record;
+  stored int;
+BEGIN
+  SELECT r.status, r.sink_expires_at INTO sink FROM runs r WHERE r.id = p_run;
+  IF NOT FOUND THEN
+    RETURN 'unknown';
+  ELSIF sink.status IN ('success', 'failed', 'timeout', 'cancelled') THEN
+    RETURN 'closed';
+  ELSIF sink.sink_expires_at <= now() THEN
+    RETURN 'expired';
+  END IF;
+  INSERT INTO run_event_ids (run_id, message_id) VALUES (p_run, p_message) ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS stored = ROW_COUNT;
+  IF stored = 0 THEN
+    RETURN 'replayed';
+  END IF;
+  UPDATE runs SET last_event_at = now(), last_sequence = GREATEST(last_sequence, p_last_sequence) WHERE id = p_run;
+  RETURN NULL;
+END;
+$$;
+
+-- The ending's check data: the pending output and the agent's output schema, which the API checks.
+CREATE OR REPLACE FUNCTION run_ending_check(p_run text)
+RETURNS TABLE (pending_output jsonb, output_schema jsonb) LANGUAGE sql STABLE AS $$
+  SELECT r.pending_output,
+      CASE WHEN r.kind = 'inline' THEN r.inline_manifest->'output'->'schema'
+           WHEN r.draft_snapshot IS NOT NULL THEN r.draft_snapshot->'manifest'->'output'->'schema'
+           ELSE (SELECT v.manifest->'output'->'schema' FROM package_versions v
+                  WHERE v.org_id = r.org_id AND v.package_id = r.agent_id AND v.version = r.agent_version) END
+    FROM runs r WHERE r.id = p_run;
+$$;
+
+-- Records one verified run event in a single round trip: refuses an event for a run that is gone
+-- ('unknown'), has ended ('closed') or whose sink has expired ('expired'), refuses a replayed
+-- message id ('replayed'), else applies it (apply_run_event). Returns those refusals, 'started',
+-- 'terminal' (with the pending output and the agent's output schema) or 'recorded'.
+CREATE OR REPLACE FUNCTION record_run_event(p_run text, p_message text, p_sequence int, p_type text, p_data jsonb)
+RETURNS TABLE (outcome text, pending_output jsonb, output_schema jsonb) LANGUAGE plpgsql AS $$
+DECLARE
+  refused text;
+  applied text;
+BEGIN
+  refused := open_run_sink(p_run, p_message, p_sequence);
+  IF refused IS NOT NULL THEN
+    RETURN QUERY SELECT refused, NULL::jsonb, NULL::jsonb;
     RETURN;
   END IF;
-  -- heartbeat, and kinds a newer runner may send: liveness was recorded above
-  RETURN QUERY SELECT 'recorded'::text, NULL::jsonb, NULL::jsonb;
+  applied := apply_run_event(p_run, p_sequence, p_type, p_data);
+  IF applied = 'terminal' THEN
+    RETURN QUERY SELECT 'terminal'::text, c.pending_output, c.output_schema FROM run_ending_check(p_run) c;
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT applied, NULL::jsonb, NULL::jsonb;
+END;
+$$;
+
+-- Records a batch of verified run events posted as one signed message, in one round trip and one
+-- transaction: the sink check and the replay refusal hold for the whole message (a replayed batch
+-- records nothing), then each event is applied in the order given (p_events: a JSON array of
+-- {sequence, type, data}, data normalized by the API; the API puts an ending only last). Returns
+-- the refusal, or 'terminal' (with the ending's check data) when the batch carries the run's end,
+-- else 'recorded'; started tells whether it carried the runner's 'started'.
+CREATE OR REPLACE FUNCTION record_run_events(p_run text, p_message text, p_events jsonb)
+RETURNS TABLE (outcome text, started boolean, pending_output jsonb, output_schema jsonb) LANGUAGE plpgsql AS $$
+DECLARE
+  refused text;
+  applied text;
+  e jsonb;
+  saw_start boolean := false;
+BEGIN
+  refused := open_run_sink(p_run, p_message, (SELECT max((x->>'sequence')::int) FROM jsonb_array_elements(p_events) x));
+  IF refused IS NOT NULL THEN
+    RETURN QUERY SELECT refused, false, NULL::jsonb, NULL::jsonb;
+    RETURN;
+  END IF;
+  FOR e IN SELECT x FROM jsonb_array_elements(p_events) x LOOP
+    applied := apply_run_event(p_run, (e->>'sequence')::int, e->>'type', COALESCE(e->'data', '{}'::jsonb));
+    IF applied = 'started' THEN
+      saw_start := true;
+    ELSIF applied = 'terminal' THEN
+      RETURN QUERY SELECT 'terminal'::text, saw_start, c.pending_output, c.output_schema FROM run_ending_check(p_run) c;
+      RETURN;
+    END IF;
+  END LOOP;
+  RETURN QUERY SELECT 'recorded'::text, saw_start, NULL::jsonb, NULL::jsonb;
 END;
 $$;
 

@@ -23,6 +23,8 @@ export interface ApprovalGateOptions {
   handOver?: () => Promise<boolean>;
   /** aborted when the run's session closes: a wait for a decision ends, holding nothing of the run */
   signal?: AbortSignal;
+  /** awaited before an approval is asked: the run's events so far (its start) reach the platform first */
+  beforeAsk?: () => Promise<void>;
 }
 
 interface ApprovalState {
@@ -116,6 +118,7 @@ function gate(tool: SidecarTool, opts: ApprovalGateOptions): SidecarTool {
     ...tool,
     call: async (args): Promise<ToolAnswer> => {
       if (!opts.approvalsUrl) return toolError(`The call of ${tool.name} needs a person's approval, which this run cannot ask for; it was not made.`);
+      await opts.beforeAsk?.();
       const asked = await ask(opts, opts.approvalsUrl, tool.name, args);
       if (typeof asked === 'string') return toolError(`The call of ${tool.name} needs a person's approval, which could not be asked for (${asked}); it was not made.`);
       opts.note?.(`waiting for approval ${asked.id} of a call of ${tool.name}`);

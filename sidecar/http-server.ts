@@ -213,6 +213,7 @@ export class SidecarHttpServer {
     const gate = {
       signal: ending.signal,
       handOver: () => park.handOver(),
+      beforeAsk: () => events.flush(),
       approvalsUrl: assignment.approvalsUrl,
       secret: assignment.eventSecret,
       tools: assignment.approvals?.tools ?? [],

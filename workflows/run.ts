@@ -330,7 +330,6 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     // Time spent waiting for a person's approval does not count: the timeout restarts with what is left.
     let timeoutLeftMs = seconds(sandbox.timeoutSeconds);
     let timeoutFrom = executionStartedAt;
-    let timeout = ctx.sleep(timeoutLeftMs, 'run timeout');
     let approvals = 1;
     let nextApproval = ctx.promise<ApprovalRequestedSignal>(approvalRequestedPromise(approvals)).get();
     const heartbeatMs = seconds(sandbox.heartbeatSeconds);
@@ -342,13 +341,19 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       recordableFrom: executionStartedAt,
     };
     for (;;) {
-      // One timer and one liveness step per tick keeps the journal proportional to the run's length.
+      // One timer per tick keeps the journal proportional to the run's length: the liveness tick,
+      // cut short to the run's timeout when that comes first (the time now is the last look's, or
+      // the restart of the timeout after an approval: both journaled).
+      const leftMs = timeoutFrom + timeoutLeftMs - Math.max(view.lookedAt, timeoutFrom);
+      if (leftMs <= 0) return timedOut(sandbox.timeoutSeconds);
+      const untilTimeout = leftMs <= view.tickMs;
       const woken = await firstOf([
         signals.terminal.map((signal) => ({ by: 'terminal', signal: signal! })),
         signals.cancel.map((signal) => ({ by: 'cancel', signal: signal! })),
-        timeout.map(() => ({ by: 'run timeout' })),
         nextApproval.map((request) => ({ by: 'approval requested', request: request! })),
-        ctx.sleep(view.tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
+        untilTimeout
+          ? ctx.sleep(leftMs, 'run timeout').map(() => ({ by: 'run timeout' }))
+          : ctx.sleep(view.tickMs, 'liveness tick').map(() => ({ by: 'liveness tick' })),
       ]);
       if (woken.by === 'terminal') return fromTerminalSignal(woken.signal);
       if (woken.by === 'cancel') return cancelled(woken.signal.reason);
@@ -359,7 +364,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         const ended = await awaitApproval(ctx, runId, trace, signals, held, view, woken.request);
         if (ended) return ended;
         timeoutFrom = await ctx.date.now();
-        timeout = ctx.sleep(Math.max(1, timeoutLeftMs), 'run timeout');
+        timeoutLeftMs = Math.max(1, timeoutLeftMs);
         approvals += 1;
         nextApproval = ctx.promise<ApprovalRequestedSignal>(approvalRequestedPromise(approvals)).get();
         continue;
@@ -522,22 +527,37 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
 
   /**
    * Records the ending once (unless `recordedAlready`: the boot deadline recorded its own), then
-   * tears the sandbox down whatever happened (a cancellation meanwhile included).
+   * tears the sandbox down whatever happened (a cancellation meanwhile included). A sandbox on this
+   * worker is stopped in the same step as the recording, once the ending is recorded: one journaled
+   * step for both. Should that stop fail, the recorded ending stands and the teardown step follows
+   * with its own retries, as when the sandbox is held elsewhere.
    */
   async function finish(ctx: WorkflowContext, runId: string, trace: RunTrace, sandbox: SandboxRef | null, ending: RunEnding, engine: EngineCancel, recordedAlready?: RecordedEnding): Promise<FinishOutcome> {
+    let tornDown = false;
     try {
       if (recordedAlready) return { result: { ending, finalized: true }, recorded: recordedAlready };
-      const { finalized, recorded } = await despiteCancel(engine, () => ctx.run('finalize', () => trace.step('finalize', async () => {
-        const outcome = await activities.finalize(runId, ending);
+      const local = sandbox && !elsewhere(sandbox.workerId) ? sandbox : null;
+      const step = local ? 'finish' : 'finalize';
+      const { finalized, recorded, stopped } = await despiteCancel(engine, () => ctx.run(step, async (): Promise<{ finalized: boolean; recorded?: RecordedEnding; stopped?: true }> => {
+        const outcome = await trace.step('finalize', () => activities.finalize(runId, ending));
         // without a sandbox, this is the run's last step
         if (!sandbox) trace.end(endingAttributes(ending));
-        return outcome;
-      }), retry.finalize));
+        if (!local) return outcome;
+        try {
+          await trace.step('teardown', () => activities.teardown(runId, local.sandboxId));
+          trace.end(endingAttributes(ending));
+          return { ...outcome, stopped: true };
+        } catch (err) {
+          ctx.console.warn(`the sandbox ${local.sandboxId} of run ${runId} did not stop with the ending (${(err as Error).message}); its teardown follows`);
+          return outcome;
+        }
+      }, retry.finalize));
+      tornDown = stopped === true;
       // Older journals (and a run deleted meanwhile) carry no recorded ending: the workflow's own stands in.
       const held = finalized || !recorded ? { status: ending.status, code: 'error' in ending ? ending.error.code : undefined } : recorded;
       return { result: { ending, finalized }, recorded: held };
     } finally {
-      if (sandbox) await teardown(ctx, runId, trace, sandbox, engine, ending);
+      if (sandbox && !tornDown) await teardown(ctx, runId, trace, sandbox, engine, ending);
     }
   }
 

@@ -69,7 +69,7 @@ export const runSinkRoutes = [
       ok(await approvalForSidecar({ pool: deps.database.pool, secrets: deps.secrets }, params.id, signatureHeaders(req.headers), params.approval_id), NO_STORE),
   }),
   route({
-    method: 'post', path: '/internal/runs/{id}/events', summary: 'Post one signed run event (runner to platform)', tag: 'Run sink',
+    method: 'post', path: '/internal/runs/{id}/events', summary: 'Post signed run events (runner to platform): one event, or a batch { events: [...] } in sequence order', tag: 'Run sink',
     stage: 'internal', rateLimit: PER_RUN, params: IdParams, rawBody: true, headers: SIGNATURE_HEADERS,
     responses: { 204: { description: 'Accepted' }, 401: { description: 'Signature missing or wrong' }, 409: { description: 'message_replayed' }, 410: { description: 'run_sink_closed or run_sink_expired' } },
     handler: async ({ params, req, deps }) => {
@@ -77,7 +77,8 @@ export const runSinkRoutes = [
       const { changedSpaceId, recorded } = await ingestRunEvent({ pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs }, params.id, signatureHeaders(req.headers), raw);
       // the run's next read on this instance shows the event without waiting for its announcement
       if (changedSpaceId) deps.runReads?.changed(changedSpaceId);
-      if (recorded) await publishRunEvent(deps, params.id, recorded);
+      // in sequence order, as the streams' readers expect
+      for (const event of recorded ?? []) await publishRunEvent(deps, params.id, event);
       return noContent();
     },
   }),

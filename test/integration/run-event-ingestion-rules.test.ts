@@ -56,6 +56,12 @@ function send(run: Run, event: Record<string, unknown>) {
   return ingestRunEvent(deps, run.id, signedRunEventHeaders(run.secret, raw), Buffer.from(raw));
 }
 
+/** One signed message carrying these events as a batch, numbered on from the run's last. */
+function sendBatch(run: Run, events: Array<Record<string, unknown>>) {
+  const raw = JSON.stringify({ events: events.map((e) => ({ sequence: ++run.sequence, ...e })) });
+  return ingestRunEvent(deps, run.id, signedRunEventHeaders(run.secret, raw), Buffer.from(raw));
+}
+
 function sendRaw(run: Run, raw: string) {
   return ingestRunEvent(deps, run.id, signedRunEventHeaders(run.secret, raw), Buffer.from(raw));
 }
@@ -96,6 +102,68 @@ describe('the body of an event', () => {
   });
 });
 
+describe('a batch of events in one message', () => {
+  test('a batch is 1 to 500 events with increasing sequences, an ending only last; else nothing of it is recorded', async () => {
+    const run = await echoRun();
+    const many = (n: number) => JSON.stringify({ events: Array.from({ length: n }, (_, i) => ({ sequence: i + 1, type: 'heartbeat' })) });
+    const size = invalid(/^A batch carries from 1 to 500 events\.$/);
+    for (const raw of ['{"events":[]}', '{"events":{}}', '{"events":null}', many(501)]) await assert.rejects(() => sendRaw(run, raw), size, raw.slice(0, 40));
+    await assert.rejects(() => sendRaw(run, '{"events":[{"sequence":1,"type":"log"},{"sequence":0,"type":"log"}]}'), invalid(/^An event needs an integer sequence/));
+    const order = invalid(/^A batch's events are in increasing sequence order\.$/);
+    await assert.rejects(() => sendRaw(run, '{"events":[{"sequence":2,"type":"log"},{"sequence":1,"type":"log"}]}'), order);
+    await assert.rejects(() => sendRaw(run, '{"events":[{"sequence":2,"type":"log"},{"sequence":2,"type":"log"}]}'), order);
+    await assert.rejects(
+      () => sendRaw(run, '{"events":[{"sequence":1,"type":"completed"},{"sequence":2,"type":"log"}]}'),
+      invalid(/^The run's end \(completed or failed\) can only be a batch's last event\.$/),
+    );
+    assert.deepEqual(await logs(run), []);
+    assert.equal((await row(run)).status, 'pending');
+    assert.deepEqual(await sendRaw(run, many(500)), {});
+  });
+
+  test('a batch is recorded in order with its own sequences, and the caller hears its logs and usage in that order', async () => {
+    const run = await echoRun();
+    const answer = await sendBatch(run, [
+      { type: 'started', data: {} },
+      { type: 'log', data: { level: 'info', message: 'first' } },
+      { type: 'metric', data: { model: 'm', prompt_tokens: 3, completion_tokens: 4, cost_usd: 0.5 } },
+      { type: 'log', data: { level: 'warn', message: 'second' } },
+      { type: 'heartbeat' },
+    ]);
+    assert.deepEqual(answer, {
+      changedSpaceId: run.spaceId,
+      recorded: [
+        { spaceId: run.spaceId, type: 'log', sequence: 2, data: { level: 'info', message: 'first' } },
+        { spaceId: run.spaceId, type: 'metric', sequence: 3, data: { model: 'm', prompt_tokens: 3, completion_tokens: 4, cost_usd: 0.5 } },
+        { spaceId: run.spaceId, type: 'log', sequence: 4, data: { level: 'warn', message: 'second' } },
+      ],
+    });
+    const { rows } = await deps.pool.query('SELECT sequence, message FROM run_logs WHERE run_id = $1 ORDER BY sequence', [run.id]);
+    assert.deepEqual(rows.map((r) => [r.sequence, r.message]), [[2, 'first'], [4, 'second']]);
+    const r = await deps.pool.query('SELECT status, last_sequence, prompt_tokens, completion_tokens FROM runs WHERE id = $1', [run.id]);
+    assert.deepEqual(r.rows[0], { status: 'running', last_sequence: 5, prompt_tokens: 3, completion_tokens: 4 });
+    // one more batch carrying the ending: the output in it is what the ending is judged on
+    assert.deepEqual(await sendBatch(run, [{ type: 'output', data: { output: { echo: 'batched' } } }, { type: 'completed', data: {} }]), { changedSpaceId: run.spaceId });
+    assert.deepEqual([(await row(run)).status, (await row(run)).output], ['success', { echo: 'batched' }]);
+  });
+
+  test('a replayed batch is refused whole and records nothing twice', async () => {
+    const run = await echoRun();
+    const raw = JSON.stringify({ events: [
+      { sequence: 1, type: 'log', data: { message: 'a' } },
+      { sequence: 2, type: 'metric', data: { model: 'm', prompt_tokens: 1, completion_tokens: 1, cost_usd: 0 } },
+    ] });
+    const headers = signedRunEventHeaders(run.secret, raw);
+    await ingestRunEvent(deps, run.id, headers, Buffer.from(raw));
+    await assert.rejects(() => ingestRunEvent(deps, run.id, headers, Buffer.from(raw)), {
+      code: 'message_replayed', detail: 'This webhook-id was already accepted for the run.',
+    });
+    assert.equal((await logs(run)).length, 1);
+    assert.equal((await usage(run)).length, 1);
+    assert.equal((await row(run)).prompt_tokens, 1);
+  });
+});
+
 describe('logs and usage as stored', () => {
   test('a log keeps a known level, else info; its message is text of at most 10,000 characters; its data only when given', async () => {
     const run = await echoRun();
@@ -128,11 +196,11 @@ describe('logs and usage as stored', () => {
     const run = await echoRun();
     assert.deepEqual(await send(run, { type: 'started', data: {} }), { changedSpaceId: run.spaceId });
     assert.deepEqual(await send(run, { type: 'log', data: { level: 'info', message: 'hello' } }), {
-      recorded: { spaceId: run.spaceId, type: 'log', sequence: 2, data: { level: 'info', message: 'hello' } },
+      recorded: [{ spaceId: run.spaceId, type: 'log', sequence: 2, data: { level: 'info', message: 'hello' } }],
     });
     assert.deepEqual(await send(run, { type: 'metric', data: { model: 'm', prompt_tokens: 1, completion_tokens: 2, cost_usd: 0 } }), {
       changedSpaceId: run.spaceId,
-      recorded: { spaceId: run.spaceId, type: 'metric', sequence: 3, data: { model: 'm', prompt_tokens: 1, completion_tokens: 2, cost_usd: 0 } },
+      recorded: [{ spaceId: run.spaceId, type: 'metric', sequence: 3, data: { model: 'm', prompt_tokens: 1, completion_tokens: 2, cost_usd: 0 } }],
     });
     assert.deepEqual(await send(run, { type: 'output', data: { output: { echo: 'x' } } }), {});
     assert.deepEqual(await send(run, { type: 'heartbeat' }), {});
@@ -306,6 +374,24 @@ describe('what the engine is told', () => {
     assert.deepEqual(engine.signals, [['started', run.id]]);
     await post({ type: 'completed', data: {} });
     assert.deepEqual(engine.signals, [['started', run.id], ['terminal', { status: 'success', output: { echo: 'done' } }]]);
+  });
+
+  test('a batch that carries the ending signals only the ending; one that carries the start without it, the start', async () => {
+    const short = recordingEngine();
+    const run = await echoRun();
+    const post = (events: Array<Record<string, unknown>>) => {
+      const raw = JSON.stringify({ events: events.map((e) => ({ sequence: ++run.sequence, ...e })) });
+      return ingestRunEvent(short.deps, run.id, signedRunEventHeaders(run.secret, raw), Buffer.from(raw));
+    };
+    await post([{ type: 'started', data: {} }, { type: 'output', data: { output: { echo: 'quick' } } }, { type: 'completed', data: {} }]);
+    assert.deepEqual(short.signals, [['terminal', { status: 'success', output: { echo: 'quick' } }]]);
+    assert.equal((await row(run)).status, 'success');
+
+    const long = recordingEngine();
+    const other = await echoRun();
+    const raw = JSON.stringify({ events: [{ sequence: 1, type: 'started', data: {} }, { sequence: 2, type: 'log', data: { message: 'm' } }] });
+    await ingestRunEvent(long.deps, other.id, signedRunEventHeaders(other.secret, raw), Buffer.from(raw));
+    assert.deepEqual(long.signals, [['started', other.id]]);
   });
 
   test('a started signal the engine does not take is answered bad_gateway and forgotten for the retry', async () => {

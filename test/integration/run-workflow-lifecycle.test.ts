@@ -43,6 +43,26 @@ describe('run workflow lifecycle', { concurrency: true }, () => {
     assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
   });
 
+  test('a run whose first signal is its end (no started signal) succeeds, recorded and torn down in one step, with no liveness timers', async () => {
+    const { runId, sandbox, record } = world.aRun();
+    const { invocationId } = await client.submit(runId);
+    await client.terminal(runId, { status: 'success', output: { answer: 7 } });
+
+    const result = await client.attach(runId);
+
+    assert.deepEqual(result, { ending: { status: 'success', output: { answer: 7 } }, finalized: true });
+    assert.deepEqual(record.finalizeCalls, [{ status: 'success', output: { answer: 7 } }]);
+    assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+    const entries = await queryInvocations<{ entry_type: string; name: string | null }>(
+      server.adminUrl,
+      `SELECT entry_type, name FROM sys_journal WHERE id = ${sqlString(invocationId)}`,
+    );
+    const steps = entries.filter((e) => e.entry_type === 'Command: Run').map((e) => e.name);
+    assert.ok(steps.includes('finish') && !steps.includes('finalize') && !steps.includes('teardown'), JSON.stringify(steps));
+    const timers = entries.filter((e) => e.entry_type === 'Command: Sleep').map((e) => e.name);
+    assert.ok(!timers.includes('run timeout') && !timers.includes('liveness tick'), JSON.stringify(timers));
+  });
+
   test('a runner that reports failure ends the run failed with its error', async () => {
     const { runId } = world.aRun();
     await client.submit(runId);

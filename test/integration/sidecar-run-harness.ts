@@ -20,7 +20,10 @@ export interface Delivery {
   method: string;
   webhookId: string;
   status: number;
+  /** the post's first event (a lone event's own) */
   event?: RunEvent;
+  /** every event the post carried: one, or a batch's in order */
+  events?: RunEvent[];
   query: URLSearchParams;
 }
 
@@ -36,7 +39,10 @@ export interface EventReceiver {
   waitFor(predicate: (events: RunEvent[]) => boolean, timeoutMs?: number): Promise<void>;
 }
 
-/** answer: status for a verified delivery (default 202); GET bodies: what the history/memory routes answer. */
+/**
+ * answer: status for each event of a verified delivery (default 202; a batch gets its first event's
+ * refusal, else 202); GET bodies: what the history/memory routes answer.
+ */
 export async function startEventReceiver(
   secret: string,
   opts: { answer?: (event: RunEvent, attempt: number) => number; getBody?: (path: string) => unknown } = {},
@@ -64,14 +70,19 @@ export async function startEventReceiver(
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(opts.getBody?.(url.pathname) ?? []));
         return;
       }
-      const event = JSON.parse(raw.toString('utf8')) as RunEvent;
+      const posted = JSON.parse(raw.toString('utf8')) as RunEvent | { events: RunEvent[] };
+      const batch = 'events' in posted && Array.isArray(posted.events) ? posted.events : [posted as RunEvent];
       const attempt = (attempts.get(webhookId) ?? 0) + 1;
       attempts.set(webhookId, attempt);
-      const status = opts.answer?.(event, attempt) ?? 202;
-      deliveries.push({ path: url.pathname, method: 'POST', webhookId, status, event, query: url.searchParams });
+      const refusal = batch.map((e) => opts.answer?.(e, attempt) ?? 202).find((s) => s < 200 || s >= 300);
+      const status = refusal ?? 202;
+      deliveries.push({ path: url.pathname, method: 'POST', webhookId, status, event: batch[0], events: batch, query: url.searchParams });
       if (status >= 200 && status < 300) {
-        events.push(event);
-        arrivedAtMs.push(performance.now());
+        const now = performance.now();
+        for (const e of batch) {
+          events.push(e);
+          arrivedAtMs.push(now);
+        }
       }
       res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
     });

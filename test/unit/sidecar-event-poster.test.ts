@@ -22,18 +22,20 @@ describe('sidecar event poster', () => {
     return { secret, receiver, eventsUrl: `${receiver.url}/internal/runs/run_poster/events` };
   }
 
-  test('a heartbeat is given up after its own short budget while the events around it are kept', async () => {
+  test('a heartbeat is given up after its own short budget while the events after it are kept', async () => {
     let recording = false;
     const platform = await aPlatform(() => (recording ? 202 : 503));
-    const poster = new EventPoster({ ...platform, heartbeatBudgetMs: 300, retryBudgetMs: 20_000, warn: quiet });
+    const poster = new EventPoster({ ...platform, heartbeatBudgetMs: 300, retryBudgetMs: 20_000, batchWindowMs: 0, warn: quiet });
 
     poster.emit('heartbeat', {});
+    await waitUntil(() => platform.receiver.deliveries.some((d) => d.event?.type === 'heartbeat'), 10_000);
     poster.emit('log', { level: 'info', message: 'kept' });
     await waitUntil(() => platform.receiver.deliveries.some((d) => d.event?.type === 'log'), 10_000);
     recording = true;
     await platform.receiver.waitFor((events) => events.some((e) => e.type === 'log'), 20_000);
 
     assert.deepEqual(platform.receiver.events.map((e) => [e.sequence, e.type]), [[2, 'log']]);
+    assert.ok(platform.receiver.deliveries.every((d) => d.events!.length === 1), 'the log waited for the heartbeat in flight');
     assert.ok(platform.receiver.deliveries.some((d) => d.event?.type === 'heartbeat' && d.status === 503));
   });
 
@@ -49,6 +51,7 @@ describe('sidecar event poster', () => {
     });
 
     poster.emit('log', { level: 'info', message: 'before the end' });
+    await platform.receiver.waitFor((events) => events.length === 1, 10_000);
     assert.deepEqual(calls, []);
     poster.emit('completed', { text: 'done' });
     assert.deepEqual(calls, ['end held']);
@@ -57,5 +60,69 @@ describe('sidecar event poster', () => {
 
     assert.deepEqual(calls, ['end held', 'end undelivered']);
     assert.deepEqual(platform.receiver.events.map((e) => e.type), ['log']);
+  });
+
+  test('events ready together go in one signed post, numbered in order; a lone event goes as itself', async () => {
+    const platform = await aPlatform(() => 202);
+    const poster = new EventPoster({ ...platform, batchWindowMs: 50, startWindowMs: 50, warn: quiet });
+
+    poster.emit('started', {});
+    poster.emit('log', { level: 'info', message: 'one' });
+    poster.emit('metric', { model: 'm', prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, cost_usd: 0 });
+    await platform.receiver.waitFor((events) => events.length === 3, 10_000);
+    poster.emit('log', { level: 'info', message: 'alone' });
+    await platform.receiver.waitFor((events) => events.length === 4, 10_000);
+
+    assert.deepEqual(platform.receiver.deliveries.map((d) => d.events!.map((e) => [e.sequence, e.type])), [
+      [[1, 'started'], [2, 'log'], [3, 'metric']],
+      [[4, 'log']],
+    ]);
+    assert.equal(new Set(platform.receiver.deliveries.map((d) => d.webhookId)).size, 2);
+  });
+
+  test('the run\'s end does not wait out the batch window: a short run\'s start, output and end go in one post', async () => {
+    const platform = await aPlatform(() => 202);
+    const poster = new EventPoster({ ...platform, batchWindowMs: 60_000, startWindowMs: 60_000, warn: quiet });
+
+    poster.emit('started', {});
+    poster.emit('output', { output: { answer: 42 } });
+    poster.emit('completed', {});
+    await platform.receiver.waitFor((events) => events.length === 3, 10_000);
+
+    assert.deepEqual(platform.receiver.deliveries.map((d) => d.events!.map((e) => e.type)), [['started', 'output', 'completed']]);
+  });
+
+  test('a refused batch is retried whole, with the same message id and bytes', async () => {
+    let refuse = true;
+    const platform = await aPlatform(() => (refuse ? 503 : 202));
+    const poster = new EventPoster({ ...platform, batchWindowMs: 0, warn: quiet });
+
+    poster.emit('log', { level: 'info', message: 'a' });
+    poster.emit('log', { level: 'info', message: 'b' });
+    await waitUntil(() => platform.receiver.deliveries.length >= 1, 10_000);
+    refuse = false;
+    await platform.receiver.waitFor((events) => events.length === 2, 10_000);
+
+    const [first, ...rest] = platform.receiver.deliveries;
+    assert.deepEqual(first.events!.map((e) => e.sequence), [1, 2]);
+    assert.ok(rest.length >= 1);
+    for (const d of rest) {
+      assert.equal(d.webhookId, first.webhookId);
+      assert.deepEqual(d.events, first.events);
+    }
+  });
+
+  test('the start waits its window for the end; a flush sends it at once and resolves once it was posted', async () => {
+    const platform = await aPlatform(() => 202);
+    const poster = new EventPoster({ ...platform, startWindowMs: 60_000, warn: quiet });
+
+    poster.emit('started', {});
+    poster.emit('log', { level: 'info', message: 'asking for approval' });
+    await poster.flush();
+    assert.deepEqual(platform.receiver.events.map((e) => e.type), ['started', 'log']);
+    await poster.flush();
+    poster.emit('completed', {});
+    await platform.receiver.waitFor((events) => events.length === 3, 10_000);
+    assert.deepEqual(platform.receiver.deliveries.map((d) => d.events!.map((e) => e.type)), [['started', 'log'], ['completed']]);
   });
 });

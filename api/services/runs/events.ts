@@ -40,7 +40,24 @@ export interface IngestDeps {
 // Stryker disable next-line StringLiteral: without 'info' here a log at info is stored at info all the same (the default)
 const LOG_LEVELS = new Set(['debug', 'info', 'warn', 'error']);
 
-function parseEvent(raw: Buffer): EventBody {
+/** The most events one signed message may carry (the sidecar sends far fewer). */
+export const MAX_EVENTS_PER_MESSAGE = 500;
+const TERMINAL_TYPES = new Set(['completed', 'failed']);
+
+/** A posted message: one event, or a batch ({ events: [...] }) of several in sequence order. */
+interface PostedEvents {
+  events: EventBody[];
+  spans?: unknown;
+}
+
+function checkedEvent(e: Partial<EventBody> | null | undefined): EventBody {
+  if (!e || typeof e !== 'object' || !Number.isInteger(e.sequence) || (e.sequence as number) < 1 || typeof e.type !== 'string') {
+    throw problem('invalid_request', { detail: 'An event needs an integer sequence (from 1) and a type.' });
+  }
+  return e as EventBody;
+}
+
+function parseEvents(raw: Buffer): PostedEvents {
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));
@@ -49,11 +66,22 @@ function parseEvent(raw: Buffer): EventBody {
   }
   // Text PostgreSQL cannot store is refused here as it is at the public edge, never met mid-query.
   refuseBadJson(body);
-  const e = body as Partial<EventBody>;
-  if (!e || !Number.isInteger(e.sequence) || (e.sequence as number) < 1 || typeof e.type !== 'string') {
-    throw problem('invalid_request', { detail: 'An event needs an integer sequence (from 1) and a type.' });
+  const batch = body as { events?: unknown; spans?: unknown } | null;
+  if (!batch || typeof batch !== 'object' || !('events' in batch)) {
+    const event = checkedEvent(body as Partial<EventBody>);
+    return { events: [event], spans: event.spans };
   }
-  return e as EventBody;
+  if (!Array.isArray(batch.events) || batch.events.length === 0 || batch.events.length > MAX_EVENTS_PER_MESSAGE) {
+    throw problem('invalid_request', { detail: `A batch carries from 1 to ${MAX_EVENTS_PER_MESSAGE} events.` });
+  }
+  const events = batch.events.map((e) => checkedEvent(e as Partial<EventBody>));
+  for (let i = 1; i < events.length; i++) {
+    if (events[i].sequence <= events[i - 1].sequence) throw problem('invalid_request', { detail: "A batch's events are in increasing sequence order." });
+  }
+  if (events.slice(0, -1).some((e) => TERMINAL_TYPES.has(e.type))) {
+    throw problem('invalid_request', { detail: "The run's end (completed or failed) can only be a batch's last event." });
+  }
+  return { events, spans: batch.spans };
 }
 
 /** Loads the run's sink and checks the signature; 404 for an unknown run. */
@@ -139,25 +167,24 @@ function terminalSignal(event: EventBody, pendingOutput: unknown, schema: object
   return { status: 'success', output };
 }
 
-/** Records one event (one round trip, atomic); returns the workflow signal it calls for, if any. */
-async function recordEvent(pool: pg.Pool, runId: string, messageId: string, event: EventBody, data: Record<string, unknown>): Promise<{ started?: true; terminal?: TerminalSignal; recorded?: true }> {
-  const { rows } = await pool.query<{ outcome: string; pending_output: unknown; output_schema: object | null }>(
-    'SELECT outcome, pending_output, output_schema FROM record_run_event($1, $2, $3, $4, $5::jsonb)',
-    [runId, messageId, event.sequence, event.type, JSON.stringify(data)],
+/** Records a message's events (one round trip, atomic); returns the workflow signals they call for. */
+async function recordEvents(pool: pg.Pool, runId: string, messageId: string, events: EventBody[], data: Record<string, unknown>[]): Promise<{ started: boolean; terminal?: TerminalSignal }> {
+  const { rows } = await pool.query<{ outcome: string; started: boolean; pending_output: unknown; output_schema: object | null }>(
+    'SELECT outcome, started, pending_output, output_schema FROM record_run_events($1, $2, $3::jsonb)',
+    [runId, messageId, JSON.stringify(events.map((e, i) => ({ sequence: e.sequence, type: e.type, data: data[i] })))],
   );
-  const { outcome, pending_output: pendingOutput, output_schema: schema } = rows[0];
+  const { outcome, started, pending_output: pendingOutput, output_schema: schema } = rows[0];
   // Stryker disable next-line all: a secret kept after the end only spares a read (see rememberSinkSecret)
   if (outcome === 'unknown' || outcome === 'closed' || outcome === 'expired') sinkSecrets.delete(runId);
   if (outcome === 'unknown') throw problem('not_found', { detail: 'No such run.' });
   if (outcome === 'closed') throw problem('run_sink_closed', { detail: SINK_CLOSED });
   if (outcome === 'expired') throw problem('run_sink_expired', { detail: SINK_EXPIRED });
   if (outcome === 'replayed') throw problem('message_replayed', { detail: 'This webhook-id was already accepted for the run.' });
-  if (outcome === 'started') return { started: true };
   if (outcome === 'terminal') {
     sinkSecrets.delete(runId);
-    return { terminal: terminalSignal(event, pendingOutput, schema) };
+    return { started, terminal: terminalSignal(events[events.length - 1], pendingOutput, schema) };
   }
-  return { recorded: true };
+  return { started };
 }
 
 const providerOfRun = new Map<string, string | null>();
@@ -185,7 +212,7 @@ async function countForMetrics(pool: pg.Pool, runId: string, type: string, data:
   metrics.modelUsage(provider, Number(data.prompt_tokens), Number(data.completion_tokens), Number(data.cost_usd));
 }
 
-/** A log entry or usage just recorded, for the realtime streams. */
+/** A log entry or usage just recorded, for the realtime streams (in sequence order). */
 export interface RecordedRunEvent {
   spaceId: string;
   type: 'log' | 'metric';
@@ -194,12 +221,14 @@ export interface RecordedRunEvent {
 }
 
 /**
- * Verifies, records and signals one event. Answers the run's space when the event changed what
- * the run's wire shows, so the caller can drop its cached reads of that space.
+ * Verifies, records and signals one posted message: one event, or a batch of several. Answers the
+ * run's space when the message changed what the run's wire shows, so the caller can drop its cached
+ * reads of that space, and the log entries and usage it recorded, in order, for the realtime streams.
+ * A batch that carries the run's end signals only the end: the workflow needs no separate start.
  */
 export async function ingestRunEvent(
   deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer,
-): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent }> {
+): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent[] }> {
   let messageId: string;
   let spaceId: string;
   let orgId: string;
@@ -218,23 +247,32 @@ export async function ingestRunEvent(
     spaceId = opened.sink.space_id;
     orgId = opened.sink.org_id;
   }
-  const event = parseEvent(raw);
-  // the request's span (the sidecar sent the run's traceparent) is the event's ingestion
+  const { events, spans } = parseEvents(raw);
+  const last = events[events.length - 1];
+  // the request's span (the sidecar sent the run's traceparent) is the events' ingestion
   setSpanTenant({ orgId, spaceId, runId });
-  setSpanAttributes({ 'agent_platform.event.type': event.type, 'agent_platform.event.sequence': event.sequence });
+  setSpanAttributes({
+    'agent_platform.event.type': last.type, 'agent_platform.event.sequence': last.sequence,
+    ...(events.length > 1 ? { 'agent_platform.event.count': events.length } : {}),
+  });
 
-  const data = normalizedData(event);
-  const signal = await recordEvent(deps.pool, runId, messageId, event, data);
+  const data = events.map(normalizedData);
+  const signal = await recordEvents(deps.pool, runId, messageId, events, data);
   // recorded once (a replay was refused above): the sidecar's spans are exported with the run's ids
-  if (tracingActive() && Array.isArray(event.spans) && event.spans.length) {
-    const traceId = (event.spans[0] as { traceId?: unknown })?.traceId;
-    if (typeof traceId === 'string') exportSpanRecords(acceptedSpanRecords(event.spans, traceId), { orgId, spaceId, runId });
+  if (tracingActive() && Array.isArray(spans) && spans.length) {
+    const traceId = (spans[0] as { traceId?: unknown })?.traceId;
+    if (typeof traceId === 'string') exportSpanRecords(acceptedSpanRecords(spans, traceId), { orgId, spaceId, runId });
   }
-  const changed: { changedSpaceId?: string; recorded?: RecordedRunEvent } = WIRE_EVENTS.has(event.type) ? { changedSpaceId: spaceId } : {};
-  if (signal.recorded && (event.type === 'log' || event.type === 'metric')) changed.recorded = { spaceId, type: event.type, sequence: event.sequence, data };
-  if (metrics.enabled && (signal.started || (signal.recorded && event.type === 'metric'))) {
-    // off the event's path: a figure is not worth delaying the sandbox
-    void countForMetrics(deps.pool, runId, event.type, data).catch(() => {});
+  const changed: { changedSpaceId?: string; recorded?: RecordedRunEvent[] } = events.some((e) => WIRE_EVENTS.has(e.type)) ? { changedSpaceId: spaceId } : {};
+  const recorded: RecordedRunEvent[] = [];
+  events.forEach((event, i) => {
+    if (event.type === 'log' || event.type === 'metric') recorded.push({ spaceId, type: event.type, sequence: event.sequence, data: data[i] });
+  });
+  if (recorded.length) changed.recorded = recorded;
+  if (metrics.enabled) {
+    // off the events' path: a figure is not worth delaying the sandbox
+    if (signal.started) void countForMetrics(deps.pool, runId, 'started', {}).catch(() => {});
+    for (const r of recorded) if (r.type === 'metric') void countForMetrics(deps.pool, runId, 'metric', r.data).catch(() => {});
   }
 
   // The ending is recorded here, where it is known, so readers see it without waiting for the
@@ -243,8 +281,9 @@ export async function ingestRunEvent(
   if (signal.terminal) await finalizeRun(deps.pool, runId, signal.terminal);
   if (!deps.runs) return changed;
   try {
-    if (signal.started) await deps.runs.started(runId);
+    // an ending in the same message stands for the start too: the workflow hears only the end
     if (signal.terminal) await deps.runs.terminal(runId, signal.terminal);
+    else if (signal.started) await deps.runs.started(runId);
   } catch {
     // The engine did not hear it. A run already ended needs nothing more (see above); otherwise
     // forget this delivery so the runner's retry applies it again (recording is idempotent per
