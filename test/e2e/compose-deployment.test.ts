@@ -283,16 +283,14 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     const victimContainer = await containerOf(victimReplica);
     lap(`a file shared by the replicas; the workflow home is worker ${home.id} (replica ${homeReplica}), the other ${victim.id} (replica ${victimReplica})`);
 
-    // 20 runs in flight (the model holds every answer): they spread over both workers. restate-1
-    // (first in every platform process's list of addresses) is killed at once, while they boot;
-    // the other worker is killed once it has started runs and has runs placed on it not yet started.
+    // 20 runs in flight (the model holds every answer): they spread over both workers. The worker
+    // that is not the home is killed once it has started runs and has runs placed on it not yet
+    // started; once the runs it had started have ended, restate-1 (first in every platform process's
+    // list of addresses) is killed too, with the other runs still in flight (held, or booting again).
     model.setHold(true);
     const fleet: string[] = [];
     for (let i = 0; i < FLEET_RUNS; i++) fleet.push(await launch(i % 2 ? b : a));
-    lap(`${FLEET_RUNS} runs launched; killing restate-1`);
-    await dc('kill', 'restate-1');
-    const [killedNode] = (await dc('ps', '-q', 'restate-1')).stdout.trim().split('\n');
-    assert.equal((await docker.getContainer(killedNode).inspect()).State.Running, false, 'restate-1 is down');
+    lap(`${FLEET_RUNS} runs launched`);
     const ready = (held: Awaited<ReturnType<typeof placements>>) => {
       const onVictim = [...held.values()].filter((p) => p.worker === victim.id);
       return onVictim.some((p) => p.status === 'running') && onVictim.some((p) => p.status === 'pending');
@@ -315,7 +313,16 @@ describe('the compose deployment', { skip: unavailable ?? false }, () => {
     const spread = new Map<string, number>();
     for (const id of fleet.slice(0, FLEET_RUNS)) spread.set(String(atKill.get(id)?.worker), (spread.get(String(atKill.get(id)?.worker)) ?? 0) + 1);
     assert.ok((spread.get(home.id) ?? 0) >= 3 && (spread.get(victim.id) ?? 0) >= 3, `the runs spread over both workers: ${JSON.stringify([...spread])}`);
-    // the held answers go now: the runs on the home worker end at once
+    // the runs the lost worker had started end first (sandbox_lost, asserted below)
+    const startedThere = [...atKill].filter(([, p]) => p.worker === victim.id && p.status === 'running').map(([id]) => id);
+    await until('the runs started on the lost worker ended', 4 * LOSS_WINDOW_MS, async () => [...(await placements(startedThere)).values()].every((p) => ended(p.status)))
+      .catch(logsOnFailure);
+    lap('the runs it had started ended; killing restate-1');
+    assert.ok([...(await placements(fleet)).values()].some((p) => !ended(p.status)), 'runs are in flight');
+    await dc('kill', 'restate-1');
+    const [killedNode] = (await dc('ps', '-q', 'restate-1')).stdout.trim().split('\n');
+    assert.equal((await docker.getContainer(killedNode).inspect()).State.Running, false, 'restate-1 is down');
+    // the held answers go now: the other runs end
     model.setHold(false);
     for (const id of fleet) await ending(a, id);
     lap('the runs in flight ended');
