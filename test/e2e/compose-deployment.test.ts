@@ -88,12 +88,13 @@ async function until<T>(what: string, ms: number, probe: () => Promise<T | null 
 }
 
 /**
- * The fleet's timings in this deployment (every platform process): a worker silent 15 s is lost (the
- * defaults, given explicitly: on a busy 2-core machine with three engine nodes, noticing the loss
- * takes several seconds beyond the window, which shorter periods would leave no room for).
+ * The fleet's timings in this deployment (every platform process): beats every 5 s, lost after 6
+ * missed (a 30 s window). Noticing a loss takes the window, then up to a liveness tick and a check
+ * period, plus the engine's steps: on a busy 2-core machine with three engine nodes these added 10 to
+ * 15 s, so a 15 s window (the default 3 beats) sat at its bound of two windows.
  */
 const WORKER_HEARTBEAT_SECONDS = 5;
-const WORKER_LOST_HEARTBEATS = 3;
+const WORKER_LOST_HEARTBEATS = 6;
 /** the fleet's liveness period: a worker silent this long is lost */
 const LOSS_WINDOW_MS = WORKER_HEARTBEAT_SECONDS * WORKER_LOST_HEARTBEATS * 1000;
 /** the runs in flight when a Restate node and a worker are killed */
