@@ -244,7 +244,7 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
     const { workerId } = placed;
     const outcome = elsewhere(workerId)
       ? await onHost<BootAttempt>(ctx, workerId, 'boot', { runId, ...context }).then(
-        (hosted) => ('lost' in hosted ? { error: `worker ${workerId} was lost while booting the sandbox`, ms: 0 } : hosted.answer),
+        (hosted) => ('lost' in hosted ? lostWhileBooting(ctx, runId, workerId, context) : hosted.answer),
         (err) => {
           if (!isGiveUp(err)) throw err;
           return { error: err.message, ms: 0 };
@@ -252,6 +252,21 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
       )
       : await local();
     return 'sandbox' in outcome ? { sandbox: { ...outcome.sandbox, workerId } } : outcome;
+  }
+
+  /**
+   * The worker booting the sandbox was lost before it answered. It may have started the sandbox, and
+   * the run with it (its first event accepted), before it died: a started run is lost with the worker
+   * (`sandbox_lost`); one not started is booted again elsewhere. (A woken run is running throughout:
+   * its boot is retried.)
+   */
+  async function lostWhileBooting(ctx: WorkflowContext, runId: string, workerId: string, context: BootContext): Promise<BootAttempt> {
+    const status = context.wake ? null : await ctx.run('run status', () => fleet!.runStatus(runId), retry.liveness).catch((err) => {
+      if (!isGiveUp(err)) throw err;
+      return null;
+    });
+    if (status === 'running') return { ending: sandboxLost() };
+    return { error: `worker ${workerId} was lost while booting the sandbox`, ms: 0 };
   }
 
   /** The boot phase's look at the run and its sandbox, on the worker that holds the sandbox. */
