@@ -33,6 +33,10 @@ interface Figures {
   failures: Record<string, number>;
   runs_per_worker: Record<string, number>;
   engine_cpu_seconds_per_run: number;
+  /** the API process's own CPU per run (launches, reads, run events), and each worker's (its sandbox
+   * host work; the first worker also serves every run's workflow) */
+  api_cpu_seconds_per_run: number;
+  worker_cpu_seconds_per_run: Record<string, number>;
   db_transactions_per_run: number;
   db_rows_written_per_run: number;
   load_average: number[];
@@ -102,6 +106,9 @@ async function measure(workerCount: number): Promise<Figures> {
     ids.length = 0;
 
     const cpuBefore = cpuOf(restatePid)?.own ?? 0;
+    const own = (pid: number | undefined) => (pid ? cpuOf(pid)?.own ?? 0 : 0);
+    const apiBefore = own(platform.proc.pid);
+    const workersBefore = workers.map((w) => own(w.proc.pid));
     const dbBefore = await dbCounters(pool);
     const until = Date.now() + SECONDS * 1000;
     const began = Date.now();
@@ -110,6 +117,8 @@ async function measure(workerCount: number): Promise<Figures> {
     }));
     const elapsed = (Date.now() - began) / 1000;
     const cpuAfter = cpuOf(restatePid)?.own ?? 0;
+    const apiAfter = own(platform.proc.pid);
+    const workersAfter = workers.map((w) => own(w.proc.pid));
     const dbAfter = await dbCounters(pool);
 
     const { rows } = await pool.query<{ status: string; code: string | null; worker_id: string | null }>(
@@ -126,6 +135,8 @@ async function measure(workerCount: number): Promise<Figures> {
       failures,
       runs_per_worker: perWorker,
       engine_cpu_seconds_per_run: round((cpuAfter - cpuBefore) / n, 4),
+      api_cpu_seconds_per_run: round((apiAfter - apiBefore) / n, 4),
+      worker_cpu_seconds_per_run: Object.fromEntries(workers.map((_, i) => [`bench${i}`, round((workersAfter[i] - workersBefore[i]) / n, 4)])),
       db_transactions_per_run: round((dbAfter.xacts - dbBefore.xacts) / n, 1),
       db_rows_written_per_run: round((dbAfter.rows - dbBefore.rows) / n, 1),
       load_average: loadAverage(),

@@ -251,7 +251,23 @@ export function createRunWorkflow(activities: RunActivities, options: RunWorkflo
         },
       )
       : await local();
+    if ('ending' in outcome && 'error' in outcome.ending && outcome.ending.error.code === 'run_not_pending' && !context.wake) return startedElsewhere(ctx, runId, outcome);
     return 'sandbox' in outcome ? { sandbox: { ...outcome.sandbox, workerId } } : outcome;
+  }
+
+  /**
+   * A boot refused because the run is no longer pending. A run found running was started by a
+   * sandbox this workflow holds no reference to: one a lost worker booted (its docker sandbox lives on
+   * the host after the worker died, and its first event came after the loss was judged). The run
+   * went with that worker: `sandbox_lost`, as for a run started before the loss. An ended run keeps
+   * the refusal (its ending was recorded already).
+   */
+  async function startedElsewhere(ctx: WorkflowContext, runId: string, refused: BootAttempt): Promise<BootAttempt> {
+    const status = await ctx.run('run status', () => fleet!.runStatus(runId), retry.liveness).catch((err) => {
+      if (!isGiveUp(err)) throw err;
+      return null;
+    });
+    return status === 'running' ? { ending: sandboxLost() } : refused;
   }
 
   /**
