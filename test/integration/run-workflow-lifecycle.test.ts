@@ -270,8 +270,9 @@ describe('run workflow lifecycle', { concurrency: true }, () => {
     const checks = entries.filter((e) => e.entry_type === 'Command: Run' && e.name === 'liveness').length;
     // Checks at about 2, 4 and 6 s, the timeout at 7 s; each tick is one timer and one liveness step
     // (a command and a notification each), plus a fixed prologue (the signals' promises, the run's
-    // first approval request's among them) and epilogue.
-    assert.equal(checks, 3);
+    // first approval request's among them) and epilogue. On a busy machine the execution phase may
+    // begin late enough that the tick before the timeout is cut short to it (no third check).
+    assert.ok(checks === 2 || checks === 3, `${checks} liveness checks`);
     assert.ok(entries.length <= 21 + 4 * checks, `${entries.length} journal entries`);
   });
 
