@@ -30,7 +30,7 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, anOrg } from '../support/builders.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
 import { client } from '../support/http.ts';
-import { aDefaultModel, importPackage } from '../support/runs.ts';
+import { aDefaultModel, importPackage, waitForStatus } from '../support/runs.ts';
 import { aSelfSignedCert } from '../support/self-signed.ts';
 import { archive } from './integrations-harness.ts';
 
@@ -188,12 +188,7 @@ describe('a local integration with delivery.http through the platform on the doc
     const [server] = await docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${runId}`, `${LABEL_ROLE}=mcp`] } });
     assert.ok(server, 'the local server has a container of its own');
 
-    let run: any;
-    for (let i = 0; i < 300; i++) {
-      run = (await api.get(`/api/runs/${runId}`)).body;
-      if (!['pending', 'running'].includes(run.status)) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const run = await waitForStatus(api, runId, (status) => !['pending', 'running'].includes(status), 60_000);
     assert.equal(run.status, 'success', JSON.stringify(run.error));
     const results = JSON.parse(run.result.output.fetched) as Array<{ status: number; body: string; sent: Record<string, string> }>;
 

@@ -23,7 +23,7 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 import { aKey, anOrg } from '../support/builders.ts';
 import { AGENT_IMAGE, DOCKER_REQUIRED, dockerForTests, SIDECAR_IMAGE } from '../support/docker.ts';
 import { client } from '../support/http.ts';
-import { aDefaultModel, importPackage } from '../support/runs.ts';
+import { aDefaultModel, importPackage, waitForStatus } from '../support/runs.ts';
 import { archive } from './integrations-harness.ts';
 
 const unavailable = await dockerForTests();
@@ -114,12 +114,7 @@ describe('a local integration through the platform on the docker backend', { ski
     const servers = await adapter.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${runId}`, `${LABEL_ROLE}=mcp`] } });
     assert.equal(servers.length, 1, 'the local server has a container of its own');
 
-    let run: any;
-    for (let i = 0; i < 300; i++) {
-      run = (await api.get(`/api/runs/${runId}`)).body;
-      if (!['pending', 'running'].includes(run.status)) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const run = await waitForStatus(api, runId, (status) => !['pending', 'running'].includes(status), 60_000);
     assert.equal(run.status, 'success', JSON.stringify(run.error));
     assert.equal(run.result.output.echo, 'hello from the integration: ping', 'the tool answered, with the integration env over the package env');
     const seen = JSON.parse(run.result.output.environment);
@@ -182,12 +177,7 @@ describe('a local integration through the platform on the docker backend', { ski
       const runId = launch.body.id as string;
       const { sandboxId } = await runActivitiesFor(app.deps, adapter).boot(runId);
       started.push(sandboxId);
-      let run: any;
-      for (let i = 0; i < 300; i++) {
-        run = (await api.get(`/api/runs/${runId}`)).body;
-        if (!['pending', 'running'].includes(run.status)) break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      const run = await waitForStatus(api, runId, (status) => !['pending', 'running'].includes(status), 60_000);
       assert.equal(run.status, 'success', JSON.stringify(run.error));
       assert.equal(run.result.output.echo, createHash('sha256').update(API_KEY).digest('hex'), 'the server holds the credential in VENDOR_API_KEY');
       assert.equal(run.result.output.environment, 'unset');
