@@ -225,15 +225,15 @@ describe('runs under a database outage', () => {
 
 describe('runs booting under faults', () => {
   test('runs booting while the database is stalled for longer than their boot deadline end success', async () => {
-    await until('no sandbox left from earlier runs', () => childProcesses('dist/sidecar.cjs').length === 0, 30_000);
+    await until('no sandbox left from earlier runs', () => childProcesses('agent-runtime').length === 0, 30_000);
     // the first events wait at the held events proxy; once one sandbox has posted its own, that
     // run's boot deadline runs, and the database stalls for longer than it
     events.pause();
-    const before = events.accepted;
+    const before = events.activity;
     let runs: Array<{ id: string; message: string }>;
     try {
       runs = await launch('booting', 3);
-      await until('a sandbox to post its first event', () => events.accepted > before, 60_000);
+      await until('a sandbox to post its first event', () => events.activity > before, 60_000);
       for (const run of runs) assert.equal(await statusOf(run.id), 'pending');
       proxy.pause();
     } finally {
@@ -248,15 +248,17 @@ describe('runs booting under faults', () => {
   });
 
   test('a sandbox killed before its first event is recorded ends the run sandbox_lost at the next check, not at the boot deadline', async () => {
-    await until('no sandbox left from earlier runs', () => childProcesses('dist/sidecar.cjs').length === 0, 30_000);
+    await until('no sandbox left from earlier runs', () => childProcesses('agent-runtime').length === 0, 30_000);
     events.pause();
-    const before = events.accepted;
+    const before = events.activity;
     let run: { id: string };
     let killedAt: number;
     try {
       [run] = await launch('lost', 1);
-      await until('the sandbox to post its first event', () => childProcesses('dist/sidecar.cjs').length === 1 && events.accepted > before, 60_000);
+      // the agent may have handed its result over and exited: the sidecar host holds the run's session
+      await until('the sandbox to post its first event', () => childProcesses('dist/sidecar.cjs').length === 1 && events.activity > before, 60_000);
       assert.equal(await statusOf(run.id), 'pending');
+      // the sandbox: its agent, and the sidecar host serving its session (the only run on it)
       for (const pid of [...childProcesses('dist/sidecar.cjs'), ...childProcesses('agent-runtime')]) process.kill(pid, 'SIGKILL');
       killedAt = Date.now();
       // the first event dies with its sandbox, never recorded
@@ -272,15 +274,15 @@ describe('runs booting under faults', () => {
   });
 
   test('runs waiting to start when the platform is killed with SIGKILL all run after its restart, booted again', async () => {
-    await until('no sandbox left from earlier runs', () => childProcesses('dist/sidecar.cjs').length === 0, 30_000);
+    await until('no sandbox left from earlier runs', () => childProcesses('agent-runtime').length === 0, 30_000);
     // one sandbox at least is assigned and has posted its first event (held: the run has not started),
     // others are still being started, when the platform dies
     events.pause();
-    const before = events.accepted;
+    const before = events.activity;
     let runs: Array<{ id: string; message: string }>;
     try {
       runs = await launch('restarted', 2);
-      await until('a sandbox to post its first event', () => events.accepted > before, 60_000);
+      await until('a sandbox to post its first event', () => events.activity > before, 60_000);
       for (const run of runs) assert.equal(await statusOf(run.id), 'pending');
       await platform.kill('SIGKILL');
     } finally {

@@ -59,10 +59,14 @@ async function runStatus(runId: string): Promise<any> {
   return res.status === 200 ? res.body : null;
 }
 
-/** The platform's sandbox programs (direct children) and sandbox folders. */
+/**
+ * The platform's agent runtimes (direct children: started from their bundle or its startup snapshot)
+ * and sandbox folders. A run's sidecar is a session of the worker's long-lived sidecar host, which
+ * outlives the run.
+ */
 function sandboxTraces(): { pids: number[]; folders: string[] } {
   const out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(platform.proc.pid)], { encoding: 'utf8' });
-  const pids = out.split('\n').filter((l) => /dist\/(sidecar|agent-runtime)\.cjs/.test(l)).map((l) => Number(l.trim().split(/\s+/)[0]));
+  const pids = out.split('\n').filter((l) => /dist\/agent-runtime\./.test(l)).map((l) => Number(l.trim().split(/\s+/)[0]));
   const dir = path.join(platform.dataDir, 'sandboxes');
   const folders = fs.existsSync(dir) ? fs.readdirSync(dir).filter((name) => name.startsWith('sbx_')) : [];
   return { pids, folders };
@@ -74,7 +78,7 @@ async function aRunningRun(): Promise<{ runId: string; invocationId: string }> {
   const runId = launched.body.id;
   await until('the run running', 30_000, async () => (await runStatus(runId))?.status === 'running');
   const traces = sandboxTraces();
-  assert.equal(traces.pids.length, 2, 'a sidecar and an agent runtime');
+  assert.equal(traces.pids.length, 1, 'an agent runtime');
   assert.equal(traces.folders.length, 1, 'one sandbox folder');
   const invocation = await findWorkflowInvocation(platform.restateAdminUrl(), 'run', runId);
   assert.ok(invocation, 'the run id is the workflow key');

@@ -12,6 +12,11 @@ export interface PausableProxy {
   readonly paused: boolean;
   /** connections accepted so far (each kept until either side closes it) */
   readonly accepted: number;
+  /**
+   * connections accepted plus chunks clients sent so far: grows with each request a client makes,
+   * on a new connection or on one it keeps alive (a long-lived client reuses its connections)
+   */
+  readonly activity: number;
   close(): Promise<void>;
 }
 
@@ -26,11 +31,13 @@ interface Link {
 export async function startPausableProxy(upstream: { host: string; port: number }): Promise<PausableProxy> {
   let paused = false;
   let accepted = 0;
+  let clientChunks = 0;
   const links = new Set<Link>();
 
   /** Forwards one direction; holds what arrives while paused, and honours backpressure. */
   function forward(link: Link, from: net.Socket, to: net.Socket, held: Buffer[]): void {
     from.on('data', (chunk: Buffer) => {
+      if (from === link.client) clientChunks += 1;
       if (paused) {
         held.push(chunk);
         from.pause();
@@ -92,6 +99,9 @@ export async function startPausableProxy(upstream: { host: string; port: number 
     },
     get accepted() {
       return accepted;
+    },
+    get activity() {
+      return accepted + clientChunks;
     },
     pause() {
       paused = true;
