@@ -38,6 +38,8 @@ after(async () => {
 async function signIn(context: BrowserContext, who: Person): Promise<Page> {
   const p = await context.newPage();
   await p.goto(`${world.platform.url}/`);
+  // a busy CI machine can take longer than playwright's 30 s default to show the first page
+  await p.getByLabel('Email').waitFor({ timeout: LIVE });
   await p.getByLabel('Email').fill(who.email);
   await p.getByLabel('Password').fill(who.password);
   await p.getByRole('button', { name: 'Sign in' }).click();
