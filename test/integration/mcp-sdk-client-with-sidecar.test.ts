@@ -83,6 +83,8 @@ describe('the sidecar MCP endpoint with the official SDK client', () => {
     const initialized = await fetch(run.mcpUrl, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
     assert.equal(initialized.status, 202);
     assert.equal(await initialized.text(), '');
+    // the post carrying `started` waits a moment for more of the run's events: none of these requests made one
+    await run.receiver.waitFor((events) => events.some((e) => e.type === 'started'));
     assert.deepEqual(typesInOrder(run.receiver.events), ['started']);
   });
 });
