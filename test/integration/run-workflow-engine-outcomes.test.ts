@@ -38,7 +38,9 @@ describe('run workflow outcomes in the engine', { concurrency: true }, () => {
     const result = await client.attach(runId);
 
     assert.deepEqual(result.ending, { status: 'success', output: 'done' });
-    assert.deepEqual(record.teardowns, [sandbox.sandboxId]);
+    // the step that records the ending also stops the sandbox; the cancel interrupts the wait for it,
+    // and the step is made again to its end: the stop (idempotent) may come twice, always of this sandbox
+    assert.ok(record.teardowns.length >= 1 && record.teardowns.every((id) => id === sandbox.sandboxId), JSON.stringify(record.teardowns));
     assert.deepEqual(await invocationOutcome(invocationId), { completion_result: 'failure', completion_failure: '[409] Cancelled' });
   });
 

@@ -42,7 +42,7 @@ export async function aDockerWorld(folderPrefix: string, adapterOptions: Partial
     adapter,
     workDir,
     hostPort: (hostListener.address() as { port: number }).port,
-    eventsOf: (runId) => receiver.deliveries.filter((d) => d.path.includes(`/runs/${runId}/`) && d.status < 300 && d.event).map((d) => d.event!),
+    eventsOf: (runId) => receiver.deliveries.filter((d) => d.path.includes(`/runs/${runId}/`) && d.status < 300).flatMap((d) => d.events ?? []),
     async close() {
       for (const s of adapter.sandboxes()) await adapter.stop(s.sandboxId);
       await adapter.close();

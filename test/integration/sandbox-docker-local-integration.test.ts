@@ -138,7 +138,7 @@ describe('local integrations on the docker backend', { skip: unavailable ?? fals
     base.workspace[0] = { path: 'prompt.md', content: Buffer.from(`Use the tools.\n\n\`\`\`fake-model-script\n${JSON.stringify(script)}\n\`\`\`\n`) };
     const { sandboxId } = await adapter.start({ ...base, localServers: [aLocalServer()] });
     try {
-      const events = () => receiver.deliveries.filter((d) => d.path.includes('/runs/run_docker_local_call/') && d.status < 300 && d.event).map((d) => d.event!);
+      const events = () => receiver.deliveries.filter((d) => d.path.includes('/runs/run_docker_local_call/') && d.status < 300).flatMap((d) => d.events ?? []);
       await waitUntil(() => events().some((e) => e.type === 'completed' || e.type === 'failed'), 60_000);
       const output = events().find((e) => e.type === 'output');
       assert.deepEqual(output?.type === 'output' && output.data.output, { summary: 'hello: ping', count: 1 });

@@ -88,8 +88,8 @@ describe('agent confinement', () => {
     const agentPid = await agentNodePid(procs.agentPid);
     const netNamespace = readlinkSync(`/proc/${agentPid}/ns/net`);
     const rootView = { etc: existsSync(`/proc/${agentPid}/root/etc/passwd`), git: existsSync(`/proc/${agentPid}/root${REPO}/.git`) };
-    await waitUntil(() => receiver.deliveries.some((d) => d.path.includes(runId) && d.event?.type === 'completed'));
-    const types = receiver.deliveries.filter((d) => d.path.includes(runId) && d.event).map((d) => d.event!.type);
+    await waitUntil(() => receiver.deliveries.some((d) => d.path.includes(runId) && (d.events ?? []).some((e) => e.type === 'completed')));
+    const types = receiver.deliveries.filter((d) => d.path.includes(runId)).flatMap((d) => (d.events ?? []).map((e) => e.type));
     return { sandboxId, procs, netNamespace, rootView, types };
   }
 

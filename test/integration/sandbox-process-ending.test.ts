@@ -40,7 +40,7 @@ describe('the state of a process sandbox', () => {
     const procs = adapter.processes(sandboxId)!;
     assert.equal(await adapter.state(sandboxId), 'running');
 
-    await waitUntil(() => receiver.deliveries.some((d) => d.event?.type === 'completed' && d.status === 503), 60_000);
+    await waitUntil(() => receiver.deliveries.some((d) => (d.events ?? []).some((e) => e.type === 'completed') && d.status === 503), 60_000);
     await waitUntil(() => !running(procs.agentPid), 30_000);
     assert.equal(running(procs.sidecarPid), true);
     assert.equal(await adapter.state(sandboxId), 'ending');

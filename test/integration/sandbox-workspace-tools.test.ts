@@ -100,7 +100,7 @@ describe('workspace tools in a process sandbox', () => {
   async function run(adapter: ProcessSandboxAdapter, runId: string, steps: Step[], extra?: Array<[string, string]>) {
     const seenBefore = model.requests.length;
     const { sandboxId } = await adapter.start(spec(runId, receiver.url, secret, model.url, steps, extra));
-    const mine = () => receiver.deliveries.filter((d) => d.path.includes(`/${runId}/`) && d.event).map((d) => d.event!);
+    const mine = () => receiver.deliveries.filter((d) => d.path.includes(`/${runId}/`)).flatMap((d) => d.events ?? []);
     await waitUntil(() => mine().some((e) => e.type === 'completed' || e.type === 'failed'), 60_000);
     const events = mine();
     const output = events.find((e) => e.type === 'output') as { data: { output: { result: string } } } | undefined;
