@@ -49,6 +49,11 @@ export interface RunActivityOptions {
   materials: RunMaterials;
   /** where sandboxes reach this platform's runner routes (/internal/runs/...) */
   eventsBaseUrl: string;
+  /**
+   * this worker's id in the fleet: its sandboxes post their events naming it, and the sink refuses
+   * them once the run is placed on another worker (absent: not checked)
+   */
+  placement?: string;
   bootSeconds: number;
   heartbeatSeconds: number;
   /** RUN_PARK_AFTER_SECONDS: how long a run waits for an approval holding its sandbox (absent: never parked) */
@@ -222,7 +227,7 @@ export function createRunActivities(o: RunActivityOptions): RunActivities {
         workspace: materials.workspace,
         sidecar: {
           runId,
-          eventsUrl: `${base}/events`,
+          eventsUrl: o.placement ? `${base}/events?placement=${encodeURIComponent(o.placement)}` : `${base}/events`,
           eventSecret: o.secrets.open(row.event_secret),
           model: {
             baseUrl: model.baseUrl, apiKey: model.apiKey, model: model.model, proxy: model.proxy ?? null,

@@ -222,7 +222,7 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       const pool = deps.database.pool;
       const workerId = workerIdFor(dataDir, config.WORKER_ID);
       const fleet: FleetSettings = { heartbeatSeconds: config.WORKER_HEARTBEAT_SECONDS, lostHeartbeats: config.WORKER_LOST_HEARTBEATS };
-      const activities = runActivitiesFor(deps, adapter);
+      const activities = runActivitiesFor(deps, adapter, workerId);
       // this worker's own sandbox host: the engine routes its calls here alone
       const host = createSandboxHostService(workerId, activities, (runId) => placedOn(pool, runId, workerId));
       const home = await servesWorkflows(adminUrl, pool, workerId, fleet);

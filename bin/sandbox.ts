@@ -86,7 +86,8 @@ export function runMaterialsFor(deps: Pick<AppDeps, 'secrets' | 'config' | 'plat
   };
 }
 
-export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunActivities {
+/** `placement`: the worker's id in the fleet (RunActivityOptions.placement) */
+export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter, placement?: string): RunActivities {
   const { config } = deps;
   const limits = config.PLATFORM_RUN_LIMITS;
   return createRunActivities({
@@ -97,6 +98,7 @@ export function runActivitiesFor(deps: AppDeps, adapter: SandboxAdapter): RunAct
     adapter,
     materials: runMaterialsFor(deps),
     eventsBaseUrl: config.INTERNAL_API_URL ?? `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`,
+    ...(placement ? { placement } : {}),
     bootSeconds: config.RUN_BOOT_SECONDS,
     heartbeatSeconds: config.RUN_HEARTBEAT_SECONDS,
     parkAfterSeconds: config.RUN_PARK_AFTER_SECONDS,

@@ -126,28 +126,44 @@ END;
 $$;
 
 -- The sink check of both recorders: 'unknown' (the run is gone), 'closed' (it has ended), 'expired'
--- (its sink has expired), 'replayed' (the message id was accepted before), else NULL with the
--- message id stored and liveness noted up to p_last_sequence.
-CREATE OR REPLACE FUNCTION open_run_sink(p_run text, p_message text, p_last_sequence int)
+-- (its sink has expired), 'moved' (p_placement, the worker whose sandbox posted, is not the worker
+-- the run is placed on: a sandbox of a lost worker, the run booted again elsewhere), 'replayed'
+-- (the message id was accepted before), else NULL with the message id stored and liveness noted up
+-- to p_last_sequence. A NULL placement (a remote runner, a sandbox outside a fleet) is not checked.
+-- Signatures the functions below had before a sandbox's placement was checked (dropped so a call
+-- names one function only).
+DROP FUNCTION IF EXISTS open_run_sink(text, text, int);
+DROP FUNCTION IF EXISTS record_run_events(text, text, jsonb);
+
+CREATE OR REPLACE FUNCTION open_run_sink(p_run text, p_message text, p_last_sequence int, p_placement text)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   sink record;
   stored int;
 BEGIN
-  SELECT r.status, r.sink_expires_at INTO sink FROM runs r WHERE r.id = p_run;
+  SELECT r.status, r.sink_expires_at, r.worker_id INTO sink FROM runs r WHERE r.id = p_run;
   IF NOT FOUND THEN
     RETURN 'unknown';
   ELSIF sink.status IN ('success', 'failed', 'timeout', 'cancelled') THEN
     RETURN 'closed';
   ELSIF sink.sink_expires_at <= now() THEN
     RETURN 'expired';
+  ELSIF p_placement IS NOT NULL AND sink.worker_id IS DISTINCT FROM p_placement THEN
+    RETURN 'moved';
   END IF;
   INSERT INTO run_event_ids (run_id, message_id) VALUES (p_run, p_message) ON CONFLICT DO NOTHING;
   GET DIAGNOSTICS stored = ROW_COUNT;
   IF stored = 0 THEN
     RETURN 'replayed';
   END IF;
-  UPDATE runs SET last_event_at = now(), last_sequence = GREATEST(last_sequence, p_last_sequence) WHERE id = p_run;
+  -- the placement checked again under the run's row lock: a placement committed since the read
+  -- above (the run moved to another worker) wins, and this message is not kept
+  UPDATE runs SET last_event_at = now(), last_sequence = GREATEST(last_sequence, p_last_sequence)
+    WHERE id = p_run AND (p_placement IS NULL OR worker_id = p_placement);
+  IF NOT FOUND THEN
+    DELETE FROM run_event_ids WHERE run_id = p_run AND message_id = p_message;
+    RETURN 'moved';
+  END IF;
   RETURN NULL;
 END;
 $$;
@@ -173,7 +189,7 @@ DECLARE
   refused text;
   applied text;
 BEGIN
-  refused := open_run_sink(p_run, p_message, p_sequence);
+  refused := open_run_sink(p_run, p_message, p_sequence, NULL);
   IF refused IS NOT NULL THEN
     RETURN QUERY SELECT refused, NULL::jsonb, NULL::jsonb;
     RETURN;
@@ -192,8 +208,9 @@ $$;
 -- records nothing), then each event is applied in the order given (p_events: a JSON array of
 -- {sequence, type, data}, data normalized by the API; the API puts an ending only last). Returns
 -- the refusal, or 'terminal' (with the ending's check data) when the batch carries the run's end,
--- else 'recorded'; started tells whether it carried the runner's 'started'.
-CREATE OR REPLACE FUNCTION record_run_events(p_run text, p_message text, p_events jsonb)
+-- else 'recorded'; started tells whether it carried the runner's 'started'. p_placement: the worker
+-- whose sandbox posted the batch (open_run_sink), or NULL.
+CREATE OR REPLACE FUNCTION record_run_events(p_run text, p_message text, p_events jsonb, p_placement text)
 RETURNS TABLE (outcome text, started boolean, pending_output jsonb, output_schema jsonb) LANGUAGE plpgsql AS $$
 DECLARE
   refused text;
@@ -201,7 +218,7 @@ DECLARE
   e jsonb;
   saw_start boolean := false;
 BEGIN
-  refused := open_run_sink(p_run, p_message, (SELECT max((x->>'sequence')::int) FROM jsonb_array_elements(p_events) x));
+  refused := open_run_sink(p_run, p_message, (SELECT max((x->>'sequence')::int) FROM jsonb_array_elements(p_events) x), p_placement);
   IF refused IS NOT NULL THEN
     RETURN QUERY SELECT refused, false, NULL::jsonb, NULL::jsonb;
     RETURN;

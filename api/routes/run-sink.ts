@@ -28,6 +28,10 @@ const RunConnection = z.object({
   credentials: z.record(z.string(), z.string()).describe('the credential fields the sidecar delivers; never a refresh token'),
   expiresAt: z.string().nullable(),
 }).meta({ id: 'RunConnection' });
+const EventsQuery = z.object({
+  placement: z.string().min(1).max(200).optional()
+    .describe('the worker whose sandbox posts (the sink URL a worker gives its sandbox carries it): refused once the run is placed elsewhere'),
+});
 const NO_STORE = { 'Cache-Control': 'no-store' };
 const MAX_EVENT_BYTES = 1_048_576;
 const SIGNATURE_HEADERS = [
@@ -70,11 +74,16 @@ export const runSinkRoutes = [
   }),
   route({
     method: 'post', path: '/internal/runs/{id}/events', summary: 'Post signed run events (runner to platform): one event, or a batch { events: [...] } in sequence order', tag: 'Run sink',
-    stage: 'internal', rateLimit: PER_RUN, params: IdParams, rawBody: true, headers: SIGNATURE_HEADERS,
-    responses: { 204: { description: 'Accepted' }, 401: { description: 'Signature missing or wrong' }, 409: { description: 'message_replayed' }, 410: { description: 'run_sink_closed or run_sink_expired' } },
-    handler: async ({ params, req, deps }) => {
+    stage: 'internal', rateLimit: PER_RUN, params: IdParams, query: EventsQuery, rawBody: true, headers: SIGNATURE_HEADERS,
+    responses: {
+      204: { description: 'Accepted' }, 401: { description: 'Signature missing or wrong' }, 409: { description: 'message_replayed' },
+      410: { description: 'run_sink_closed (the run has ended, or is placed on another worker than the sandbox that posted) or run_sink_expired' },
+    },
+    handler: async ({ params, query, req, deps }) => {
       const raw = await readRawBody(req, MAX_EVENT_BYTES);
-      const { changedSpaceId, recorded } = await ingestRunEvent({ pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs }, params.id, signatureHeaders(req.headers), raw);
+      const { changedSpaceId, recorded } = await ingestRunEvent(
+        { pool: deps.database.pool, secrets: deps.secrets, runs: deps.runs }, params.id, signatureHeaders(req.headers), raw, query.placement ?? null,
+      );
       // the run's next read on this instance shows the event without waiting for its announcement
       if (changedSpaceId) deps.runReads?.changed(changedSpaceId);
       // in sequence order, as the streams' readers expect

@@ -342,6 +342,64 @@ describe('after the ending', () => {
   });
 });
 
+describe("a sandbox's placement", () => {
+  /** one signed message from the sandbox of worker `placement` (null: a sink URL without one) */
+  const fromWorker = (run: Run, placement: string | null, event: Record<string, unknown>) => {
+    const raw = JSON.stringify({ events: [{ sequence: ++run.sequence, ...event }] });
+    const headers = signedRunEventHeaders(run.secret, raw);
+    return { headers, raw, post: () => ingestRunEvent(deps, run.id, headers, Buffer.from(raw), placement) };
+  };
+  const moved = { code: 'run_sink_closed', detail: 'The run is placed on another worker now; this sandbox no longer reports for it. Stop sending events.' };
+
+  test("a message from the sandbox of a worker the run is not placed on is run_sink_closed, records nothing and keeps no message id", async () => {
+    const run = await echoRun();
+    await deps.pool.query(`UPDATE runs SET worker_id = 'w_home' WHERE id = $1`, [run.id]);
+    const stale = fromWorker(run, 'w_lost', { type: 'started', data: {} });
+    await assert.rejects(stale.post, moved);
+    const r = await deps.pool.query('SELECT status, started_at, last_event_at, last_sequence FROM runs WHERE id = $1', [run.id]);
+    assert.deepEqual(r.rows[0], { status: 'pending', started_at: null, last_event_at: null, last_sequence: 0 }, 'nothing of it is recorded, liveness included');
+    assert.equal((await deps.pool.query('SELECT 1 FROM run_event_ids WHERE run_id = $1', [run.id])).rowCount, 0, 'its message id is not kept');
+    // refused before the cached secret path and after it alike
+    await send(run, { type: 'log', data: { message: 'secret kept now' } });
+    await assert.rejects(fromWorker(run, 'w_lost', { type: 'log', data: { message: 'stale' } }).post, moved);
+    // the worker it is placed on is heard; so is a message naming no placement (a remote runner)
+    assert.deepEqual(await fromWorker(run, 'w_home', { type: 'started', data: {} }).post(), { changedSpaceId: run.spaceId });
+    assert.equal((await row(run)).status, 'running');
+    await fromWorker(run, null, { type: 'heartbeat' }).post();
+    assert.deepEqual((await logs(run)).map((l) => l.message), ['secret kept now']);
+  });
+
+  test('a run moved to another worker between two messages refuses the old sandbox from then on', async () => {
+    const run = await echoRun();
+    await deps.pool.query(`UPDATE runs SET worker_id = 'w_first' WHERE id = $1`, [run.id]);
+    await fromWorker(run, 'w_first', { type: 'heartbeat' }).post();
+    await deps.pool.query(`UPDATE runs SET worker_id = 'w_second' WHERE id = $1`, [run.id]);
+    await assert.rejects(fromWorker(run, 'w_first', { type: 'started', data: {} }).post, moved);
+    assert.equal((await row(run)).status, 'pending');
+    await fromWorker(run, 'w_second', { type: 'started', data: {} }).post();
+    assert.equal((await row(run)).status, 'running');
+  });
+
+  test('a placement that moves while a message is being recorded wins: the message is refused', async () => {
+    const run = await echoRun();
+    await deps.pool.query(`UPDATE runs SET worker_id = 'w_old' WHERE id = $1`, [run.id]);
+    // the move holds the run's row while the old sandbox's message reads its placement
+    const mover = await deps.pool.connect();
+    try {
+      await mover.query('BEGIN');
+      await mover.query(`UPDATE runs SET worker_id = 'w_new' WHERE id = $1`, [run.id]);
+      const stale = fromWorker(run, 'w_old', { type: 'started', data: {} }).post();
+      await new Promise((r) => setTimeout(r, 300));
+      await mover.query('COMMIT');
+      await assert.rejects(stale, moved);
+    } finally {
+      mover.release();
+    }
+    assert.equal((await row(run)).status, 'pending');
+    assert.equal((await deps.pool.query('SELECT 1 FROM run_event_ids WHERE run_id = $1', [run.id])).rowCount, 0);
+  });
+});
+
 describe('what the engine is told', () => {
   /** The engine's side of the workflow client, recording the signals it is given. */
   function recordingEngine(refuse = false) {

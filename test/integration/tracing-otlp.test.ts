@@ -144,7 +144,10 @@ function assertOneTrace(t: Awaited<ReturnType<typeof tracedRun>>, protocol: Rece
 
   // event ingestion (the sidecar posts with the run's context) and finalization are in the run's trace
   const ingestions = spans.filter((s) => s.name === 'POST /internal/runs/{id}/events');
-  assert.ok(ingestions.length >= 2, `event ingestions: ${spans.map((s) => s.name).join(', ')}`);
+  // the sidecar batches a run's events: one post may carry several (its span counts them)
+  assert.ok(ingestions.length >= 1, `event ingestions: ${spans.map((s) => s.name).join(', ')}`);
+  const ingested = ingestions.reduce((n, s) => n + Number(s.attributes['agent_platform.event.count'] ?? 1), 0);
+  assert.ok(ingested >= 2, `events ingested: ${ingested} (started, completed at least)`);
   assert.ok(ingestions.every((s) => parentOf(s) === workflow));
   assert.ok(ingestions.some((s) => s.attributes['agent_platform.event.type'] === 'completed'));
   assert.ok(spans.some((s) => s.name === 'run finalization' && s.attributes['agent_platform.run.finalized'] === true));

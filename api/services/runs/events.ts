@@ -99,6 +99,7 @@ export async function openSink(deps: IngestDeps, runId: string, headers: Record<
 
 const SINK_CLOSED = 'The run has ended; stop sending events.';
 const SINK_EXPIRED = 'The run event sink has expired.';
+const SINK_MOVED = 'The run is placed on another worker now; this sandbox no longer reports for it. Stop sending events.';
 
 /**
  * The signing secrets of runs whose sidecars are posting, opened once per run instead of once per
@@ -168,10 +169,12 @@ function terminalSignal(event: EventBody, pendingOutput: unknown, schema: object
 }
 
 /** Records a message's events (one round trip, atomic); returns the workflow signals they call for. */
-async function recordEvents(pool: pg.Pool, runId: string, messageId: string, events: EventBody[], data: Record<string, unknown>[]): Promise<{ started: boolean; terminal?: TerminalSignal }> {
+async function recordEvents(
+  pool: pg.Pool, runId: string, messageId: string, events: EventBody[], data: Record<string, unknown>[], placement: string | null,
+): Promise<{ started: boolean; terminal?: TerminalSignal }> {
   const { rows } = await pool.query<{ outcome: string; started: boolean; pending_output: unknown; output_schema: object | null }>(
-    'SELECT outcome, started, pending_output, output_schema FROM record_run_events($1, $2, $3::jsonb)',
-    [runId, messageId, JSON.stringify(events.map((e, i) => ({ sequence: e.sequence, type: e.type, data: data[i] })))],
+    'SELECT outcome, started, pending_output, output_schema FROM record_run_events($1, $2, $3::jsonb, $4)',
+    [runId, messageId, JSON.stringify(events.map((e, i) => ({ sequence: e.sequence, type: e.type, data: data[i] }))), placement],
   );
   const { outcome, started, pending_output: pendingOutput, output_schema: schema } = rows[0];
   // Stryker disable next-line all: a secret kept after the end only spares a read (see rememberSinkSecret)
@@ -179,6 +182,8 @@ async function recordEvents(pool: pg.Pool, runId: string, messageId: string, eve
   if (outcome === 'unknown') throw problem('not_found', { detail: 'No such run.' });
   if (outcome === 'closed') throw problem('run_sink_closed', { detail: SINK_CLOSED });
   if (outcome === 'expired') throw problem('run_sink_expired', { detail: SINK_EXPIRED });
+  // the run goes on in another sandbox: this one stops posting (its secret stays known for that one)
+  if (outcome === 'moved') throw problem('run_sink_closed', { detail: SINK_MOVED });
   if (outcome === 'replayed') throw problem('message_replayed', { detail: 'This webhook-id was already accepted for the run.' });
   if (outcome === 'terminal') {
     sinkSecrets.delete(runId);
@@ -225,9 +230,12 @@ export interface RecordedRunEvent {
  * run's space when the message changed what the run's wire shows, so the caller can drop its cached
  * reads of that space, and the log entries and usage it recorded, in order, for the realtime streams.
  * A batch that carries the run's end signals only the end: the workflow needs no separate start.
+ * `placement` is the worker whose sandbox posted (the sink URL's `placement`): a message from a
+ * sandbox the run is no longer placed on (a lost worker's, the run booted again elsewhere) is refused
+ * with run_sink_closed, so one run never has two sandboxes reporting for it.
  */
 export async function ingestRunEvent(
-  deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer,
+  deps: IngestDeps, runId: string, headers: Record<string, string | undefined>, raw: Buffer, placement: string | null = null,
 ): Promise<{ changedSpaceId?: string; recorded?: RecordedRunEvent[] }> {
   let messageId: string;
   let spaceId: string;
@@ -257,7 +265,7 @@ export async function ingestRunEvent(
   });
 
   const data = events.map(normalizedData);
-  const signal = await recordEvents(deps.pool, runId, messageId, events, data);
+  const signal = await recordEvents(deps.pool, runId, messageId, events, data, placement);
   // recorded once (a replay was refused above): the sidecar's spans are exported with the run's ids
   if (tracingActive() && Array.isArray(spans) && spans.length) {
     const traceId = (spans[0] as { traceId?: unknown })?.traceId;
