@@ -216,11 +216,11 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
     if (config.ROLE !== 'api') {
       const adapter = await createSandboxAdapter(deps, dataDir);
       stops.push(() => adapter.close());
-      // One indexed read per pass, and only while sandboxes run: cheap enough to follow the sweep closely.
-      const reaper = startSandboxReaper(deps.database.pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log);
-      stops.push(() => reaper.stop());
       const pool = deps.database.pool;
       const workerId = workerIdFor(dataDir, config.WORKER_ID);
+      // One indexed read per pass, and only while sandboxes run: cheap enough to follow the sweep closely.
+      const reaper = startSandboxReaper(pool, adapter, Math.min(config.RUN_RECONCILE_SECONDS, REAP_MAX_SECONDS), log, workerId);
+      stops.push(() => reaper.stop());
       const fleet: FleetSettings = { heartbeatSeconds: config.WORKER_HEARTBEAT_SECONDS, lostHeartbeats: config.WORKER_LOST_HEARTBEATS };
       const activities = runActivitiesFor(deps, adapter, workerId);
       // this worker's own sandbox host: the engine routes its calls here alone
