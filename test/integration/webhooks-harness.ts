@@ -32,6 +32,8 @@ export interface Received {
   verifiedWith: string[];
   /** the webhook-signature header as sent (space-separated v1,<base64> entries) */
   signature: string;
+  /** the webhook-timestamp header: when the attempt was signed (Unix seconds) */
+  signedAt: number;
 }
 
 export interface Receiver {
@@ -86,7 +88,7 @@ export async function aReceiver(port?: number): Promise<Receiver> {
           counts.set(path, n);
           const status = r.answer(path, n);
           const record = () => {
-            r.received.push({ id: headers['webhook-id'], path, body: JSON.parse(raw), raw, verifiedWith, signature: headers['webhook-signature'] ?? '' });
+            r.received.push({ id: headers['webhook-id'], path, body: JSON.parse(raw), raw, verifiedWith, signature: headers['webhook-signature'] ?? '', signedAt: Number(headers['webhook-timestamp']) });
             for (const w of waiters.splice(0)) w();
           };
           if (status === 'hang') {
