@@ -159,6 +159,13 @@ describe('the egress proxy of local servers puts the credential on their request
   let proxyPort: number;
   let runCa: string;
   const notes: string[] = [];
+  /** whether a note like this arrives (the proxy's notes come on its stdout, apart from its answers) within a few seconds */
+  const noted = async (like: string): Promise<boolean> => {
+    for (const deadline = Date.now() + 5_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+      if (notes.some((n) => n.includes(like))) return true;
+    }
+    return notes.some((n) => n.includes(like));
+  };
 
   before(async () => {
     platform.on('request', (req: IncomingMessage, res: http.ServerResponse) => {
@@ -297,7 +304,7 @@ describe('the egress proxy of local servers puts the credential on their request
     // api.wild.test resolves to loopback, which the operator did not allow for it
     assert.equal(res.status, 403);
     assert.match(res.body, /^blocked_target/);
-    assert.ok(notes.some((n) => n.includes('sent without the credential (credential_exfiltration_refused')));
+    assert.ok(await noted('sent without the credential (credential_exfiltration_refused'));
   });
 
   test('an expired OAuth token: the platform refreshes it once and the request is retried with the new one', async () => {
@@ -311,7 +318,7 @@ describe('the egress proxy of local servers puts the credential on their request
     const secure = await viaTunnel(proxyPort, VENDOR, securePort, '/v1/me', OAUTH_SECRET, runCa);
     assert.equal(JSON.parse(secure.body).credential, 'fresh');
     assert.equal(refreshes.length, 1);
-    assert.ok(notes.some((n) => n.includes('@acme/oauthed: the upstream refused the access token (401); the platform refreshed it')));
+    assert.ok(await noted('@acme/oauthed: the upstream refused the access token (401); the platform refreshed it'));
   });
 
   test("a refresh the platform refuses: the vendor's 401 reaches the server with the platform's code", async () => {
