@@ -1,25 +1,18 @@
-// The fetch the agent reaches its sidecar with: node's http client, over TCP or over a unix
-// socket. A confined agent has its own network namespace (its own loopback), so a socket bound
-// into its sandbox is its only way out; node's bundled undici cannot be given a socket path (it
-// is not importable). Over TCP too this skips undici's WebAssembly HTTP parser: ~10 MiB less.
-// Every request carries the run's sidecar token: the sidecar answers nothing else.
+// The fetch the agent reaches its sidecar with: HTTP/1.1 on node:net (sidecar-http.ts), over TCP
+// or over a unix socket. A confined agent has its own network namespace (its own loopback), so a
+// socket bound into its sandbox is its only way out; node's bundled undici cannot be given a
+// socket path (it is not importable). Every request carries the run's sidecar token: the sidecar
+// answers nothing else.
 // The requests the runtime makes (a URL, a method, headers, a text or bytes body, a signal) are
 // read here and answered with a SidecarResponse, so a run never loads undici (fetch-headers.ts);
 // a request of any other form is read by node's own Request, exactly as node would read it.
-import type { ClientRequest, IncomingMessage } from 'node:http';
 import { FetchHeaders } from './fetch-headers.ts';
+import { SidecarHttp, type SidecarTarget } from './sidecar-http.ts';
 import { SidecarResponse } from './sidecar-response.ts';
 
 const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
-
-/**
- * node's http client, loaded when a process first needs it rather than with this module: node
- * cannot write its HTTP parser into a startup snapshot, and the runtime is built into one
- * (activities/sandbox/startup-snapshot.ts). The runtime's main calls this before it says it is ready.
- */
-export function loadHttpClient(): typeof import('node:http') {
-  return process.getBuiltinModule('node:http');
-}
+/** node sends an empty request's Content-Length: 0, except for these methods */
+const NO_DEFAULT_LENGTH = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 
 /** a request as it goes out: what node's Request would have made of the caller's arguments */
 interface Outgoing {
@@ -85,7 +78,14 @@ function plainRequest(input: Parameters<typeof fetch>[0], init: RequestInit | un
 /** token: the run's sidecar token; socketPath: the sidecar's unix socket, absent, the URL's host and port. */
 export function sidecarFetch(token: string, socketPath?: string): typeof fetch {
   const authorization = `Bearer ${token}`;
-  const { request } = loadHttpClient();
+  // one set of kept sockets per target
+  const connections = new Map<string, SidecarHttp>();
+  const connectionsTo = (target: SidecarTarget): SidecarHttp => {
+    const key = 'socketPath' in target ? `unix:${target.socketPath}` : `tcp:${target.host}:${target.port}`;
+    let http = connections.get(key);
+    if (!http) connections.set(key, (http = new SidecarHttp(target)));
+    return http;
+  };
   const fetchOverHttp = async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
     let outgoing = plainRequest(input, init);
     if (!outgoing || (!socketPath && outgoing.url.protocol !== 'http:')) {
@@ -98,29 +98,31 @@ export function sidecarFetch(token: string, socketPath?: string): typeof fetch {
     }
     outgoing.headers.set('authorization', authorization);
     const { url, method, body, signal } = outgoing;
-    const headers: Record<string, string> = { host: url.host };
-    outgoing.headers.forEach((value, key) => (headers[key] = value));
-    if (body) headers['content-length'] = String(body.length);
-    return new Promise<Response>((resolve, reject) => {
-      const target = socketPath ? { socketPath } : { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port || 80 };
-      const sent: ClientRequest = request({ ...target, method, path: url.pathname + url.search, headers, signal }, (res: IncomingMessage) => {
-        try {
-          const responseHeaders = new FetchHeaders();
-          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) responseHeaders.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
-          const status = res.statusCode ?? 502;
-          if (status < 200 || status > 599) throw new RangeError('init["status"] must be in the range of 200 to 599, inclusive.');
-          const hasBody = !NULL_BODY_STATUS.has(status) && method !== 'HEAD';
-          if (!hasBody) res.resume();
-          resolve(new SidecarResponse(status, res.statusMessage ?? '', responseHeaders, hasBody ? res : null) as unknown as Response);
-        } catch (err) {
-          res.destroy();
-          reject(err);
-        }
-      });
+    // as node's http client sends them: host first, the caller's headers, then the body's length
+    const headers = new Map<string, string>([['host', url.host]]);
+    outgoing.headers.forEach((value, key) => headers.set(key, value));
+    if (body) headers.set('content-length', String(body.length));
+    else if (!NO_DEFAULT_LENGTH.has(method.toUpperCase()) && !headers.has('content-length')) headers.set('content-length', '0');
+    const target: SidecarTarget = socketPath ? { socketPath } : { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) };
+    let answer;
+    try {
+      answer = await connectionsTo(target).request({ method: method.toUpperCase(), path: url.pathname + url.search, headers: [...headers], body }, signal);
+    } catch (err) {
       // the same error shape as fetch, so callers' retry logic treats it as a network failure
-      sent.on('error', (err) => reject(signal?.aborted ? signal.reason : new TypeError('fetch failed', { cause: err })));
-      sent.end(body);
-    });
+      throw signal?.aborted ? signal.reason : new TypeError('fetch failed', { cause: err });
+    }
+    const { status, statusText, rawHeaders } = answer;
+    try {
+      if (status < 200 || status > 599) throw new RangeError('init["status"] must be in the range of 200 to 599, inclusive.');
+      const responseHeaders = new FetchHeaders();
+      for (let i = 0; i + 1 < rawHeaders.length; i += 2) responseHeaders.append(rawHeaders[i], rawHeaders[i + 1]);
+      const hasBody = !NULL_BODY_STATUS.has(status) && method !== 'HEAD';
+      if (!hasBody) answer.body?.resume();
+      return new SidecarResponse(status, statusText, responseHeaders, hasBody ? answer.body : null) as unknown as Response;
+    } catch (err) {
+      answer.body?.destroy();
+      throw err;
+    }
   };
   return fetchOverHttp as typeof fetch;
 }
