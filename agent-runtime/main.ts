@@ -7,17 +7,21 @@
 // when stdin closes.
 // The process backend starts it from a V8 startup snapshot of this bundle where it can
 // (activities/sandbox/startup-snapshot.ts): nothing here may read the environment, the arguments or
-// anything of a run while the modules load, and node:http and node:child_process load on first use.
+// anything of a run while the modules load, and node:child_process loads on first use; node:http is
+// never loaded (the sidecar is reached over node:net, sidecar-fetch.ts).
 // first: what building a startup snapshot of this program needs before any other module loads
 import './snapshot-prelude.ts';
 import { startupSnapshot } from 'node:v8';
 import { reportOutcome } from './report.ts';
 import { runAgent, type AgentOutcome } from './run-agent.ts';
-import { loadHttpClient, sidecarFetch } from './sidecar-fetch.ts';
+import { installFetchHeaders } from './fetch-headers.ts';
+import { sidecarFetch } from './sidecar-fetch.ts';
 import type { ShellMode } from './workspace-tools.ts';
-import { announceReady, exitWhenStdinEnds, readFirstLine, warmFetch } from '../lib/warm-start.ts';
+import { announceReady, exitWhenStdinEnds, readFirstLine } from '../lib/warm-start.ts';
 
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+// the model library's Headers without node's undici, which a run then never loads (fetch-headers.ts)
+installFetchHeaders();
 
 const MAX_MESSAGE_CHARS = 2000;
 
@@ -64,8 +68,6 @@ function parseAssignment(line: string): RuntimeAssignment {
 // No top-level await: the program is bundled as CommonJS so its compiled code can be cached
 // (bin/cached-program.ts).
 async function main(fromSnapshot: boolean): Promise<void> {
-  await warmFetch();
-  loadHttpClient();
   // the ready line says how the process started, for the platform's tests and benches
   announceReady(fromSnapshot ? { snapshot: true } : {});
 

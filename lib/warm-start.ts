@@ -63,14 +63,3 @@ export function exitWhenStdinEnds(): void {
   process.stdin.resume();
 }
 
-/**
- * Loads node's fetch implementation (lazily loaded on first use) while the program waits in the
- * pool, so the run does not pay for it (the agent's model library needs its classes).
- */
-export async function warmFetch(): Promise<void> {
-  try {
-    await (await fetch('data:,warm')).arrayBuffer();
-  } catch {
-    // nothing to warm: the first real call pays instead
-  }
-}
