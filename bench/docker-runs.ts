@@ -35,12 +35,13 @@ let serial = 0;
 /** one run: answers ms from start() to its started and completed events */
 async function oneRun(adapter: SandboxAdapter, backend: string): Promise<{ runningMs: number; successMs: number }> {
   const runId = `run_bench_${backend}_${++serial}`;
-  const arrived = (type: string) => receiver.deliveries.findIndex((d) => d.path.includes(`/runs/${runId}/`) && d.event?.type === type);
+  // a post may carry a batch of events (the start and the end together): each is looked for in every post's events
+  const arrived = (type: string) => receiver.deliveries.find((d) => d.path.includes(`/runs/${runId}/`) && d.status < 300 && (d.events ?? []).some((e) => e.type === type));
   const t0 = performance.now();
   const { sandboxId } = await adapter.start(aSandboxSpec({ runId, eventsBaseUrl: receiver.url, secret, modelUrl: model.url, memoryMb: 512 }));
-  await waitUntil(() => arrived('completed') >= 0, 60_000);
+  await waitUntil(() => arrived('completed') !== undefined, 60_000);
   // the receiver stamps each accepted event on arrival
-  const at = (type: string) => receiver.arrivedAtMs[receiver.events.indexOf(receiver.deliveries[arrived(type)].event!)] - t0;
+  const at = (type: string) => receiver.arrivedAtMs[receiver.events.indexOf(arrived(type)!.events!.find((e) => e.type === type)!)] - t0;
   const figures = { runningMs: at('started'), successMs: at('completed') };
   await adapter.stop(sandboxId);
   return figures;
