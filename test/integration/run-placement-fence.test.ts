@@ -5,7 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { signedRunEventHeaders } from '../../lib/run-events.ts';
+import type { SandboxAdapter, SandboxSpec } from '../../activities/sandbox/adapter.ts';
 import { reapEndedSandboxes } from '../../activities/sandbox/reaper.ts';
+import { runActivitiesFor } from '../../bin/sandbox.ts';
 import { aKey } from '../support/builders.ts';
 import { call, client } from '../support/http.ts';
 import { aRunWorld, type RunWorld } from '../support/runs.ts';
@@ -53,6 +55,25 @@ describe('the sink names the sandbox it hears by its worker', () => {
     assert.equal((await world.api.get(`/api/runs/${runId}`)).body.status, 'pending');
     assert.equal((await post(runId, 'w_live', 1, 'started')).status, 204);
     assert.equal((await world.api.get(`/api/runs/${runId}`)).body.status, 'running');
+  });
+
+  test("a worker's boot gives the sandbox a sink URL naming that worker; outside a fleet, none", async () => {
+    const bootedBy = async (workerId?: string) => {
+      const runId = await aRun(workerId ?? null);
+      const started: SandboxSpec[] = [];
+      const capture = {
+        kind: 'process',
+        start: async (spec: SandboxSpec) => { started.push(spec); return { sandboxId: 'sbx_capture' }; },
+        state: async () => 'running', sandboxes: () => [], stop: async () => undefined, close: async () => undefined,
+      } as unknown as SandboxAdapter;
+      await runActivitiesFor(world.app.deps, capture, workerId).boot(runId);
+      return { runId, eventsUrl: new URL(started[0].sidecar.eventsUrl) };
+    };
+    const placed = await bootedBy('w_7f3a');
+    assert.equal(placed.eventsUrl.pathname, `/internal/runs/${placed.runId}/events`);
+    assert.equal(placed.eventsUrl.searchParams.get('placement'), 'w_7f3a');
+    const alone = await bootedBy();
+    assert.equal(alone.eventsUrl.search, '');
   });
 
   test('a placement that is not a worker id is a bad request, not a refusal of the run', async () => {
