@@ -200,6 +200,8 @@ export class EventPoster {
   private async drain(): Promise<void> {
     while (this.queue.length > 0 && !this.stopped) {
       await this.gather();
+      // closed while it gathered (the run's session ended): the queue went with it
+      if (this.stopped || this.queue.length === 0) break;
       const batch: Batch = { id: newRunEventId(), events: this.take() };
       this.inFlight = batch;
       const outcome = await this.deliver(batch);

@@ -22,6 +22,24 @@ describe('sidecar event poster', () => {
     return { secret, receiver, eventsUrl: `${receiver.url}/internal/runs/run_poster/events` };
   }
 
+  test('closed while it gathers a batch (the run\'s session ended): nothing is posted and nothing throws', async () => {
+    const platform = await aPlatform(() => 202);
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const poster = new EventPoster({ ...platform, batchWindowMs: 150, startWindowMs: 150, warn: quiet });
+      poster.emit('log', { level: 'info', message: 'queued, then dropped with the session' });
+      await new Promise((r) => setTimeout(r, 30));
+      poster.close();
+      await new Promise((r) => setTimeout(r, 400));
+      assert.deepEqual(platform.receiver.deliveries, []);
+      assert.deepEqual(rejections, []);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
   test('a heartbeat is given up after its own short budget while the events after it are kept', async () => {
     let recording = false;
     const platform = await aPlatform(() => (recording ? 202 : 503));
